@@ -1,0 +1,191 @@
+"""The `ember` command: run, tokenize, perplexity, info (and the desktop app by default)."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import numpy as np
+
+
+def _add_model_args(p: argparse.ArgumentParser, ctx_default: int | None = None) -> None:
+    p.add_argument("-m", "--model", required=True, help="path to a .gguf model")
+    p.add_argument("-c", "--ctx-size", type=int, default=ctx_default,
+                   help="context length in tokens (default: the model's, at most 4096)")
+    p.add_argument("-t", "--threads", type=int, default=None, help="threads (default: physical cores)")
+
+
+def _load(args, **kw):
+    from .engine import Model
+    return Model(args.model, n_ctx=args.ctx_size, n_threads=args.threads, **kw)
+
+
+def cmd_run(args) -> int:
+    from .engine import GenerationStats, SamplingParams
+    model = _load(args)
+    params = SamplingParams(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
+                            min_p=args.min_p, repeat_penalty=args.repeat_penalty,
+                            penalty_last_n=args.repeat_last_n, seed=args.seed)
+    stats = GenerationStats()
+    out = sys.stdout
+    for piece in model.generate(args.prompt, args.n_predict, params, stats=stats):
+        out.write(piece)
+        out.flush()
+    out.write("\n")
+    pp = stats.prompt_tokens / stats.prompt_seconds if stats.prompt_seconds else 0.0
+    tg = stats.generated_tokens / stats.generation_seconds if stats.generation_seconds else 0.0
+    print(f"[prompt {stats.prompt_tokens} tokens, {pp:.1f} t/s; generated {stats.generated_tokens}"
+          f" tokens, {tg:.1f} t/s; stop: {stats.stop_reason}]", file=sys.stderr)
+    return 0
+
+
+def cmd_tokenize(args) -> int:
+    from .engine import Model
+    model = Model(args.model, vocab_only=True)
+    ids = model.tokenize(args.text, add_special=not args.no_special,
+                         parse_special=args.parse_special)
+    print(json.dumps(ids))
+    return 0
+
+
+def perplexity(model, tokens: list[int], n_ctx: int, progress=None) -> tuple[float, float]:
+    """PPL as llama-perplexity computes it: chunks of n_ctx tokens (first replaced by BOS
+    when the model adds one), scoring only the second half of each chunk."""
+    n_chunks = len(tokens) // n_ctx
+    if n_chunks < 1:
+        raise ValueError(f"need at least {n_ctx} tokens for a context of {n_ctx}, got {len(tokens)}")
+    first = n_ctx // 2
+    add_bos = model.bos_id >= 0 and bool(model.metadata.get("tokenizer.ggml.add_bos_token", True))
+    nll_sum, nll2_sum, count = 0.0, 0.0, 0
+    for c in range(n_chunks):
+        chunk = tokens[c * n_ctx:(c + 1) * n_ctx]
+        if add_bos:
+            chunk = [model.bos_id] + chunk[1:]
+        logits = model.eval_logits(chunk).astype(np.float64)
+        targets = np.array(tokens[c * n_ctx + first + 1:(c + 1) * n_ctx])
+        rows = logits[first:n_ctx - 1]
+        mx = rows.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(rows - mx).sum(axis=1)) + mx[:, 0]
+        nll = lse - rows[np.arange(len(targets)), targets]
+        nll_sum += float(nll.sum())
+        nll2_sum += float((nll * nll).sum())
+        count += len(nll)
+        if progress:
+            progress(c + 1, n_chunks, math.exp(nll_sum / count))
+    mean = nll_sum / count
+    var = max(nll2_sum / count - mean * mean, 0.0)
+    err = math.exp(mean) * math.sqrt(var / max(count - 1, 1))
+    return math.exp(mean), err
+
+
+def cmd_perplexity(args) -> int:
+    model = _load(args)
+    with open(args.file, encoding="utf-8") as f:
+        text = f.read()
+    tokens = model.tokenize(text, add_special=True, parse_special=False)
+    n_ctx = args.ctx_size or 512
+    t0 = time.perf_counter()
+
+    def progress(i, n, ppl):
+        print(f"[{i}/{n}] {ppl:.4f}", file=sys.stderr)
+
+    ppl, err = perplexity(model, tokens, n_ctx, progress)
+    print(f"PPL = {ppl:.4f} +/- {err:.5f}")
+    print(f"[{len(tokens)} tokens, {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
+    return 0
+
+
+def _human(n: float) -> str:
+    for unit in ("", "K", "M", "B", "T"):
+        if abs(n) < 1000:
+            return f"{n:.1f}{unit}" if unit else f"{int(n)}"
+        n /= 1000
+    return f"{n:.1f}P"
+
+
+def cmd_info(args) -> int:
+    from .engine import Model
+    model = Model(args.model, metadata_only=True)
+    print(f"file:        {args.model}")
+    print(f"gguf:        version {model.gguf_version}, {model.file_size:,} bytes")
+    print(f"arch:        {model.arch}")
+    print(f"parameters:  {_human(model.n_params)} ({model.n_params:,})")
+    print(f"quant type:  {model.ftype}")
+    print(f"n_ctx_train: {model.n_ctx_train}")
+    print("\nmetadata:")
+    for k, v in model.metadata.items():
+        if isinstance(v, list) and len(v) > 8:
+            shown = json.dumps(v[:4], ensure_ascii=False)[:-1] + f", ... ({len(v)} items)]"
+        else:
+            shown = json.dumps(v, ensure_ascii=False)
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
+        print(f"  {k} = {shown}")
+    tensors = model.tensors()
+    print(f"\ntensors ({len(tensors)}):")
+    for t in tensors:
+        shape = "x".join(str(d) for d in t.shape)
+        print(f"  {t.name:<32} {t.type_name:<6} {shape:<16} {t.n_bytes:>12,} bytes @ {t.offset}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+    p = argparse.ArgumentParser(prog="ember", description="Offline chat with local GGUF models.")
+    p.add_argument("--version", action="version", version=f"ember {__version__}")
+    sub = p.add_subparsers(dest="command")
+
+    r = sub.add_parser("run", help="generate text from a prompt (text to stdout)")
+    _add_model_args(r)
+    r.add_argument("-p", "--prompt", required=True)
+    r.add_argument("-n", "--n-predict", type=int, default=128)
+    r.add_argument("--temp", type=float, default=0.8)
+    r.add_argument("--seed", type=int, default=None)
+    r.add_argument("--top-k", type=int, default=40)
+    r.add_argument("--top-p", type=float, default=0.95)
+    r.add_argument("--min-p", type=float, default=0.05)
+    r.add_argument("--repeat-penalty", type=float, default=1.0)
+    r.add_argument("--repeat-last-n", type=int, default=64)
+    r.set_defaults(func=cmd_run)
+
+    t = sub.add_parser("tokenize", help="print the token ids of TEXT as JSON")
+    t.add_argument("-m", "--model", required=True)
+    t.add_argument("text")
+    t.add_argument("--no-special", action="store_true", help="do not add BOS/EOS")
+    t.add_argument("--parse-special", action="store_true", help="match special-token text")
+    t.set_defaults(func=cmd_tokenize)
+
+    pp = sub.add_parser("perplexity", help="perplexity of a text file, as llama-perplexity")
+    _add_model_args(pp)
+    pp.add_argument("-f", "--file", required=True)
+    pp.set_defaults(func=cmd_perplexity)
+
+    i = sub.add_parser("info", help="print the GGUF header, metadata and tensor table")
+    i.add_argument("model")
+    i.set_defaults(func=cmd_info)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .engine import EmberError
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except EmberError as e:
+        print(f"ember: error: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"ember: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

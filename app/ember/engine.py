@@ -1,0 +1,453 @@
+"""The Pythonic API over the native engine: Model, Session and SamplingParams."""
+from __future__ import annotations
+
+import codecs
+import ctypes
+import json
+import os
+import random
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import native
+from .native import c_int32
+
+
+class EmberError(Exception):
+    """An error reported by the engine, with its status code and message."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        self.message = message
+        super().__init__(message or native.decode_str(native.lib().ember_status_name(status)))
+
+
+class CancelledError(EmberError):
+    """The operation was cancelled (load, prefill or generation)."""
+
+
+class ContextFullError(EmberError):
+    """The context window has no room for more tokens."""
+
+
+def _check(status: int, message: bytes | None = None) -> None:
+    if status == native.OK:
+        return
+    text = native.decode_str(message if message is not None else native.lib().ember_last_error())
+    cls = {native.ERR_CANCELLED: CancelledError,
+           native.ERR_CONTEXT_FULL: ContextFullError}.get(status, EmberError)
+    raise cls(status, text)
+
+
+@dataclass
+class SamplingParams:
+    """Sampling settings; temperature 0 means greedy. seed None draws a random seed."""
+
+    temperature: float = 0.8
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    penalty_last_n: int = 64
+    seed: int | None = None
+
+    def to_native(self) -> native.SamplerParams:
+        seed = self.seed if self.seed is not None else random.getrandbits(63)
+        return native.SamplerParams(self.temperature, self.top_k, self.top_p, self.min_p,
+                                    self.repeat_penalty, self.presence_penalty,
+                                    self.frequency_penalty, self.penalty_last_n, seed)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    type_name: str
+    shape: tuple[int, ...]
+    offset: int
+    n_bytes: int
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
+    stop_reason: str = ""  # "eog", "length", "cancelled", "context_full", "stop_string"
+    token_ids: list[int] = field(default_factory=list)
+
+
+class Sampler:
+    """A native sampler chain (penalties, top-k, top-p, min-p, temperature, seeded draw)."""
+
+    def __init__(self, params: SamplingParams):
+        handle = ctypes.c_void_p()
+        p = params.to_native()
+        _check(native.lib().ember_sampler_create(ctypes.byref(p), ctypes.byref(handle)))
+        self._h = handle
+
+    def accept(self, token: int) -> None:
+        native.lib().ember_sampler_accept(self._h, token)
+
+    def sample(self, logits_ptr, n_vocab: int) -> int:
+        out = c_int32()
+        _check(native.lib().ember_sampler_sample(self._h, logits_ptr, n_vocab, ctypes.byref(out)))
+        return out.value
+
+    def close(self) -> None:
+        if self._h:
+            native.lib().ember_sampler_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
+
+
+class Model:
+    """A GGUF model loaded through Ember's engine.
+
+    The context (KV cache) is created on first use with n_ctx tokens;
+    vocab_only/metadata_only open just the tokenizer or just the header.
+    """
+
+    def __init__(self, path: str | os.PathLike, n_ctx: int | None = None,
+                 n_threads: int | None = None, n_batch: int = 512, *,
+                 vocab_only: bool = False, metadata_only: bool = False,
+                 progress: Callable[[float], bool | None] | None = None,
+                 cancel: threading.Event | None = None):
+        self.path = Path(path)
+        self.n_ctx_requested = n_ctx or 0
+        self.n_threads = n_threads or 0
+        self.n_batch = n_batch
+        self._lib = native.lib()
+        self._model = None
+        self._ctx = None
+        self._cancel_flag = c_int32(0)
+        self._metadata: dict | None = None
+        self._kv_tokens: list[int] = []  # what the KV cache holds (see Session)
+        self._lock = threading.RLock()
+
+        params = self._lib.ember_model_default_params()
+        params.vocab_only = vocab_only
+        params.metadata_only = metadata_only
+        load_cancel = c_int32(0)
+        params.cancel = ctypes.pointer(load_cancel)
+        if progress is not None or cancel is not None:
+            def on_progress(fraction, _user):
+                if cancel is not None and cancel.is_set():
+                    return False
+                if progress is not None:
+                    return progress(float(fraction)) is not False
+                return True
+            self._progress_cb = native.PROGRESS_FN(on_progress)  # kept alive while loading
+            params.progress = self._progress_cb
+        handle = ctypes.c_void_p()
+        status = self._lib.ember_model_load(os.fsencode(self.path), ctypes.byref(params),
+                                            ctypes.byref(handle))
+        _check(status)
+        self._model = handle
+
+    # ---- lifetime ------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._ctx:
+                self._lib.ember_context_free(self._ctx)
+                self._ctx = None
+            if self._model:
+                self._lib.ember_model_free(self._model)
+                self._model = None
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---- description -----------------------------------------------------------
+    @property
+    def arch(self) -> str:
+        return native.decode_str(self._lib.ember_model_arch(self._model))
+
+    @property
+    def ftype(self) -> str:
+        return native.decode_str(self._lib.ember_model_ftype_name(self._model))
+
+    @property
+    def n_params(self) -> int:
+        return int(self._lib.ember_model_n_params(self._model))
+
+    @property
+    def n_vocab(self) -> int:
+        return int(self._lib.ember_model_n_vocab(self._model))
+
+    @property
+    def n_ctx_train(self) -> int:
+        return int(self._lib.ember_model_n_ctx_train(self._model))
+
+    @property
+    def n_embd(self) -> int:
+        return int(self._lib.ember_model_n_embd(self._model))
+
+    @property
+    def n_layer(self) -> int:
+        return int(self._lib.ember_model_n_layer(self._model))
+
+    @property
+    def file_size(self) -> int:
+        return int(self._lib.ember_model_file_size(self._model))
+
+    @property
+    def gguf_version(self) -> int:
+        return int(self._lib.ember_model_gguf_version(self._model))
+
+    @property
+    def metadata(self) -> dict:
+        """Every GGUF key and its value (arrays as lists), in file order."""
+        if self._metadata is None:
+            out = {}
+            key, vtype, value = ctypes.c_char_p(), c_int32(), ctypes.c_char_p()
+            for i in range(self._lib.ember_model_meta_count(self._model)):
+                _check(self._lib.ember_model_meta_get(self._model, i, ctypes.byref(key),
+                                                      ctypes.byref(vtype), ctypes.byref(value)))
+                out[native.decode_str(key.value)] = json.loads(native.decode_str(value.value))
+            self._metadata = out
+        return self._metadata
+
+    def tensors(self) -> list[TensorInfo]:
+        info = native.TensorInfo()
+        out = []
+        for i in range(self._lib.ember_model_tensor_count(self._model)):
+            _check(self._lib.ember_model_tensor_get(self._model, i, ctypes.byref(info)))
+            out.append(TensorInfo(native.decode_str(info.name), native.decode_str(info.type_name),
+                                  tuple(info.ne[: info.n_dims]), info.offset, info.n_bytes))
+        return out
+
+    def dequantize_tensor(self, name: str) -> np.ndarray:
+        """A weight as float32, shaped like numpy/gguf-py (slowest dimension first)."""
+        t = next((t for t in self.tensors() if t.name == name), None)
+        if t is None:
+            raise KeyError(name)
+        out = np.empty(tuple(reversed(t.shape)), dtype=np.float32)
+        _check(self._lib.ember_model_tensor_dequantize(
+            self._model, name.encode(), out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), out.size))
+        return out
+
+    # ---- vocabulary ------------------------------------------------------------
+    @property
+    def bos_id(self) -> int:
+        return int(self._lib.ember_token_bos(self._model))
+
+    @property
+    def eos_id(self) -> int:
+        return int(self._lib.ember_token_eos(self._model))
+
+    @property
+    def eot_id(self) -> int:
+        return int(self._lib.ember_token_eot(self._model))
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._lib.ember_token_is_eog(self._model, token))
+
+    def token_text(self, token: int) -> str:
+        return native.decode_str(self._lib.ember_token_text(self._model, token))
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = False) -> list[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 16
+        buf = (c_int32 * cap)()
+        n = c_int32()
+        status = self._lib.ember_tokenize(self._model, data, len(data), add_special, parse_special,
+                                          buf, cap, ctypes.byref(n))
+        if status == native.ERR_BUFFER_TOO_SMALL:
+            cap = n.value
+            buf = (c_int32 * cap)()
+            status = self._lib.ember_tokenize(self._model, data, len(data), add_special,
+                                              parse_special, buf, cap, ctypes.byref(n))
+        _check(status)
+        return list(buf[: n.value])
+
+    def _bytes_call(self, fn, *args) -> bytes:
+        cap = 256
+        while True:
+            buf = ctypes.create_string_buffer(cap)
+            n = c_int32()
+            status = fn(self._model, *args, buf, cap, ctypes.byref(n))
+            if status == native.ERR_BUFFER_TOO_SMALL:
+                cap = n.value
+                continue
+            _check(status)
+            return buf.raw[: n.value]
+
+    def token_to_piece(self, token: int, special: bool = False) -> bytes:
+        """The raw bytes of one token (may be part of a UTF-8 character)."""
+        return self._bytes_call(self._lib.ember_token_to_piece, token, special)
+
+    def detokenize(self, ids: list[int], remove_special: bool = False,
+                   unparse_special: bool = False) -> str:
+        arr = (c_int32 * len(ids))(*ids)
+        data = self._bytes_call(self._lib.ember_detokenize, arr, len(ids), remove_special,
+                                unparse_special)
+        return data.decode("utf-8", errors="replace")
+
+    # ---- evaluation --------------------------------------------------------------
+    def _context(self):
+        if self._ctx is None:
+            params = native.ContextParams(self.n_ctx_requested, self.n_batch, self.n_threads)
+            handle = ctypes.c_void_p()
+            _check(self._lib.ember_context_create(self._model, ctypes.byref(params),
+                                                  ctypes.byref(handle)),
+                   self._lib.ember_model_last_error(self._model))
+            self._ctx = handle
+            self._lib.ember_context_set_cancel_flag(self._ctx, ctypes.byref(self._cancel_flag))
+        return self._ctx
+
+    @property
+    def n_ctx(self) -> int:
+        return int(self._lib.ember_context_n_ctx(self._context()))
+
+    @property
+    def n_past(self) -> int:
+        return int(self._lib.ember_context_n_past(self._context())) if self._ctx else 0
+
+    def decode(self, ids: list[int], pos0: int, all_logits: bool = False) -> None:
+        """Evaluates ids at positions pos0..; the cache keeps positions < pos0."""
+        ctx = self._context()
+        arr = (c_int32 * len(ids))(*ids)
+        _check(self._lib.ember_decode(ctx, arr, len(ids), pos0, all_logits),
+               self._lib.ember_context_last_error(ctx))
+
+    def logits(self, i: int = -1) -> np.ndarray:
+        ptr = self._lib.ember_get_logits(self._context(), i)
+        if not ptr:
+            raise EmberError(native.ERR_INVALID_ARGUMENT, f"no logits for index {i}")
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    def eval_logits(self, ids: list[int]) -> np.ndarray:
+        """Teacher-forced logits at every position: float32 [len(ids), n_vocab]."""
+        if not ids:
+            return np.zeros((0, self.n_vocab), dtype=np.float32)
+        with self._lock:
+            self._cancel_flag.value = 0
+            self._kv_tokens.clear()
+            self.decode(ids, 0, all_logits=True)
+            self._kv_tokens[:] = ids
+            ptr = self._lib.ember_get_logits(self._ctx, 0)
+            return np.ctypeslib.as_array(ptr, shape=(len(ids), self.n_vocab)).copy()
+
+    def cancel(self) -> None:
+        """Asks a running decode/generation to stop (safe from any thread)."""
+        self._cancel_flag.value = 1
+
+    def generate(self, prompt: str | list[int], max_tokens: int = 128,
+                 params: SamplingParams | None = None, *, stats: GenerationStats | None = None,
+                 reuse_prefix: bool = True) -> Iterator[str]:
+        """Yields text pieces as they are generated; stops at end-of-generation tokens,
+        max_tokens, a full context, or cancel()."""
+        session = Session(self, reuse_prefix=reuse_prefix)
+        yield from session.generate(prompt, max_tokens, params, stats=stats)
+
+
+class Session:
+    """Generation over a model's context that remembers which tokens are in the KV cache,
+    so a following prompt that shares a prefix only evaluates what is new."""
+
+    def __init__(self, model: Model, reuse_prefix: bool = True):
+        self.model = model
+        self.reuse_prefix = reuse_prefix
+
+    @property
+    def cached(self) -> list[int]:
+        """Tokens whose keys/values are in the model's KV cache, in position order."""
+        return self.model._kv_tokens
+
+    def _prefill(self, ids: list[int]) -> int:
+        """Evaluates ids, reusing the cached common prefix; returns tokens evaluated."""
+        cached = self.cached
+        common = 0
+        if self.reuse_prefix:
+            limit = min(len(cached), len(ids) - 1)  # always evaluate at least the last token
+            while common < limit and cached[common] == ids[common]:
+                common += 1
+        del cached[common:]
+        try:
+            self.model.decode(ids[common:], common)
+        finally:
+            cached[:] = ids[: self.model.n_past]
+        return len(ids) - common
+
+    def generate(self, prompt: str | list[int], max_tokens: int = 128,
+                 params: SamplingParams | None = None, *,
+                 stats: GenerationStats | None = None) -> Iterator[str]:
+        import time
+
+        m = self.model
+        params = params or SamplingParams()
+        ids = m.tokenize(prompt, add_special=True, parse_special=True) if isinstance(prompt, str) \
+            else list(prompt)
+        if not ids:
+            raise EmberError(native.ERR_INVALID_ARGUMENT, "the prompt is empty")
+        stats = stats if stats is not None else GenerationStats()
+        stats.prompt_tokens = len(ids)
+        sampler = Sampler(params)
+        for t in ids:
+            sampler.accept(t)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        m._cancel_flag.value = 0
+        with m._lock:
+            t0 = time.perf_counter()
+            try:
+                self._prefill(ids)
+            except CancelledError:
+                stats.stop_reason = "cancelled"
+                return
+            stats.prompt_seconds = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            try:
+                for _ in range(max_tokens):
+                    if m._cancel_flag.value:
+                        stats.stop_reason = "cancelled"
+                        break
+                    ptr = m._lib.ember_get_logits(m._ctx, -1)
+                    token = sampler.sample(ptr, m.n_vocab)
+                    if m.is_eog(token):
+                        stats.stop_reason = "eog"
+                        break
+                    sampler.accept(token)
+                    stats.token_ids.append(token)
+                    stats.generated_tokens += 1
+                    text = decoder.decode(m.token_to_piece(token))
+                    if text:
+                        yield text
+                    if len(stats.token_ids) == max_tokens:
+                        stats.stop_reason = "length"
+                        break
+                    pos = m.n_past
+                    if pos >= m.n_ctx:
+                        stats.stop_reason = "context_full"
+                        break
+                    try:
+                        m.decode([token], pos)
+                    except CancelledError:
+                        stats.stop_reason = "cancelled"
+                        break
+                    self.cached.append(token)
+                else:
+                    stats.stop_reason = "length"
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    yield tail
+            finally:
+                stats.generation_seconds = time.perf_counter() - t1
+                sampler.close()

@@ -1,0 +1,229 @@
+/*
+ * ember.h - the C ABI of Ember's inference engine (the only door into it).
+ *
+ * A worked example: load a model, evaluate a prompt, sample greedily.
+ *
+ *     ember_model *model = NULL;
+ *     ember_model_params mp = ember_model_default_params();
+ *     if (ember_model_load("model.gguf", &mp, &model) != EMBER_OK) {
+ *         fprintf(stderr, "%s\n", ember_last_error());
+ *         return 1;
+ *     }
+ *     ember_context *ctx = NULL;
+ *     ember_context_params cp = ember_context_default_params();
+ *     ember_context_create(model, &cp, &ctx);
+ *
+ *     ember_token ids[512];
+ *     int32_t n = 0;
+ *     ember_tokenize(model, "Hello", 5, true, false, ids, 512, &n);
+ *     ember_decode(ctx, ids, n, 0, false);            // prompt at positions 0..n-1
+ *
+ *     ember_sampler_params sp = ember_sampler_default_params();
+ *     sp.temperature = 0.0f;                           // greedy
+ *     ember_sampler *smpl = NULL;
+ *     ember_sampler_create(&sp, &smpl);
+ *     ember_token next;
+ *     ember_sampler_sample(smpl, ember_get_logits(ctx, -1), ember_model_n_vocab(model), &next);
+ *
+ *     ember_sampler_free(smpl); ember_context_free(ctx); ember_model_free(model);
+ *
+ * Rules: every handle is opaque; every fallible call returns an ember_status and
+ * leaves a message readable with ember_last_error() (per thread) and with the
+ * handle's own *_last_error(). No C++ exception ever crosses this boundary.
+ * Strings are UTF-8 and are passed with explicit lengths where they may hold NULs.
+ */
+#ifndef EMBER_H
+#define EMBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  if defined(EMBER_BUILD)
+#    define EMBER_API __declspec(dllexport)
+#  else
+#    define EMBER_API __declspec(dllimport)
+#  endif
+#else
+#  define EMBER_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EMBER_ABI_VERSION 1
+
+typedef int32_t ember_token;
+typedef struct ember_model ember_model;
+typedef struct ember_context ember_context;
+typedef struct ember_sampler ember_sampler;
+
+typedef enum ember_status {
+    EMBER_OK = 0,
+    EMBER_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, a bad size, an id out of range */
+    EMBER_ERR_IO = 2,               /* the file could not be opened, read or mapped */
+    EMBER_ERR_FORMAT = 3,           /* the file is not a valid GGUF (corrupt, truncated) */
+    EMBER_ERR_UNSUPPORTED = 4,      /* a valid file Ember cannot run (architecture, type) */
+    EMBER_ERR_OUT_OF_MEMORY = 5,
+    EMBER_ERR_CANCELLED = 6,        /* the progress callback or the cancel flag said stop */
+    EMBER_ERR_CONTEXT_FULL = 7,     /* positions past n_ctx */
+    EMBER_ERR_BUFFER_TOO_SMALL = 8, /* *n_out then holds the size needed */
+    EMBER_ERR_INTERNAL = 9
+} ember_status;
+
+/* ---- library ------------------------------------------------------------ */
+
+EMBER_API int32_t ember_abi_version(void);
+EMBER_API const char *ember_version(void);
+/* e.g. "ISA=AVX2 threads=2"; static storage. */
+EMBER_API const char *ember_system_info(void);
+/* Message of the last failed call on this thread ("" when none). */
+EMBER_API const char *ember_last_error(void);
+EMBER_API const char *ember_status_name(ember_status status);
+
+/* ---- model -------------------------------------------------------------- */
+
+/* Return false to cancel the load. progress is in [0, 1]. */
+typedef bool (*ember_progress_fn)(float progress, void *user_data);
+
+typedef struct ember_model_params {
+    ember_progress_fn progress;      /* may be NULL */
+    void *progress_user_data;
+    const volatile int32_t *cancel;  /* may be NULL; nonzero cancels the load */
+    bool vocab_only;                 /* read metadata + tokenizer only, no weights */
+    bool metadata_only;              /* read the header only (model cards); no tokenizer */
+} ember_model_params;
+
+EMBER_API ember_model_params ember_model_default_params(void);
+EMBER_API ember_status ember_model_load(const char *path, const ember_model_params *params,
+                                        ember_model **out);
+EMBER_API void ember_model_free(ember_model *model);
+EMBER_API const char *ember_model_last_error(const ember_model *model);
+
+EMBER_API const char *ember_model_arch(const ember_model *model);       /* "llama" */
+EMBER_API const char *ember_model_ftype_name(const ember_model *model);  /* "Q4_1" */
+EMBER_API uint32_t ember_model_gguf_version(const ember_model *model);
+EMBER_API uint64_t ember_model_file_size(const ember_model *model);
+EMBER_API uint64_t ember_model_n_params(const ember_model *model);
+EMBER_API int32_t ember_model_n_vocab(const ember_model *model);
+EMBER_API int32_t ember_model_n_ctx_train(const ember_model *model);
+EMBER_API int32_t ember_model_n_embd(const ember_model *model);
+EMBER_API int32_t ember_model_n_layer(const ember_model *model);
+
+/* Metadata: every GGUF key, in file order. The value is rendered as JSON
+ * (numbers, strings, booleans, nested arrays); gguf_type is the GGUF value type
+ * id (arrays: 9). Both strings live as long as the model. */
+EMBER_API int64_t ember_model_meta_count(const ember_model *model);
+EMBER_API ember_status ember_model_meta_get(const ember_model *model, int64_t index,
+                                            const char **key, int32_t *gguf_type,
+                                            const char **value_json);
+
+typedef struct ember_tensor_info {
+    const char *name;
+    int32_t type;            /* GGUF type id */
+    const char *type_name;
+    int32_t n_dims;
+    int64_t ne[4];           /* ne[0] is the contiguous dimension */
+    uint64_t offset;         /* from the start of the file */
+    uint64_t n_bytes;
+} ember_tensor_info;
+
+EMBER_API int64_t ember_model_tensor_count(const ember_model *model);
+EMBER_API ember_status ember_model_tensor_get(const ember_model *model, int64_t index,
+                                              ember_tensor_info *out);
+/* Dequantize a whole tensor to float32 (n = element count of the tensor). */
+EMBER_API ember_status ember_model_tensor_dequantize(const ember_model *model, const char *name,
+                                                     float *out, int64_t n);
+
+/* ---- element types ------------------------------------------------------ */
+
+EMBER_API const char *ember_type_name(int32_t type);   /* NULL when unknown */
+EMBER_API int64_t ember_type_block_size(int32_t type); /* elements per block; 0 when unknown */
+EMBER_API int64_t ember_type_block_bytes(int32_t type);
+/* Reference (scalar) conversions of n elements (a multiple of the block size). */
+EMBER_API ember_status ember_dequantize(int32_t type, const void *src, float *dst, int64_t n);
+EMBER_API ember_status ember_quantize(int32_t type, const float *src, void *dst, int64_t n);
+
+/* ---- vocabulary --------------------------------------------------------- */
+
+/* On success *n_out is the number of tokens written. When capacity is too small,
+ * returns EMBER_ERR_BUFFER_TOO_SMALL and *n_out is the number needed. */
+EMBER_API ember_status ember_tokenize(const ember_model *model, const char *text, int32_t text_len,
+                                      bool add_special, bool parse_special, ember_token *tokens,
+                                      int32_t capacity, int32_t *n_out);
+/* Bytes of one token (not NUL-terminated; may be part of a UTF-8 character).
+ * special=false renders control tokens as nothing. */
+EMBER_API ember_status ember_token_to_piece(const ember_model *model, ember_token token,
+                                            bool special, char *buf, int32_t capacity,
+                                            int32_t *n_out);
+EMBER_API ember_status ember_detokenize(const ember_model *model, const ember_token *tokens,
+                                        int32_t n_tokens, bool remove_special,
+                                        bool unparse_special, char *buf, int32_t capacity,
+                                        int32_t *n_out);
+EMBER_API ember_token ember_token_bos(const ember_model *model); /* -1 when none */
+EMBER_API ember_token ember_token_eos(const ember_model *model);
+EMBER_API ember_token ember_token_eot(const ember_model *model);
+EMBER_API bool ember_token_is_eog(const ember_model *model, ember_token token);
+EMBER_API bool ember_token_is_control(const ember_model *model, ember_token token);
+EMBER_API const char *ember_token_text(const ember_model *model, ember_token token);
+EMBER_API bool ember_vocab_add_bos(const ember_model *model);
+EMBER_API bool ember_vocab_add_eos(const ember_model *model);
+
+/* ---- context (KV cache + compute state) --------------------------------- */
+
+typedef struct ember_context_params {
+    int32_t n_ctx;       /* 0: the model's n_ctx_train, capped at 4096 */
+    int32_t n_batch;     /* tokens per graph evaluation (prompt chunks); 0: 512 */
+    int32_t n_threads;   /* 0: physical cores */
+} ember_context_params;
+
+EMBER_API ember_context_params ember_context_default_params(void);
+EMBER_API ember_status ember_context_create(ember_model *model, const ember_context_params *params,
+                                            ember_context **out);
+EMBER_API void ember_context_free(ember_context *ctx);
+EMBER_API const char *ember_context_last_error(const ember_context *ctx);
+EMBER_API int32_t ember_context_n_ctx(const ember_context *ctx);
+EMBER_API int32_t ember_context_n_past(const ember_context *ctx);
+/* The engine polls *flag between batches and layers; nonzero -> EMBER_ERR_CANCELLED. */
+EMBER_API void ember_context_set_cancel_flag(ember_context *ctx, const volatile int32_t *flag);
+
+/* Evaluates tokens at positions pos0 .. pos0+n_tokens-1. The KV cache keeps
+ * positions < pos0 (so a caller reuses a common prefix by passing its length)
+ * and pos0 must be <= n_past. all_logits: keep logits of every token, else only
+ * of the last one. Batches longer than n_batch are split internally. */
+EMBER_API ember_status ember_decode(ember_context *ctx, const ember_token *tokens, int32_t n_tokens,
+                                    int32_t pos0, bool all_logits);
+/* Logits of the i-th token of the last decode (-1: the last one); NULL when absent.
+ * Valid until the next decode. n_vocab floats. */
+EMBER_API const float *ember_get_logits(ember_context *ctx, int32_t i);
+
+/* ---- sampler ------------------------------------------------------------ */
+
+typedef struct ember_sampler_params {
+    float temperature;        /* <= 0: greedy */
+    int32_t top_k;            /* <= 0: off */
+    float top_p;              /* >= 1: off */
+    float min_p;              /* <= 0: off */
+    float repeat_penalty;     /* 1: off */
+    float presence_penalty;   /* 0: off */
+    float frequency_penalty;  /* 0: off */
+    int32_t penalty_last_n;   /* window of recent tokens the penalties look at */
+    uint64_t seed;
+} ember_sampler_params;
+
+EMBER_API ember_sampler_params ember_sampler_default_params(void);
+EMBER_API ember_status ember_sampler_create(const ember_sampler_params *params, ember_sampler **out);
+EMBER_API void ember_sampler_free(ember_sampler *sampler);
+EMBER_API void ember_sampler_reset(ember_sampler *sampler); /* history and RNG (to the seed) */
+/* Adds a token to the penalty history (prompt tokens and generated ones). */
+EMBER_API void ember_sampler_accept(ember_sampler *sampler, ember_token token);
+EMBER_API ember_status ember_sampler_sample(ember_sampler *sampler, const float *logits,
+                                            int32_t n_vocab, ember_token *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EMBER_H */

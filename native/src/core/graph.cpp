@@ -1,0 +1,262 @@
+#include "core/graph.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "core/arena.h"
+#include "core/error.h"
+
+namespace ember {
+
+namespace {
+
+void check(bool ok, const char* what) {
+    if (!ok) fail(EMBER_ERR_INTERNAL, std::string("graph: ") + what);
+}
+
+// Free-list allocator over offsets of one buffer: best fit, merging neighbours.
+class OffsetAllocator {
+public:
+    size_t allocate(size_t size) {
+        size = align_up(size);
+        size_t best = free_.size();
+        for (size_t i = 0; i < free_.size(); ++i)
+            if (free_[i].size >= size && (best == free_.size() || free_[i].size < free_[best].size))
+                best = i;
+        if (best < free_.size()) {
+            size_t off = free_[best].offset;
+            free_[best].offset += size;
+            free_[best].size -= size;
+            if (free_[best].size == 0) free_.erase(free_.begin() + (ptrdiff_t)best);
+            return off;
+        }
+        // grow the top; absorb a free block that ends at the top
+        if (!free_.empty() && free_.back().offset + free_.back().size == top_) {
+            size_t off = free_.back().offset;
+            free_.pop_back();
+            top_ = off + size;
+            return off;
+        }
+        size_t off = top_;
+        top_ += size;
+        return off;
+    }
+    void release(size_t offset, size_t size) {
+        size = align_up(size);
+        Block b{offset, size};
+        auto it = std::lower_bound(free_.begin(), free_.end(), b,
+                                   [](const Block& x, const Block& y) { return x.offset < y.offset; });
+        it = free_.insert(it, b);
+        // merge with the next, then the previous
+        if (it + 1 != free_.end() && it->offset + it->size == (it + 1)->offset) {
+            it->size += (it + 1)->size;
+            free_.erase(it + 1);
+        }
+        if (it != free_.begin() && (it - 1)->offset + (it - 1)->size == it->offset) {
+            (it - 1)->size += it->size;
+            free_.erase(it);
+        }
+    }
+    size_t peak() const { return top_; }
+
+private:
+    struct Block {
+        size_t offset, size;
+    };
+    std::vector<Block> free_;
+    size_t top_ = 0;
+};
+
+// The tensor that owns the memory a view looks at.
+Tensor* storage_of(Tensor* t) {
+    while (t->op == Op::VIEW) t = t->src[0];
+    return t;
+}
+
+}  // namespace
+
+Tensor* Graph::new_tensor(DType type, const int64_t ne[4]) {
+    tensors_.emplace_back();
+    Tensor* t = &tensors_.back();
+    t->type = type;
+    for (int i = 0; i < 4; ++i) t->ne[i] = ne[i];
+    tensor_set_contiguous_strides(t);
+    return t;
+}
+
+Tensor* Graph::new_op(Op op, DType type, const int64_t ne[4], std::initializer_list<Tensor*> srcs) {
+    Tensor* t = new_tensor(type, ne);
+    t->op = op;
+    int i = 0;
+    for (Tensor* s : srcs) t->src[i++] = s;
+    return t;
+}
+
+Tensor* Graph::leaf(DType type, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, void* data,
+                    const char* name) {
+    const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    Tensor* t = new_tensor(type, ne);
+    t->data = data;
+    if (name) t->set_name(name);
+    return t;
+}
+
+Tensor* Graph::view(Tensor* a, const int64_t ne[4], const size_t nb[4], size_t offset) {
+    Tensor* t = new_op(Op::VIEW, a->type, ne, {a});
+    for (int i = 0; i < 4; ++i) t->nb[i] = nb[i];
+    t->view_offset = offset;
+    if (a->data) t->data = static_cast<uint8_t*>(a->data) + offset;
+    return t;
+}
+
+Tensor* Graph::reshape(Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3) {
+    check(a->is_contiguous(), "reshape of a non-contiguous tensor");
+    check(ne0 * ne1 * ne2 * ne3 == a->n_elements(), "reshape changes the element count");
+    const int64_t ne[4] = {ne0, ne1, ne2, ne3};
+    Tensor tmp;
+    tmp.type = a->type;
+    for (int i = 0; i < 4; ++i) tmp.ne[i] = ne[i];
+    tensor_set_contiguous_strides(&tmp);
+    return view(a, ne, tmp.nb, 0);
+}
+
+Tensor* Graph::column(Tensor* a, int64_t i) {
+    check(i >= 0 && i < a->ne[1] && a->ne[2] == 1 && a->ne[3] == 1, "column out of range");
+    const int64_t ne[4] = {a->ne[0], 1, 1, 1};
+    const size_t nb[4] = {a->nb[0], a->nb[1], a->nb[1], a->nb[1]};
+    return view(a, ne, nb, (size_t)i * a->nb[1]);
+}
+
+Tensor* Graph::get_rows(Tensor* table, Tensor* ids) {
+    check(ids->type == DType::I32 && ids->ne[1] == 1, "get_rows ids must be an I32 vector");
+    const int64_t ne[4] = {table->ne[0], ids->ne[0], 1, 1};
+    return new_op(Op::GET_ROWS, DType::F32, ne, {table, ids});
+}
+
+Tensor* Graph::rms_norm_mul(Tensor* x, Tensor* weight, float eps) {
+    check(x->type == DType::F32 && weight->type == DType::F32, "rms_norm_mul wants F32");
+    check(weight->ne[0] == x->ne[0] && weight->n_rows() == 1, "rms_norm_mul weight shape");
+    Tensor* t = new_op(Op::RMS_NORM_MUL, DType::F32, x->ne, {x, weight});
+    t->fparams[0] = eps;
+    return t;
+}
+
+Tensor* Graph::mul_mat(Tensor* w, Tensor* x) {
+    check(w->ne[0] == x->ne[0], "mul_mat inner dimensions differ");
+    check(x->type == DType::F32 && w->ne[2] == 1 && w->ne[3] == 1 && x->ne[2] == 1 && x->ne[3] == 1,
+          "mul_mat wants a 2-D weight and F32 activations");
+    const int64_t ne[4] = {w->ne[1], x->ne[1], 1, 1};
+    return new_op(Op::MUL_MAT, DType::F32, ne, {w, x});
+}
+
+Tensor* Graph::add(Tensor* a, Tensor* b) {
+    check(a->type == DType::F32 && b->type == DType::F32, "add wants F32");
+    check(a->ne[0] == b->ne[0] && (b->n_rows() == 1 || b->n_rows() == a->n_rows()), "add shapes");
+    return new_op(Op::ADD, DType::F32, a->ne, {a, b});
+}
+
+Tensor* Graph::swiglu(Tensor* gate, Tensor* up) {
+    check(gate->n_elements() == up->n_elements() && gate->ne[0] == up->ne[0], "swiglu shapes");
+    return new_op(Op::SWIGLU, DType::F32, gate->ne, {gate, up});
+}
+
+Tensor* Graph::rope(Tensor* x, Tensor* pos, int n_rot, RopeMode mode, float freq_base,
+                    float freq_scale) {
+    check(x->type == DType::F32 && pos->type == DType::I32 && pos->ne[0] == x->ne[2], "rope shapes");
+    check(n_rot > 0 && n_rot <= x->ne[0] && n_rot % 2 == 0, "rope dimension count");
+    Tensor* t = new_op(Op::ROPE, DType::F32, x->ne, {x, pos});
+    t->iparams[0] = n_rot;
+    t->iparams[1] = (int32_t)mode;
+    t->fparams[0] = freq_base;
+    t->fparams[1] = freq_scale;
+    return t;
+}
+
+Tensor* Graph::kv_store(Tensor* k, Tensor* v, Tensor* k_cache, Tensor* v_cache, Tensor* pos) {
+    check(k->ne[0] * k->ne[1] == k_cache->ne[0] * k_cache->ne[1] && k->ne[2] == pos->ne[0],
+          "kv_store K shape");
+    check(v->n_elements() == k->n_elements(), "kv_store V shape");
+    const int64_t ne[4] = {1, 1, 1, 1};
+    Tensor* t = new_op(Op::KV_STORE, DType::F32, ne, {k, v, k_cache, v_cache, pos});
+    return t;
+}
+
+Tensor* Graph::attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* pos, Tensor* after,
+                         float scale) {
+    check(q->ne[0] == k_cache->ne[0] && q->ne[1] % k_cache->ne[1] == 0, "attention head shapes");
+    check(pos->ne[0] == q->ne[2], "attention positions");
+    const int64_t ne[4] = {q->ne[0] * q->ne[1], q->ne[2], 1, 1};
+    Tensor* t = new_op(Op::ATTENTION, DType::F32, ne, {q, k_cache, v_cache, pos, after});
+    t->fparams[0] = scale;
+    return t;
+}
+
+void Graph::finalize(const std::vector<Tensor*>& outputs) {
+    order_.clear();
+    // iterative DFS post-order
+    std::unordered_map<Tensor*, int> state;  // 1 visiting, 2 done
+    for (Tensor* out : outputs) {
+        std::vector<std::pair<Tensor*, int>> stack{{out, 0}};
+        while (!stack.empty()) {
+            auto& [t, next] = stack.back();
+            if (next == 0) {
+                if (state[t] == 2) {
+                    stack.pop_back();
+                    continue;
+                }
+                state[t] = 1;
+            }
+            if (next < kMaxSrc) {
+                Tensor* s = t->src[next++];
+                if (s && state[s] != 2) {
+                    check(state[s] != 1, "cycle");
+                    stack.push_back({s, 0});
+                }
+                continue;
+            }
+            state[t] = 2;
+            if (t->op != Op::NONE) order_.push_back(t);
+            stack.pop_back();
+        }
+    }
+
+    // liveness: last node index that reads each storage tensor
+    std::unordered_map<Tensor*, size_t> last_use;
+    for (size_t i = 0; i < order_.size(); ++i) {
+        Tensor* t = order_[i];
+        for (Tensor* s : t->src)
+            if (s) last_use[storage_of(s)] = i;
+    }
+    for (Tensor* out : outputs) last_use[storage_of(out)] = order_.size();
+
+    OffsetAllocator alloc;
+    planned_.clear();
+    offsets_.clear();
+    std::unordered_map<Tensor*, size_t> offset_of;
+    std::vector<std::vector<Tensor*>> frees(order_.size() + 1);
+    for (size_t i = 0; i < order_.size(); ++i) {
+        Tensor* t = order_[i];
+        if (t->op != Op::VIEW && t->op != Op::KV_STORE) {  // those have no storage of their own
+            const size_t off = alloc.allocate(t->n_bytes());
+            offset_of[t] = off;
+            planned_.push_back(t);
+            offsets_.push_back(off);
+            auto it = last_use.find(t);
+            frees[it == last_use.end() ? i : it->second].push_back(t);
+        }
+        // release what dies at this node (after this node's output is placed)
+        for (Tensor* d : frees[i]) alloc.release(offset_of[d], d->n_bytes());
+        frees[i].clear();
+    }
+    buffer_size_ = alloc.peak();
+}
+
+void Graph::bind(uint8_t* base) {
+    for (size_t i = 0; i < planned_.size(); ++i) planned_[i]->data = base + offsets_[i];
+    // views follow their sources, in order (a view of a view comes after it)
+    for (Tensor* t : order_)
+        if (t->op == Op::VIEW) t->data = static_cast<uint8_t*>(t->src[0]->data) + t->view_offset;
+}
+
+}  // namespace ember

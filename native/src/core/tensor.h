@@ -1,0 +1,61 @@
+// The tensor: a small plain struct (type, ne[4], byte strides nb[4], op, sources,
+// data, name), as in ggml. Views and transposes share data and only change ne/nb.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/types.h"
+
+namespace ember {
+
+enum class Op : int32_t {
+    NONE = 0,       // leaf: weight, input or cache (data set by its owner)
+    VIEW,           // shares src[0]'s data at an offset with its own ne/nb
+    GET_ROWS,       // rows of src[0] (any type) picked by src[1] (I32 ids) -> F32
+    RMS_NORM_MUL,   // rms_norm(src[0]) * src[1] (broadcast over rows); param f[0] = eps
+    MUL_MAT,        // src[0] weight [K, M] (any type), src[1] F32 [K, N] -> F32 [M, N]
+    ADD,            // src[0] + src[1], src[1] broadcast over rows when it has one row
+    SWIGLU,         // silu(src[0]) * src[1]
+    ROPE,           // rotate src[0] [head_dim, n_head, N] at positions src[1] (I32 [N])
+    KV_STORE,       // write src[0] (K) and src[1] (V) into caches src[2], src[3] at src[4] positions
+    ATTENTION,      // causal attention of src[0] (Q) over caches src[1], src[2]; src[3] positions
+    COUNT
+};
+
+enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
+
+constexpr int kMaxSrc = 5;
+constexpr int kMaxName = 64;
+
+struct Tensor {
+    DType type = DType::F32;
+    int64_t ne[4] = {1, 1, 1, 1};  // elements per dimension, ne[0] contiguous
+    size_t nb[4] = {0, 0, 0, 0};   // bytes between consecutive elements/rows per dimension
+    Op op = Op::NONE;
+    Tensor* src[kMaxSrc] = {};
+    int32_t iparams[8] = {};
+    float fparams[8] = {};
+    void* data = nullptr;
+    size_t view_offset = 0;        // VIEW: byte offset into src[0]
+    char name[kMaxName] = {};
+
+    int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
+    size_t n_bytes() const;        // of a contiguous tensor of this shape and type
+    bool is_contiguous() const;
+    void set_name(const char* s) {
+        std::strncpy(name, s, kMaxName - 1);
+        name[kMaxName - 1] = 0;
+    }
+    template <typename T = void>
+    T* row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const {
+        return reinterpret_cast<T*>(static_cast<uint8_t*>(data) + i1 * nb[1] + i2 * nb[2] + i3 * nb[3]);
+    }
+};
+
+// Sets nb[] for a contiguous layout of t->type and t->ne.
+void tensor_set_contiguous_strides(Tensor* t);
+
+}  // namespace ember

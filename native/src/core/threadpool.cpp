@@ -1,0 +1,124 @@
+#include "core/threadpool.h"
+
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#  include <immintrin.h>
+#  define EMBER_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#  define EMBER_CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#  define EMBER_CPU_RELAX() ((void)0)
+#endif
+
+namespace ember {
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back(&ThreadPool::worker_main, this, i);
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::worker_main(int ith) {
+    uint64_t seen = 0;
+    for (;;) {
+        const std::function<void(int, int)>* job;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+            if (stop_) return;
+            seen = generation_;
+            job = job_;
+        }
+        try {
+            (*job)(ith, n_threads_);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (!error_) error_ = std::current_exception();
+        }
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (--running_ == 0) done_.notify_one();
+        }
+    }
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& job) {
+    if (n_threads_ == 1) {
+        job(0, 1);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job_ = &job;
+        running_ = n_threads_ - 1;
+        error_ = nullptr;
+        ++generation_;
+    }
+    wake_.notify_all();
+    std::exception_ptr mine;
+    try {
+        job(0, n_threads_);
+    } catch (...) {
+        mine = std::current_exception();
+    }
+    std::exception_ptr theirs;
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        done_.wait(lock, [&] { return running_ == 0; });
+        job_ = nullptr;
+        theirs = error_;
+    }
+    if (mine) std::rethrow_exception(mine);
+    if (theirs) std::rethrow_exception(theirs);
+}
+
+void ThreadPool::barrier() {
+    if (n_threads_ == 1) return;
+    const uint32_t phase = barrier_phase_.load(std::memory_order_relaxed);
+    if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
+        barrier_count_.store(0, std::memory_order_relaxed);
+        barrier_phase_.fetch_add(1, std::memory_order_release);
+        return;
+    }
+    // Graph nodes are short: spinning wins; after a while give the core away.
+    for (int spins = 0; barrier_phase_.load(std::memory_order_acquire) == phase; ++spins) {
+        if (spins < 4096)
+            EMBER_CPU_RELAX();
+        else
+            std::this_thread::yield();
+    }
+}
+
+int ThreadPool::default_thread_count() {
+    int logical = (int)std::thread::hardware_concurrency();
+    if (logical <= 0) logical = 1;
+#if defined(__linux__)
+    // count distinct (physical id, core id) pairs
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::set<std::pair<std::string, std::string>> cores;
+    std::string line, phys = "0";
+    while (std::getline(cpuinfo, line)) {
+        auto colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+        std::string val = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+        if (key == "physical id") phys = val;
+        if (key == "core id") cores.insert({phys, val});
+    }
+    if (!cores.empty() && (int)cores.size() <= logical) return (int)cores.size();
+#endif
+    return logical;
+}
+
+}  // namespace ember

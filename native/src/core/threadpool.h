@@ -1,0 +1,48 @@
+// Persistent worker threads. run() executes one job on every thread (the caller
+// is thread 0) and returns when all are done; inside a job, barrier() lines the
+// threads up between graph nodes (spin first, then yield, then sleep).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ember {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int n_threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return n_threads_; }
+    // job(ith, nth) runs on every thread; exceptions are captured and rethrown here.
+    void run(const std::function<void(int, int)>& job);
+    void barrier();
+
+    // Physical cores where the OS tells, else the logical count.
+    static int default_thread_count();
+
+private:
+    void worker_main(int ith);
+
+    int n_threads_;
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable done_;
+    const std::function<void(int, int)>* job_ = nullptr;
+    uint64_t generation_ = 0;  // guarded by mutex_
+    int running_ = 0;          // guarded by mutex_
+    bool stop_ = false;
+    std::exception_ptr error_;
+
+    alignas(64) std::atomic<int> barrier_count_{0};
+    alignas(64) std::atomic<uint32_t> barrier_phase_{0};
+};
+
+}  // namespace ember

@@ -1,0 +1,217 @@
+#include "cpu/ops.h"
+
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "core/fp16.h"
+#include "cpu/kernels.h"
+
+namespace ember {
+
+namespace {
+
+struct Range {
+    int64_t begin, end;
+};
+
+// Even split of n items over nth threads.
+Range split(int64_t n, int ith, int nth) {
+    const int64_t per = (n + nth - 1) / nth;
+    int64_t b = per * ith;
+    int64_t e = b + per;
+    if (b > n) b = n;
+    if (e > n) e = n;
+    return {b, e};
+}
+
+void op_get_rows(const Tensor* t, int ith, int nth) {
+    const Tensor* table = t->src[0];
+    const Tensor* ids = t->src[1];
+    const TypeTraits* tt = type_traits((uint32_t)table->type);
+    const Range r = split(t->ne[1], ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        const int32_t id = static_cast<const int32_t*>(ids->data)[i];
+        if (id < 0 || id >= table->ne[1]) continue;  // ids are validated before decode
+        tt->dequantize(table->row(id), t->row<float>(i), table->ne[0]);
+    }
+}
+
+void op_rms_norm_mul(const Tensor* t, int ith, int nth) {
+    const Tensor* x = t->src[0];
+    const float* w = static_cast<const float*>(t->src[1]->data);
+    const float eps = t->fparams[0];
+    const int64_t n = x->ne[0];
+    const Range r = split(x->n_rows(), ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        const float* xi = x->row<float>(i);
+        float* yi = t->row<float>(i);
+        double sum = 0.0;
+        for (int64_t k = 0; k < n; ++k) sum += (double)xi[k] * (double)xi[k];
+        const float mean = (float)(sum / (double)n);
+        const float scale = 1.0f / std::sqrt(mean + eps);
+        for (int64_t k = 0; k < n; ++k) yi[k] = (xi[k] * scale) * w[k];
+    }
+}
+
+void op_add(const Tensor* t, int ith, int nth) {
+    const Tensor* a = t->src[0];
+    const Tensor* b = t->src[1];
+    const bool bcast = b->n_rows() == 1;
+    const Range r = split(a->n_rows(), ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        const float* ai = a->row<float>(i);
+        const float* bi = b->row<float>(bcast ? 0 : i);
+        float* yi = t->row<float>(i);
+        for (int64_t k = 0; k < a->ne[0]; ++k) yi[k] = ai[k] + bi[k];
+    }
+}
+
+void op_swiglu(const Tensor* t, int ith, int nth) {
+    const Tensor* g = t->src[0];
+    const Tensor* u = t->src[1];
+    const Range r = split(g->n_rows(), ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        const float* gi = g->row<float>(i);
+        const float* ui = u->row<float>(i);
+        float* yi = t->row<float>(i);
+        for (int64_t k = 0; k < g->ne[0]; ++k) {
+            const float x = gi[k];
+            yi[k] = (x / (1.0f + std::exp(-x))) * ui[k];
+        }
+    }
+}
+
+void op_rope(const Tensor* t, int ith, int nth) {
+    const Tensor* x = t->src[0];
+    const int32_t* pos = static_cast<const int32_t*>(t->src[1]->data);
+    const int n_rot = t->iparams[0];
+    const bool neox = t->iparams[1] == (int32_t)RopeMode::NEOX;
+    const float freq_base = t->fparams[0];
+    const float freq_scale = t->fparams[1];
+    const float theta_scale = std::pow(freq_base, -2.0f / (float)n_rot);
+    const int64_t head_dim = x->ne[0], n_head = x->ne[1], n_tok = x->ne[2];
+    const Range r = split(n_tok * n_head, ith, nth);
+    for (int64_t idx = r.begin; idx < r.end; ++idx) {
+        const int64_t j = idx / n_head, h = idx % n_head;
+        const float* xi = x->row<float>(h, j);
+        float* yi = t->row<float>(h, j);
+        float theta = (float)pos[j];
+        for (int64_t i0 = 0; i0 < n_rot; i0 += 2) {
+            const float angle = theta * freq_scale;
+            const float c = std::cos(angle), s = std::sin(angle);
+            const int64_t a = neox ? i0 / 2 : i0;
+            const int64_t b = neox ? i0 / 2 + n_rot / 2 : i0 + 1;
+            const float x0 = xi[a], x1 = xi[b];
+            yi[a] = x0 * c - x1 * s;
+            yi[b] = x0 * s + x1 * c;
+            theta *= theta_scale;
+        }
+        for (int64_t i0 = n_rot; i0 < head_dim; ++i0) yi[i0] = xi[i0];
+    }
+}
+
+void op_kv_store(const Tensor* t, int ith, int nth) {
+    const Tensor* k = t->src[0];
+    const Tensor* v = t->src[1];
+    const Tensor* kc = t->src[2];
+    const Tensor* vc = t->src[3];
+    const int32_t* pos = static_cast<const int32_t*>(t->src[4]->data);
+    const int64_t n_tok = k->ne[2];  // K and V are [head_dim, n_head_kv, N], rows contiguous
+    const int64_t row = kc->ne[0] * kc->ne[1];
+    const Range r = split(n_tok, ith, nth);
+    for (int64_t j = r.begin; j < r.end; ++j) {
+        const float* kj = k->row<float>(0, j);
+        const float* vj = v->row<float>(0, j);
+        uint16_t* kd = kc->row<uint16_t>(0, pos[j]);
+        uint16_t* vd = vc->row<uint16_t>(0, pos[j]);
+        for (int64_t i = 0; i < row; ++i) {
+            kd[i] = fp32_to_fp16(kj[i]);
+            vd[i] = fp32_to_fp16(vj[i]);
+        }
+    }
+}
+
+void op_attention(const Tensor* t, int ith, int nth, float* scratch, size_t scratch_floats) {
+    const Tensor* q = t->src[0];
+    const Tensor* kc = t->src[1];
+    const Tensor* vc = t->src[2];
+    const int32_t* pos = static_cast<const int32_t*>(t->src[3]->data);
+    const float scale = t->fparams[0];
+    const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
+    const int64_t n_head_kv = kc->ne[1];
+    const int64_t group = n_head / n_head_kv;
+    const Range r = split(n_tok * n_head, ith, nth);
+    float* acc = scratch;               // head_dim
+    float* scores = scratch + head_dim; // up to n_ctx
+    for (int64_t idx = r.begin; idx < r.end; ++idx) {
+        const int64_t j = idx / n_head, h = idx % n_head, hk = h / group;
+        const int64_t n_kv = (int64_t)pos[j] + 1;
+        if ((size_t)(head_dim + n_kv) > scratch_floats) fail(EMBER_ERR_INTERNAL, "attention scratch too small");
+        const float* qi = q->row<float>(h, j);
+        float max = -INFINITY;
+        for (int64_t p = 0; p < n_kv; ++p) {
+            const uint16_t* kp = kc->row<uint16_t>(hk, p);
+            const float s = dot_f32_f16(qi, kp, head_dim) * scale;
+            scores[p] = s;
+            if (s > max) max = s;
+        }
+        double sum = 0.0;
+        for (int64_t p = 0; p < n_kv; ++p) {
+            const float e = std::exp(scores[p] - max);
+            scores[p] = e;
+            sum += e;
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] = 0.0f;
+        for (int64_t p = 0; p < n_kv; ++p) axpy_f16(acc, vc->row<uint16_t>(hk, p), scores[p], head_dim);
+        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+    }
+}
+
+}  // namespace
+
+void compute_node(const Tensor* t, int ith, int nth, float* scratch, size_t scratch_floats) {
+    switch (t->op) {
+        case Op::NONE:
+        case Op::VIEW: return;
+        case Op::GET_ROWS: op_get_rows(t, ith, nth); return;
+        case Op::RMS_NORM_MUL: op_rms_norm_mul(t, ith, nth); return;
+        case Op::MUL_MAT: mul_mat(t->src[0], t->src[1], t, ith, nth, scratch, scratch_floats); return;
+        case Op::ADD: op_add(t, ith, nth); return;
+        case Op::SWIGLU: op_swiglu(t, ith, nth); return;
+        case Op::ROPE: op_rope(t, ith, nth); return;
+        case Op::KV_STORE: op_kv_store(t, ith, nth); return;
+        case Op::ATTENTION: op_attention(t, ith, nth, scratch, scratch_floats); return;
+        case Op::COUNT: break;
+    }
+    fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
+}
+
+CpuBackend::CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx)
+    : pool_(n_threads), scratch_((size_t)pool_.size()) {
+    // mul_mat dequantizes up to kMulMatRows weight rows at once; attention needs head_dim + n_ctx
+    const size_t floats = (size_t)(kMulMatRows * max_row + max_ctx + max_row + 64);
+    for (auto& s : scratch_) s.buf.resize(floats * sizeof(float));
+}
+
+bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
+    std::atomic<bool> cancelled{false};
+    const auto& nodes = graph.nodes();
+    pool_.run([&](int ith, int nth) {
+        float* scratch = reinterpret_cast<float*>(scratch_[(size_t)ith].buf.data());
+        const size_t scratch_floats = scratch_[(size_t)ith].buf.size() / sizeof(float);
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            compute_node(nodes[i], ith, nth, scratch, scratch_floats);
+            // Only thread 0 reads the flag, so every thread sees the same decision after the barrier.
+            if (ith == 0 && cancel && *cancel) cancelled.store(true, std::memory_order_relaxed);
+            pool_.barrier();
+            if (cancelled.load(std::memory_order_relaxed)) return;
+        }
+    });
+    return !cancelled.load();
+}
+
+}  // namespace ember

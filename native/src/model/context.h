@@ -1,0 +1,74 @@
+// An inference context: the KV cache (allocated once for n_ctx), graphs cached per
+// batch shape with their intermediate buffer, the CPU backend, and the logits.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/graph.h"
+#include "cpu/ops.h"
+#include "model/model.h"
+
+namespace ember {
+
+struct ContextOptions {
+    int32_t n_ctx = 0;
+    int32_t n_batch = 512;
+    int32_t n_threads = 0;
+};
+
+enum class Outputs { NONE, LAST, ALL };
+
+// A graph for one batch shape, with the leaves the context fills before each run.
+struct BatchGraph {
+    Graph graph;
+    Tensor* tokens = nullptr;  // I32 [n_tokens]
+    Tensor* pos = nullptr;     // I32 [n_tokens]
+    Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] or null
+};
+
+struct KVCache {
+    std::vector<Tensor> k, v;  // per layer, F16 [head_dim, n_head_kv, n_ctx]
+    AlignedBuffer storage;
+};
+
+class Context {
+public:
+    Context(const Model& model, const ContextOptions& opts);
+
+    int32_t n_ctx() const { return n_ctx_; }
+    int32_t n_past() const { return n_past_; }
+    void set_cancel_flag(const volatile int32_t* flag) { cancel_ = flag; }
+
+    // Throws ember::Error; on failure n_past() tells how much of the cache is valid.
+    void decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool all_logits);
+    const float* logits(int32_t i) const;  // nullptr when absent
+    int32_t n_logits() const { return n_logits_; }
+
+private:
+    BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
+
+    const Model& model_;
+    int32_t n_ctx_;
+    int32_t n_batch_;
+    int32_t n_past_ = 0;
+    const volatile int32_t* cancel_ = nullptr;
+    KVCache kv_;
+    CpuBackend backend_;
+    std::map<std::pair<int32_t, int>, std::unique_ptr<BatchGraph>> graphs_;
+    AlignedBuffer compute_buffer_;
+    std::vector<int32_t> in_tokens_, in_pos_;
+    AlignedBuffer logits_;
+    int32_t n_logits_ = 0;
+    int32_t logits_first_ = 0;  // batch index of the first stored logits row
+};
+
+// Builds the forward graph of the llama family for one batch (model/llama.cpp).
+void build_llama_graph(const Model& model, KVCache& kv, BatchGraph& bg, int32_t n_tokens,
+                       Outputs outputs, void* in_tokens, void* in_pos);
+
+}  // namespace ember

