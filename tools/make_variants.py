@@ -10,7 +10,11 @@ weight gets the same type, including token_embd) and ``allow_requantize``:
 "Quantizable" follows llama.cpp's ``tensor_allows_quantization``: >= 2 dims,
 name ends in ``weight``, not a ``*_norm.weight``.  1-D tensors are copied.
 All metadata is copied byte-for-byte (strings as raw bytes, original value
-types) except ``general.file_type`` which is set to the new llama_ftype.
+types) except ``general.file_type`` which is set to the new llama_ftype;
+like llama.cpp, ``general.quantization_version`` and ``general.file_type`` go
+last and tensors are written in llama.cpp's loader order (block, name).  The
+result is byte-identical to ``llama_model_quantize(pure=True)`` output for
+this model (verified with llama.cpp from llama-cpp-python 0.3.36).
 
 The output is deterministic; tests/golden/meta.json records the sha256 of each
 variant file so tests can check that their build matches the files the goldens
@@ -21,6 +25,7 @@ Requires ``gguf==0.19.0`` (pip).  CLI: ``python tools/make_variants.py [--out DI
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -50,6 +55,13 @@ def _quantizable(name: str, n_dims: int) -> bool:
     return n_dims >= 2 and name.endswith("weight") and "_norm.weight" not in name
 
 
+def _llama_order(t):
+    """llama.cpp's weight_name_comparer: (block index or -1, name) -- the order
+    llama_model_quantize writes tensors in, so our files match its byte for byte."""
+    m = re.match(r"blk\.(\d+)\.", t.name)
+    return (int(m.group(1)) if m else -1, t.name.encode())
+
+
 def convert(src: Path, dst: Path, vtype: str) -> Path:
     """Write `src` re-quantized to `vtype` (F16, Q8_0, Q4_0) at `dst`."""
     import gguf
@@ -68,8 +80,8 @@ def convert(src: Path, dst: Path, vtype: str) -> Path:
         if key == "general.alignment":
             w.data_alignment = int(f.contents())
         t0 = f.types[0]
-        if key == "general.file_type":
-            w.add_key_value(key, FTYPES[vtype], VT.UINT32)
+        if key in ("general.file_type", "general.quantization_version"):
+            continue  # re-added at the end, as llama.cpp's gguf_set_val_u32 does
         elif t0 == VT.STRING:
             w.add_key_value(key, bytes(f.parts[f.data[0]]), VT.STRING)
         elif t0 == VT.ARRAY:
@@ -83,7 +95,10 @@ def convert(src: Path, dst: Path, vtype: str) -> Path:
             w.add_key_value(key, vals, VT.ARRAY, sub_type=sub)
         else:
             w.add_key_value(key, f.parts[f.data[0]].tolist()[0], t0)
-    for t in r.tensors:
+    qv = r.fields.get("general.quantization_version")
+    w.add_key_value("general.quantization_version", 2 if qv is None else int(qv.contents()), VT.UINT32)
+    w.add_key_value("general.file_type", FTYPES[vtype], VT.UINT32)
+    for t in sorted(r.tensors, key=_llama_order):
         n_dims = len(t.shape)
         if _quantizable(t.name, n_dims) and t.tensor_type != qt:
             f32 = gguf.quants.dequantize(t.data, t.tensor_type)

@@ -26,7 +26,7 @@ Usage::
     from tools.oracle import Oracle
     orc = Oracle(path)                 # dequantizes all weights once (float64, ~1.1 GB for 135M)
     logits = orc.logits(token_ids)     # [n_tokens, n_vocab] float64
-    ids = orc.greedy(prompt_ids, 32)   # greedy continuation
+    ids, gaps = orc.greedy(prompt_ids, 32)   # greedy continuation (KV-cached)
 
 CLI: ``python tools/oracle.py MODEL.gguf 1 2 3 ...`` prints top-5 at the last position.
 """
@@ -122,16 +122,28 @@ class Oracle:
         return out
 
     # -- forward -------------------------------------------------------------
-    def hidden(self, tokens) -> np.ndarray:
-        """Final normed hidden states [n_tokens, n_embd]."""
+    def new_cache(self) -> list:
+        """Empty KV cache: per layer [K (n, n_head_kv, head_dim), V (same)]."""
+        hd, nkv = self.hp.head_dim, self.hp.n_head_kv
+        z = np.zeros((0, nkv, hd), dtype=self.dtype)
+        return [[z, z] for _ in range(self.hp.n_layer)]
+
+    def hidden(self, tokens, cache: list | None = None) -> np.ndarray:
+        """Final normed hidden states [n_tokens, n_embd] for `tokens`.
+
+        With `cache` (from new_cache()), tokens continue the cached sequence and
+        the cache is extended in place; without, they start at position 0.
+        """
         hp, w = self.hp, self.w
         tokens = np.asarray(tokens, dtype=np.int64)
         n = len(tokens)
-        pos = np.arange(n)
+        n_past = 0 if cache is None else cache[0][0].shape[0]
+        pos = np.arange(n_past, n_past + n)
         x = w["token_embd.weight"][tokens].astype(self.dtype)
         hd, nh, nkv = hp.head_dim, hp.n_head, hp.n_head_kv
         group = nh // nkv
-        mask = np.triu(np.full((n, n), -np.inf), k=1)
+        # query i (absolute n_past+i) sees keys 0..n_past+i
+        mask = np.triu(np.full((n, n_past + n), -np.inf), k=n_past + 1)
         scale = 1.0 / np.sqrt(hd)
         for il in range(hp.n_layer):
             p = f"blk.{il}."
@@ -141,6 +153,10 @@ class Oracle:
             v = (h @ w[p + "attn_v.weight"].T).reshape(n, nkv, hd)
             q = self._rope(q, pos)
             k = self._rope(k, pos)
+            if cache is not None:
+                k = np.concatenate([cache[il][0], k], axis=0)
+                v = np.concatenate([cache[il][1], v], axis=0)
+                cache[il][0], cache[il][1] = k, v
             att = np.empty((n, nh, hd), dtype=self.dtype)
             for hh in range(nh):
                 kh = hh // group
@@ -156,22 +172,29 @@ class Oracle:
             x = x + ((g / (1.0 + np.exp(-g))) * u) @ w[p + "ffn_down.weight"].T
         return self._rmsnorm(x, w["output_norm.weight"])
 
-    def logits(self, tokens) -> np.ndarray:
+    def logits(self, tokens, cache: list | None = None) -> np.ndarray:
         """Per-position logits [n_tokens, n_vocab] (float64)."""
-        return self.hidden(tokens) @ self.out_w.T
+        return self.hidden(tokens, cache) @ self.out_w.T
 
-    def greedy(self, prompt, n_predict: int, stop=()) -> list[int]:
-        """Greedy continuation (recomputes the full sequence each step; fine for tests)."""
-        toks = list(prompt)
+    def greedy(self, prompt, n_predict: int, stop=()) -> tuple[list[int], list[float]]:
+        """Greedy continuation with a KV cache: batched prompt, then one token per step.
+
+        Returns (token ids, top1-top2 logit gap at each step).  Stops after a
+        token in `stop` (which is included).  Ties go to the lowest id.
+        """
+        cache = self.new_cache()
+        lg = self.logits(prompt, cache)[-1]
         out: list[int] = []
+        gaps: list[float] = []
         for _ in range(n_predict):
-            h = self.hidden(toks)[-1]
-            nxt = int(np.argmax(h @ self.out_w.T))
+            top2 = np.argpartition(-lg, 1)[:2]
+            nxt = int(np.argmax(lg))
+            gaps.append(float(abs(lg[top2[0]] - lg[top2[1]])))
             out.append(nxt)
-            toks.append(nxt)
-            if nxt in stop:
+            if nxt in stop or len(out) == n_predict:
                 break
-        return out
+            lg = self.logits([nxt], cache)[-1]
+        return out, gaps
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:

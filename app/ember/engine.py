@@ -451,3 +451,37 @@ class Session:
             finally:
                 stats.generation_seconds = time.perf_counter() - t1
                 sampler.close()
+
+
+# ---- element types (reference kernels; used by tests and tools) -----------------------
+
+def type_name(type_id: int) -> str | None:
+    name = native.lib().ember_type_name(type_id)
+    return name.decode() if name else None
+
+
+def dequantize(type_id: int, data: bytes | np.ndarray, n: int) -> np.ndarray:
+    """n float32 values from the raw blocks of a GGUF element type."""
+    src = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else \
+        np.ascontiguousarray(data).view(np.uint8)
+    lib = native.lib()
+    bs, bb = lib.ember_type_block_size(type_id), lib.ember_type_block_bytes(type_id)
+    if bs == 0 or n % bs or src.size < n // bs * bb:
+        raise ValueError(f"{n} elements do not fit type {type_id} in {src.size} bytes")
+    out = np.empty(n, dtype=np.float32)
+    _check(lib.ember_dequantize(type_id, src.ctypes.data, out.ctypes.data_as(
+        ctypes.POINTER(ctypes.c_float)), n))
+    return out
+
+
+def quantize(type_id: int, values: np.ndarray) -> bytes:
+    """Reference quantization of float32 values to a GGUF element type's blocks."""
+    x = np.ascontiguousarray(values, dtype=np.float32).ravel()
+    lib = native.lib()
+    bs, bb = lib.ember_type_block_size(type_id), lib.ember_type_block_bytes(type_id)
+    if bs == 0 or x.size % bs:
+        raise ValueError(f"{x.size} elements are not whole blocks of type {type_id}")
+    out = np.empty(x.size // bs * bb, dtype=np.uint8)
+    _check(lib.ember_quantize(type_id, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                              out.ctypes.data, x.size))
+    return out.tobytes()

@@ -38,6 +38,7 @@ Context::Context(const Model& model, const ContextOptions& opts)
     // KV cache: one allocation for every layer, F16, sized for n_ctx.
     const size_t per_layer = (size_t)h.head_dim * (size_t)h.n_head_kv * (size_t)n_ctx_ * 2;
     kv_.storage.resize(align_up(per_layer) * 2 * (size_t)h.n_layer);
+    kv_.storage.zero();  // commit the pages now, so memory use does not creep up while generating
     kv_.k.resize((size_t)h.n_layer);
     kv_.v.resize((size_t)h.n_layer);
     uint8_t* base = kv_.storage.data();

@@ -1,0 +1,112 @@
+"""Every element type's dequantization is bit-exact against gguf-py on real tensors, and
+the reference quantizers produce the same bytes as gguf-py's (which mirror ggml's)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as T
+from gguf import GGUFReader
+from gguf import quants as gq
+
+from ember import engine
+
+ROWS = 96  # rows sampled per tensor: enough blocks of every kind, fast in numpy
+
+
+def _bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def _tensor_rows(reader: GGUFReader, type_: T, limit=3):
+    """(name, raw bytes of up to ROWS rows, row length) of real tensors of type_."""
+    found = []
+    for t in reader.tensors:
+        if t.tensor_type == type_ and (len(t.shape) >= 2 or type_ == T.F32):
+            raw = np.asarray(t.data)
+            rows = raw.reshape(raw.shape[0], -1)[:ROWS] if raw.ndim > 1 else raw
+            found.append((t.name, np.ascontiguousarray(rows), int(t.shape[0])))
+        if len(found) == limit:
+            break
+    return found
+
+
+def _check_type(reader, type_):
+    samples = _tensor_rows(reader, type_)
+    assert samples, f"no {type_.name} tensor in the file"
+    for name, raw, row_len in samples:
+        want = gq.dequantize(raw, type_).astype(np.float32).ravel()
+        got = engine.dequantize(int(type_), raw.tobytes(), want.size)
+        assert _bits_equal(got, want), f"{type_.name} {name}: first mismatch at " \
+            f"{np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))[:5]}"
+
+
+@pytest.fixture(scope="module")
+def starter(starter_model_path):
+    return GGUFReader(starter_model_path)
+
+
+@pytest.fixture(scope="module")
+def gemma(gemma_model_path):
+    return GGUFReader(gemma_model_path)
+
+
+@pytest.mark.parametrize("type_", [T.Q4_1, T.Q8_0, T.F32])
+def test_dequantize_starter_tensors(starter, type_):
+    _check_type(starter, type_)
+
+
+@pytest.mark.parametrize("type_", [T.Q4_K, T.Q5_0, T.Q6_K, T.Q8_0])
+def test_dequantize_gemma_tensors(gemma, type_):
+    _check_type(gemma, type_)
+
+
+@pytest.fixture(scope="module")
+def real_weights(starter):
+    """Real float weights (dequantized Q4_1 attention/FFN rows) to quantize."""
+    t = next(t for t in starter.tensors if t.name == "blk.3.ffn_up.weight")
+    w = gq.dequantize(np.asarray(t.data), t.tensor_type)
+    # add a little noise so values are not already on the Q4_1 grid
+    rng = np.random.default_rng(3)
+    return (w[:ROWS] + rng.standard_normal(w[:ROWS].shape).astype(np.float32) * 1e-3).astype(np.float32)
+
+
+@pytest.mark.parametrize("type_", [T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0])
+def test_quantize_matches_gguf_py_and_round_trips(real_weights, type_):
+    want = gq.quantize(real_weights, type_)
+    got = engine.quantize(int(type_), real_weights)
+    assert got == want.tobytes(), f"{type_.name}: quantized bytes differ from gguf-py"
+    # and dequantizing those real blocks matches gguf-py bit for bit
+    back_ref = gq.dequantize(want, type_).astype(np.float32).ravel()
+    back = engine.dequantize(int(type_), got, real_weights.size)
+    assert _bits_equal(back, back_ref)
+
+
+def test_k_quants_from_llama_cpp_quantizer(golden_dir):
+    """Q2_K, Q3_K, Q5_K blocks (and the others) made by llama.cpp's quantizer from real
+    weights (tools/make_golden.py): gguf-py cannot make them, so samples are committed."""
+    data = np.load(golden_dir / "kquant_samples.npz")
+    names = sorted({k.split("/")[0] for k in data.files})
+    assert {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"} <= set(names)
+    for name in names:
+        raw, n = data[f"{name}/raw"], int(data[f"{name}/n"])
+        type_ = T[name]
+        want = gq.dequantize(raw, type_).astype(np.float32).ravel()
+        got = engine.dequantize(int(type_), raw.tobytes(), n)
+        assert want.size == n and _bits_equal(got, want), name
+
+
+def test_fp16_conversion_covers_every_half_value():
+    halves = np.arange(65536, dtype=np.uint16)
+    got = engine.dequantize(int(T.F16), halves.tobytes(), halves.size)
+    want = halves.view(np.float16).astype(np.float32)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all()
+    # float -> half rounding, including ties, subnormals and overflow
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(4096).astype(np.float32) * s
+                        for s in (1e-8, 1e-5, 1e-2, 1.0, 1e3, 7e4)])
+    ties = (np.arange(2048, dtype=np.uint16).view(np.float16).astype(np.float32) *
+            np.float32(1.0004883))
+    x = np.concatenate([x, ties, np.array([65504, 65520, 1e6, -1e6], dtype=np.float32)])
+    q = engine.quantize(int(T.F16), x)
+    assert q == x.astype(np.float16).tobytes()
