@@ -1,0 +1,51 @@
+// The token strings of a vocabulary with their scores and attributes, shared by
+// the tokenizer algorithms.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/vocab.h"
+
+namespace ember {
+
+// Attribute bits (a token can be e.g. NORMAL and forced CONTROL by its text).
+enum TokenAttr : uint32_t {
+    ATTR_UNDEFINED = 0,
+    ATTR_UNKNOWN = 1u << 0,
+    ATTR_UNUSED = 1u << 1,
+    ATTR_NORMAL = 1u << 2,
+    ATTR_CONTROL = 1u << 3,
+    ATTR_USER_DEFINED = 1u << 4,
+    ATTR_BYTE = 1u << 5,
+    ATTR_LSTRIP = 1u << 7,  // a special-token match swallows whitespace on its left
+    ATTR_RSTRIP = 1u << 8,  // ... and on its right
+};
+
+struct TokenTable {
+    std::vector<std::string> text;
+    std::vector<float> score;
+    std::vector<uint32_t> attr;
+    std::vector<TokenType> type;  // as stored in the file
+    // Views into `text`, which is never resized once the map is built. With
+    // duplicate strings the highest id wins.
+    std::unordered_map<std::string_view, int32_t> ids;
+    size_t max_len = 0;
+
+    int32_t size() const { return (int32_t)text.size(); }
+    int32_t find(std::string_view s) const {
+        auto it = ids.find(s);
+        return it == ids.end() ? -1 : it->second;
+    }
+    // <0xNN> byte-fallback token, -1 when absent
+    int32_t byte_token(uint8_t b) const {
+        static const char* hex = "0123456789ABCDEF";
+        const char buf[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
+        return find(std::string_view(buf, 6));
+    }
+};
+
+}  // namespace ember
