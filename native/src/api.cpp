@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/threadpool.h"
+#include "cpu/kernels.h"
 #include "model/context.h"
 #include "model/model.h"
 #include "quant/types.h"
@@ -91,7 +92,9 @@ int32_t ember_abi_version(void) { return EMBER_ABI_VERSION; }
 const char* ember_version(void) { return "0.1.0"; }
 
 const char* ember_system_info(void) {
-    static const std::string info = "ISA=scalar threads=" + std::to_string(ThreadPool::default_thread_count());
+    static const std::string info = std::string("ISA=") + isa_name(detect_isa()) +
+                                    " active=" + isa_name(active_isa()) +
+                                    " threads=" + std::to_string(ThreadPool::default_thread_count());
     return info.c_str();
 }
 

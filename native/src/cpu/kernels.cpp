@@ -1,9 +1,145 @@
 #include "cpu/kernels.h"
 
-#include "core/error.h"
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
 #include "core/fp16.h"
 
+#if defined(__x86_64__) || defined(_M_X64)
+#  define EMBER_X86 1
+#  if defined(_MSC_VER)
+#    include <intrin.h>
+#  else
+#    include <cpuid.h>
+#  endif
+#endif
+#if defined(__aarch64__) || defined(_M_ARM64)
+#  define EMBER_ARM64 1
+#endif
+
 namespace ember {
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::SCALAR: return "scalar";
+        case Isa::AVX2: return "avx2";
+        case Isa::AVX512: return "avx512";
+        case Isa::NEON: return "neon";
+    }
+    return "?";
+}
+
+#ifdef EMBER_X86
+namespace {
+void cpuid(int leaf, int sub, unsigned r[4]) {
+#  if defined(_MSC_VER)
+    int regs[4];
+    __cpuidex(regs, leaf, sub);
+    for (int i = 0; i < 4; ++i) r[i] = (unsigned)regs[i];
+#  else
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+#  endif
+}
+unsigned long long xgetbv0() {
+#  if defined(_MSC_VER)
+    return _xgetbv(0);
+#  else
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+#  endif
+}
+}  // namespace
+#endif
+
+Isa detect_isa() {
+#ifdef EMBER_X86
+    unsigned r[4];
+    cpuid(0, 0, r);
+    const unsigned max_leaf = r[0];
+    cpuid(1, 0, r);
+    const bool osxsave = (r[2] >> 27) & 1, fma = (r[2] >> 12) & 1, f16c = (r[2] >> 29) & 1,
+               avx = (r[2] >> 28) & 1;
+    if (!osxsave || !avx || max_leaf < 7) return Isa::SCALAR;
+    const unsigned long long xcr0 = xgetbv0();
+    const bool ymm_state = (xcr0 & 0x6) == 0x6;
+    const bool zmm_state = (xcr0 & 0xe6) == 0xe6;
+    cpuid(7, 0, r);
+    const bool avx2 = (r[1] >> 5) & 1;
+    const bool avx512f = (r[1] >> 16) & 1, avx512bw = (r[1] >> 30) & 1, avx512vl = (r[1] >> 31) & 1;
+    if (ymm_state && zmm_state && avx2 && fma && f16c && avx512f && avx512bw && avx512vl) return Isa::AVX512;
+    if (ymm_state && avx2 && fma && f16c) return Isa::AVX2;
+    return Isa::SCALAR;
+#elif defined(EMBER_ARM64)
+    return Isa::NEON;  // Advanced SIMD is mandatory on AArch64
+#else
+    return Isa::SCALAR;
+#endif
+}
+
+bool isa_supported(Isa isa) {
+    const Isa best = detect_isa();
+    if (isa == Isa::SCALAR) return true;
+    if (isa == Isa::NEON) return best == Isa::NEON;
+    if (best == Isa::NEON) return false;
+    return (int)isa <= (int)best;
+}
+
+Isa active_isa() {
+    const Isa best = detect_isa();
+    const char* env = std::getenv("EMBER_ISA");
+    if (!env || !*env) return best;
+    const std::string want(env);
+    for (Isa isa : {Isa::SCALAR, Isa::AVX2, Isa::AVX512, Isa::NEON})
+        if (want == isa_name(isa)) return isa_supported(isa) ? isa : best;
+    return best;
+}
+
+namespace {
+
+struct Tables {
+    KernelTable scalar{}, avx2{}, avx512{}, neon{};
+    Tables() {
+        register_scalar_kernels(scalar);
+        register_avx2_kernels(avx2);
+        register_avx512_kernels(avx512);
+        register_neon_kernels(neon);
+    }
+};
+
+const Tables& tables() {
+    static const Tables t;  // built on first use, thread-safe
+    return t;
+}
+
+const KernelTable& table_of(Isa isa) {
+    switch (isa) {
+        case Isa::AVX2: return tables().avx2;
+        case Isa::AVX512: return tables().avx512;
+        case Isa::NEON: return tables().neon;
+        default: return tables().scalar;
+    }
+}
+
+}  // namespace
+
+const DotKernels* dot_kernels_exact(DType type, Isa isa) {
+    const uint32_t i = (uint32_t)type;
+    if (i >= 32) return nullptr;
+    const DotKernels& k = table_of(isa)[i];
+    return k.vec_dot ? &k : nullptr;
+}
+
+const DotKernels& dot_kernels(DType type, Isa isa) {
+    // fall back level by level: AVX-512 -> AVX2 -> scalar, NEON -> scalar
+    for (Isa level = isa;; level = (level == Isa::AVX512) ? Isa::AVX2 : Isa::SCALAR) {
+        if (const DotKernels* k = dot_kernels_exact(type, level)) return *k;
+        if (level == Isa::SCALAR) break;
+    }
+    return tables().scalar[(uint32_t)DType::F32];  // unreachable for known types
+}
 
 // Eight independent accumulators: lets the compiler keep the adds in flight (and
 // vectorize) without reassociating a single running sum.
@@ -31,31 +167,32 @@ void axpy_f16(float* y, const uint16_t* x, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
-void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, float* scratch,
-             size_t scratch_floats) {
+void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
+             float* scratch) {
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1];
-    const TypeTraits* tt = type_traits((uint32_t)w->type);
-    if ((size_t)(kMulMatRows * K) > scratch_floats) fail(EMBER_ERR_INTERNAL, "mul_mat scratch too small");
-    // split whole groups of rows so each thread dequantizes what it multiplies
-    const int64_t groups = (M + kMulMatRows - 1) / kMulMatRows;
-    const int64_t per = (groups + nth - 1) / nth;
-    const int64_t g0 = per * ith, g1 = g0 + per < groups ? g0 + per : groups;
-    for (int64_t g = g0; g < g1; ++g) {
-        const int64_t r0 = g * kMulMatRows;
-        const int64_t nr = r0 + kMulMatRows <= M ? kMulMatRows : M - r0;
-        const float* rows[kMulMatRows];
-        for (int64_t r = 0; r < nr; ++r) {
-            if (w->type == DType::F32) {
-                rows[r] = w->row<float>(r0 + r);
-            } else {
-                tt->dequantize(w->row(r0 + r), scratch + r * K, K);
-                rows[r] = scratch + r * K;
+    const DotKernels& k = dot_kernels(w->type, isa);
+    const int64_t blocks = (M + kMulMatRowBlock - 1) / kMulMatRowBlock;
+    const int64_t per = (blocks + nth - 1) / nth;
+    const int64_t r_begin = per * ith * kMulMatRowBlock;
+    const int64_t r_end = r_begin + per * kMulMatRowBlock < M ? r_begin + per * kMulMatRowBlock : M;
+    const bool dequant_rows = k.act_type == DType::F32 && w->type != DType::F32;
+    const TypeTraits* wt = type_traits((uint32_t)w->type);
+    for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {
+        const int64_t r1 = r0 + kMulMatRowBlock < r_end ? r0 + kMulMatRowBlock : r_end;
+        if (dequant_rows) {
+            // reference path: dequantize this block of rows once, reuse it for every column
+            for (int64_t r = r0; r < r1; ++r) wt->dequantize(w->row(r), scratch + (r - r0) * K, K);
+            for (int64_t c = 0; c < N; ++c) {
+                const float* a = x->row<float>(c);
+                float* o = out->row<float>(c);
+                for (int64_t r = r0; r < r1; ++r) o[r] = dot_f32(scratch + (r - r0) * K, a, K);
             }
+            continue;
         }
-        for (int64_t j = 0; j < N; ++j) {
-            const float* xj = x->row<float>(j);
-            float* oj = out->row<float>(j);
-            for (int64_t r = 0; r < nr; ++r) oj[r0 + r] = dot_f32(rows[r], xj, K);
+        for (int64_t c = 0; c < N; ++c) {
+            const void* a = x->row(c);
+            float* o = out->row<float>(c);
+            for (int64_t r = r0; r < r1; ++r) k.vec_dot(K, o + r, w->row(r), a);
         }
     }
 }

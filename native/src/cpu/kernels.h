@@ -1,4 +1,7 @@
-// CPU kernels: the scalar reference implementations every SIMD path is tested against.
+// CPU kernels and their run-time selection. Every weight type has a row of dot-product
+// kernels per instruction-set level; activations are first converted once per matrix
+// product to the format its kernel wants (F32, or 8-bit blocks for integer dot products).
+// The scalar level is the reference every SIMD level is tested against.
 #pragma once
 
 #include <cstddef>
@@ -8,15 +11,53 @@
 
 namespace ember {
 
-constexpr int kMulMatRows = 4;  // weight rows dequantized together and reused across tokens
+enum class Isa : int32_t { SCALAR = 0, AVX2 = 1, AVX512 = 2, NEON = 3 };
 
+const char* isa_name(Isa isa);
+// The best level this CPU supports (CPUID / getauxval / sysctl).
+Isa detect_isa();
+// The level in use: detect_isa(), or what the EMBER_ISA environment variable asks for
+// ("scalar", "avx2", "avx512", "neon"; a level the CPU lacks falls back to the best it has).
+// Read when a context is created, so tests can switch levels between contexts.
+Isa active_isa();
+bool isa_supported(Isa isa);
+
+// Converts n activations (one row) to a kernel's activation format.
+using ConvertRowFn = void (*)(const float* x, void* y, int64_t n);
+// s = dot(w, a) over n elements: w one weight row, a one converted activation row.
+using VecDotFn = void (*)(int64_t n, float* s, const void* w, const void* a);
+
+struct DotKernels {
+    DType act_type = DType::F32;       // activation format the kernel reads
+    ConvertRowFn convert = nullptr;    // F32 -> act_type (nullptr when act_type is F32)
+    VecDotFn vec_dot = nullptr;
+};
+
+// Kernels for a weight type at the active level (always non-null for known types).
+const DotKernels& dot_kernels(DType weight_type, Isa isa);
+// nullptr when this ISA level has no specialised kernel for the type (the caller may
+// then use the level below); used by the per-ISA tests.
+const DotKernels* dot_kernels_exact(DType weight_type, Isa isa);
+
+// Per-ISA tables, filled in by each ISA's source file (kernels_<isa>.cpp). An entry
+// left empty falls back to the level below it.
+using KernelTable = DotKernels[32];
+void register_scalar_kernels(KernelTable& t);
+void register_avx2_kernels(KernelTable& t);
+void register_avx512_kernels(KernelTable& t);
+void register_neon_kernels(KernelTable& t);
+
+// Shared scalar helpers.
 float dot_f32(const float* a, const float* b, int64_t n);
 float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
-// y += a * x (x in F16)
 void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
 
-// out[M, N] = w[K, M]^T x[K, N]; rows of w split across threads.
-void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, float* scratch,
-             size_t scratch_floats);
+constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one thread
+
+// out[M, N] = w[K, M]^T x[K, N], x already in the kernel's activation format; weight
+// rows are split across threads. scratch (kMulMatRowBlock * K floats) holds dequantized
+// rows when the kernel takes F32 activations, so each row is dequantized once per call.
+void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
+             float* scratch);
 
 }  // namespace ember

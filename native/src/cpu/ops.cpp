@@ -1,5 +1,6 @@
 #include "cpu/ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -133,6 +134,34 @@ void op_kv_store(const Tensor* t, int ith, int nth) {
     }
 }
 
+void op_mul_mat(const Tensor* t, ComputeParams& p) {
+    const Tensor* w = t->src[0];
+    const Tensor* x = t->src[1];
+    const DotKernels& k = dot_kernels(w->type, p.isa);
+    if (k.act_type == DType::F32) {
+        mul_mat(w, x, t, p.ith, p.nth, p.isa, p.scratch);
+        return;
+    }
+    // Convert the activations once into the shared work buffer (all threads take a
+    // share of the columns), unless the previous product already did.
+    const TypeTraits* at = type_traits((uint32_t)k.act_type);
+    const size_t act_row = (size_t)row_bytes(*at, x->ne[0]);
+    if (p.converted != x || p.converted_type != k.act_type) {
+        const Range r = split(x->ne[1], p.ith, p.nth);
+        for (int64_t c = r.begin; c < r.end; ++c) k.convert(x->row<float>(c), p.work + c * act_row, x->ne[0]);
+        if (p.pool) p.pool->barrier();
+        p.converted = x;
+        p.converted_type = k.act_type;
+    }
+    Tensor xa;
+    xa.type = k.act_type;
+    xa.ne[0] = x->ne[0];
+    xa.ne[1] = x->ne[1];
+    tensor_set_contiguous_strides(&xa);
+    xa.data = p.work;
+    mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.scratch);
+}
+
 void op_attention(const Tensor* t, int ith, int nth, float* scratch, size_t scratch_floats) {
     const Tensor* q = t->src[0];
     const Tensor* kc = t->src[1];
@@ -173,38 +202,60 @@ void op_attention(const Tensor* t, int ith, int nth, float* scratch, size_t scra
 
 }  // namespace
 
-void compute_node(const Tensor* t, int ith, int nth, float* scratch, size_t scratch_floats) {
+void compute_node(const Tensor* t, ComputeParams& p) {
+    const int ith = p.ith, nth = p.nth;
     switch (t->op) {
         case Op::NONE:
         case Op::VIEW: return;
         case Op::GET_ROWS: op_get_rows(t, ith, nth); return;
         case Op::RMS_NORM_MUL: op_rms_norm_mul(t, ith, nth); return;
-        case Op::MUL_MAT: mul_mat(t->src[0], t->src[1], t, ith, nth, scratch, scratch_floats); return;
+        case Op::MUL_MAT: op_mul_mat(t, p); return;
         case Op::ADD: op_add(t, ith, nth); return;
         case Op::SWIGLU: op_swiglu(t, ith, nth); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth); return;
-        case Op::ATTENTION: op_attention(t, ith, nth, scratch, scratch_floats); return;
+        case Op::ATTENTION: op_attention(t, ith, nth, p.scratch, p.scratch_floats); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
 }
 
-CpuBackend::CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx)
-    : pool_(n_threads), scratch_((size_t)pool_.size()) {
-    // mul_mat dequantizes up to kMulMatRows weight rows at once; attention needs head_dim + n_ctx
-    const size_t floats = (size_t)(kMulMatRows * max_row + max_ctx + max_row + 64);
+size_t work_size(const Graph& graph, Isa isa) {
+    size_t need = 0;
+    for (const Tensor* t : graph.nodes()) {
+        if (t->op != Op::MUL_MAT) continue;
+        const DotKernels& k = dot_kernels(t->src[0]->type, isa);
+        if (k.act_type == DType::F32) continue;
+        const size_t bytes = (size_t)row_bytes(*type_traits((uint32_t)k.act_type), t->src[1]->ne[0]) *
+                             (size_t)t->src[1]->ne[1];
+        if (bytes > need) need = bytes;
+    }
+    return need;
+}
+
+CpuBackend::CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx, Isa isa)
+    : pool_(n_threads), isa_(isa), scratch_((size_t)pool_.size()) {
+    // mul_mat's reference path holds a block of dequantized rows; attention needs
+    // head_dim + n_ctx floats
+    const size_t floats = (size_t)std::max<int64_t>(kMulMatRowBlock * max_row, max_ctx + max_row) + 64;
     for (auto& s : scratch_) s.buf.resize(floats * sizeof(float));
 }
 
 bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
+    work_.resize(work_size(graph, isa_) + 64);  // grows only: no allocation in the token loop
     std::atomic<bool> cancelled{false};
     const auto& nodes = graph.nodes();
     pool_.run([&](int ith, int nth) {
-        float* scratch = reinterpret_cast<float*>(scratch_[(size_t)ith].buf.data());
-        const size_t scratch_floats = scratch_[(size_t)ith].buf.size() / sizeof(float);
+        ComputeParams p;
+        p.ith = ith;
+        p.nth = nth;
+        p.scratch = reinterpret_cast<float*>(scratch_[(size_t)ith].buf.data());
+        p.scratch_floats = scratch_[(size_t)ith].buf.size() / sizeof(float);
+        p.work = work_.data();
+        p.isa = isa_;
+        p.pool = nth > 1 ? &pool_ : nullptr;
         for (size_t i = 0; i < nodes.size(); ++i) {
-            compute_node(nodes[i], ith, nth, scratch, scratch_floats);
+            compute_node(nodes[i], p);
             // Only thread 0 reads the flag, so every thread sees the same decision after the barrier.
             if (ith == 0 && cancel && *cancel) cancelled.store(true, std::memory_order_relaxed);
             pool_.barrier();

@@ -8,29 +8,49 @@
 #include "core/arena.h"
 #include "core/graph.h"
 #include "core/threadpool.h"
+#include "cpu/kernels.h"
 
 namespace ember {
 
-// Per-thread scratch, sized once per context (dequantized weight rows, attention scores).
+// Per-thread scratch, sized once per context (attention scores and accumulators).
 struct ThreadScratch {
     AlignedBuffer buf;
+};
+
+// What a node's computation sees on one thread.
+struct ComputeParams {
+    int ith = 0, nth = 1;
+    float* scratch = nullptr;       // this thread's scratch
+    size_t scratch_floats = 0;
+    uint8_t* work = nullptr;        // shared by all threads: converted activations
+    Isa isa = Isa::SCALAR;
+    ThreadPool* pool = nullptr;     // for barriers inside a node (null: single thread)
+    // The activation tensor and format currently in `work`, so Q/K/V (and gate/up)
+    // products of the same input convert it once.
+    const Tensor* converted = nullptr;
+    DType converted_type = DType::F32;
 };
 
 class CpuBackend {
 public:
     // max_row: the longest weight row (elements); max_ctx: KV length for attention scores.
-    CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx);
+    CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx, Isa isa);
     int n_threads() const { return pool_.size(); }
+    Isa isa() const { return isa_; }
     // Runs every node in order. cancel (may be null) is polled between nodes;
     // returns false when cancelled.
     bool compute(const Graph& graph, const volatile int32_t* cancel);
 
 private:
     ThreadPool pool_;
+    Isa isa_;
     std::vector<ThreadScratch> scratch_;
+    AlignedBuffer work_;
 };
 
-// Single node on thread ith of nth (exposed for the unit tests).
-void compute_node(const Tensor* t, int ith, int nth, float* scratch, size_t scratch_floats);
+// Bytes of the shared work buffer a graph needs at an ISA level.
+size_t work_size(const Graph& graph, Isa isa);
+// One node on one thread.
+void compute_node(const Tensor* t, ComputeParams& p);
 
 }  // namespace ember

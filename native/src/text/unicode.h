@@ -14,9 +14,9 @@ enum Category : uint8_t {
     UNASSIGNED = 0, LETTER = 1, NUMBER = 2, PUNCT = 3, SYMBOL = 4, MARK = 5, SEPARATOR = 6, OTHER = 7,
 };
 constexpr uint8_t kCategoryMask = 0x07;
-constexpr uint8_t kWhitespace = 0x08;
-constexpr uint8_t kUpper = 0x10;
-constexpr uint8_t kLower = 0x20;
+constexpr uint8_t kFlagWhitespace = 0x08;
+constexpr uint8_t kFlagUpper = 0x10;  // Lu
+constexpr uint8_t kFlagLower = 0x20;  // Ll
 
 inline uint8_t flags(uint32_t cp) {
     using namespace unicode_tables;
@@ -29,7 +29,7 @@ inline bool is_number(uint32_t cp) { return category(cp) == NUMBER; }
 inline bool is_punct(uint32_t cp) { return category(cp) == PUNCT; }
 inline bool is_symbol(uint32_t cp) { return category(cp) == SYMBOL; }
 inline bool is_mark(uint32_t cp) { return category(cp) == MARK; }
-inline bool is_whitespace(uint32_t cp) { return (flags(cp) & kWhitespace) != 0; }
+inline bool is_whitespace(uint32_t cp) { return (flags(cp) & kFlagWhitespace) != 0; }
 
 // Simple (one-to-one) lowercase mapping; identity when there is none.
 uint32_t to_lower(uint32_t cp);

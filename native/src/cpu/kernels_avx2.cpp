@@ -1,0 +1,8 @@
+// avx2 kernels (filled in by the SIMD work; empty entries fall back a level).
+#include "cpu/kernels.h"
+
+namespace ember {
+
+void register_avx2_kernels(KernelTable&) {}
+
+}  // namespace ember

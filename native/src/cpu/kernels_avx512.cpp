@@ -1,0 +1,8 @@
+// avx512 kernels (filled in by the SIMD work; empty entries fall back a level).
+#include "cpu/kernels.h"
+
+namespace ember {
+
+void register_avx512_kernels(KernelTable&) {}
+
+}  // namespace ember
