@@ -131,6 +131,92 @@ def cmd_info(args) -> int:
     return 0
 
 
+def _read_bandwidth_gbs(seconds: float = 0.6) -> float:
+    """Rough DRAM read bandwidth: threads summing slices of a buffer far larger than cache."""
+    import threading
+    buf = np.ones(32 * 1024 * 1024, dtype=np.int64)  # 256 MiB; integer adds keep up with DRAM
+    n_threads = 2
+    parts = np.array_split(buf, n_threads)
+    best = 0.0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        ths = [threading.Thread(target=np.add.reduce, args=(p,)) for p in parts]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        best = max(best, buf.nbytes / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
+    """pp: n_prompt tokens in one decode from an empty cache; tg: n_gen one-token decodes.
+    Like llama-bench: random token ids, one warm-up run, then reps timed runs."""
+    rng = np.random.default_rng(0)
+    vocab = model.n_vocab
+    result = {}
+    if n_prompt > 0:
+        times = []
+        for r in range(reps + 1):
+            ids = [int(t) for t in rng.integers(0, vocab, n_prompt)]
+            t0 = time.perf_counter()
+            model.decode(ids, 0)
+            if r:
+                times.append(time.perf_counter() - t0)
+        ts = n_prompt / np.array(times)
+        result[f"pp{n_prompt}"] = (float(ts.mean()), float(ts.std()))
+    if n_gen > 0:
+        times = []
+        for r in range(reps + 1):
+            tok = int(rng.integers(0, vocab))
+            t0 = time.perf_counter()
+            for pos in range(n_gen):
+                model.decode([tok], pos)
+            if r:
+                times.append(time.perf_counter() - t0)
+        ts = n_gen / np.array(times)
+        result[f"tg{n_gen}"] = (float(ts.mean()), float(ts.std()))
+    return result
+
+
+def cmd_bench(args) -> int:
+    from . import native
+    from .engine import Model
+    t0 = time.perf_counter()
+    model = Model(args.model, n_ctx=max(args.n_prompt + args.n_gen, 64) + 16,
+                  n_threads=args.threads, n_batch=max(args.n_prompt, 1))
+    model.decode([0], 0)  # context created, pages of the weights touched
+    load_s = time.perf_counter() - t0
+    # bytes a one-token decode must read: every matrix once, one embedding row
+    weight_bytes = sum(t.n_bytes for t in model.tensors() if t.name != "token_embd.weight")
+    emb = next(t for t in model.tensors() if t.name == "token_embd.weight")
+    tied = not any(t.name == "output.weight" for t in model.tensors())
+    weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
+    res = bench_model(model, args.n_prompt, args.n_gen, args.reps)
+    bw = _read_bandwidth_gbs()
+    bound = bw * 1e9 / weight_bytes
+    info = native.decode_str(native.lib().ember_system_info())
+    out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
+           "threads": model.n_threads or None, "system": info, "load_seconds": load_s,
+           "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
+           "tg_bound_tps": bound,
+           "results": {k: {"mean": m, "sd": s} for k, (m, s) in res.items()}}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"model: {args.model} ({model.ftype}, {_human(model.n_params)} params); {info}")
+    print("| test | t/s |\n|---|---|")
+    for k, (m, s) in res.items():
+        print(f"| {k} | {m:.2f} ± {s:.2f} |")
+    print(f"weights read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s;"
+          f" decode bound ~{bound:.0f} t/s", file=sys.stderr)
+    tg = [m for k, (m, s) in res.items() if k.startswith("tg")]
+    if tg:
+        print(f"tg at {100 * tg[0] / bound:.0f}% of the bandwidth bound", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     p = argparse.ArgumentParser(prog="ember", description="Offline chat with local GGUF models.")
@@ -161,6 +247,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(pp)
     pp.add_argument("-f", "--file", required=True)
     pp.set_defaults(func=cmd_perplexity)
+
+    b = sub.add_parser("bench", help="prompt (pp) and generation (tg) speed, like llama-bench")
+    b.add_argument("-m", "--model", required=True)
+    b.add_argument("-p", "--n-prompt", type=int, default=512)
+    b.add_argument("-n", "--n-gen", type=int, default=128)
+    b.add_argument("-t", "--threads", type=int, default=None)
+    b.add_argument("-r", "--reps", type=int, default=5)
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=cmd_bench)
 
     i = sub.add_parser("info", help="print the GGUF header, metadata and tensor table")
     i.add_argument("model")
