@@ -29,7 +29,7 @@ def nll(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def models(model_variants):
-    loaded = {name: Model(path, n_ctx=1024, n_threads=2) for name, path in model_variants.items()}
+    loaded = {name: Model(path, n_ctx=2048, n_threads=2) for name, path in model_variants.items()}
     yield loaded
     for m in loaded.values():
         m.close()

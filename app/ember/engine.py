@@ -80,7 +80,8 @@ class GenerationStats:
     prompt_seconds: float = 0.0
     generation_seconds: float = 0.0
     stop_reason: str = ""  # "eog", "length", "cancelled", "context_full", "stop_string"
-    token_ids: list[int] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)  # generated, end-of-generation excluded
+    stop_token: int | None = None  # the end-of-generation token, when one ended it
 
 
 class Sampler:
@@ -428,6 +429,7 @@ class Session:
                     token = sampler.sample(ptr, m.n_vocab)
                     if m.is_eog(token):
                         stats.stop_reason = "eog"
+                        stats.stop_token = token
                         break
                     sampler.accept(token)
                     stats.token_ids.append(token)
