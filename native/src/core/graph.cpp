@@ -128,6 +128,12 @@ Tensor* Graph::column(Tensor* a, int64_t i) {
     return view(a, ne, nb, (size_t)i * a->nb[1]);
 }
 
+Tensor* Graph::transpose(Tensor* a) {
+    const int64_t ne[4] = {a->ne[1], a->ne[0], a->ne[2], a->ne[3]};
+    const size_t nb[4] = {a->nb[1], a->nb[0], a->nb[2], a->nb[3]};
+    return view(a, ne, nb, 0);
+}
+
 Tensor* Graph::get_rows(Tensor* table, Tensor* ids) {
     check(ids->type == DType::I32 && ids->ne[1] == 1, "get_rows ids must be an I32 vector");
     const int64_t ne[4] = {table->ne[0], ids->ne[0], 1, 1};

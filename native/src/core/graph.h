@@ -23,6 +23,8 @@ public:
     Tensor* reshape(Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2 = 1, int64_t ne3 = 1);
     // The i-th column (row of dim 1) of a 2-D tensor, as a 1-row view.
     Tensor* column(Tensor* a, int64_t i);
+    // Swaps dimensions 0 and 1 by swapping ne/nb: no data moves.
+    Tensor* transpose(Tensor* a);
 
     Tensor* get_rows(Tensor* table, Tensor* ids);
     Tensor* rms_norm_mul(Tensor* x, Tensor* weight, float eps);
