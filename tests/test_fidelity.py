@@ -110,3 +110,32 @@ def test_logits_match_float64_oracle(models, ours_cache, model_variants, golden_
     confident = (top[:, -1] - top[:, -2]) >= NEAR_TIE
     agree = ours.argmax(axis=1) == exact.argmax(axis=1)
     assert agree[confident].all()
+
+
+def _isa_levels():
+    from ember.engine import supported_isas
+    return supported_isas()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_isa_level_matches_llama_cpp(model_variants, golden_dir, variant):
+    """The same bars on one text at each instruction-set level this CPU runs (scalar
+    reference included), so every SIMD path is held to llama.cpp, not just the best one."""
+    g = load_golden(golden_dir, variant, "chat")
+    tokens = [int(t) for t in g["tokens"]]
+    levels = _isa_levels()
+    assert "scalar" in levels and len(levels) >= 2 or levels == ["scalar"]
+    per_level = {}
+    for isa in levels:
+        m = Model(model_variants[variant], n_ctx=1024, n_threads=2, isa=isa)
+        ours = m.eval_logits(tokens)
+        m.close()
+        ours_nll = nll(ours[:-1], np.array(tokens[1:]))
+        ref_nll = -g["next_logprob"][:-1].astype(np.float64)
+        assert abs(ours_nll.mean() / ref_nll.mean() - 1.0) < 0.005, isa
+        confident = g["gap"] >= NEAR_TIE
+        assert (ours.argmax(axis=1) == g["top_ids"][:, 0])[confident].all(), isa
+        per_level[isa] = ours
+    # SIMD levels agree closely with the scalar reference (same activation formats)
+    for isa, logits in per_level.items():
+        assert np.abs(logits - per_level["scalar"]).max() < 0.05, isa

@@ -17,6 +17,12 @@ from . import native
 from .native import c_int32
 
 
+def supported_isas() -> list[str]:
+    """Instruction-set levels this CPU can run the kernels at (for tests and settings)."""
+    lib = native.lib()
+    return [name for name, v in native.ISA_LEVELS.items() if v >= 0 and lib.ember_isa_supported(v)]
+
+
 class EmberError(Exception):
     """An error reported by the engine, with its status code and message."""
 
@@ -119,13 +125,16 @@ class Model:
 
     def __init__(self, path: str | os.PathLike, n_ctx: int | None = None,
                  n_threads: int | None = None, n_batch: int = 512, *,
-                 vocab_only: bool = False, metadata_only: bool = False,
+                 vocab_only: bool = False, metadata_only: bool = False, isa: str = "auto",
                  progress: Callable[[float], bool | None] | None = None,
                  cancel: threading.Event | None = None):
         self.path = Path(path)
         self.n_ctx_requested = n_ctx or 0
         self.n_threads = n_threads or 0
         self.n_batch = n_batch
+        if isa not in native.ISA_LEVELS:
+            raise ValueError(f"isa must be one of {', '.join(native.ISA_LEVELS)}")
+        self.isa = isa
         self._lib = native.lib()
         self._model = None
         self._ctx = None
@@ -305,7 +314,8 @@ class Model:
     # ---- evaluation --------------------------------------------------------------
     def _context(self):
         if self._ctx is None:
-            params = native.ContextParams(self.n_ctx_requested, self.n_batch, self.n_threads)
+            params = native.ContextParams(self.n_ctx_requested, self.n_batch, self.n_threads,
+                                          native.ISA_LEVELS[self.isa])
             handle = ctypes.c_void_p()
             _check(self._lib.ember_context_create(self._model, ctypes.byref(params),
                                                   ctypes.byref(handle)),

@@ -25,7 +25,11 @@ class ModelParams(Structure):
 
 
 class ContextParams(Structure):
-    _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("n_threads", c_int32)]
+    _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("n_threads", c_int32),
+                ("isa", c_int32)]
+
+
+ISA_LEVELS = {"auto": -1, "scalar": 0, "avx2": 1, "avx512": 2, "neon": 3}
 
 
 class SamplerParams(Structure):
@@ -123,6 +127,7 @@ _SIGNATURES = {
     "ember_vocab_add_bos": (c_bool, [c_void_p]),
     "ember_vocab_add_eos": (c_bool, [c_void_p]),
     "ember_context_default_params": (ContextParams, []),
+    "ember_isa_supported": (c_bool, [c_int32]),
     "ember_context_create": (c_int32, [c_void_p, POINTER(ContextParams), POINTER(c_void_p)]),
     "ember_context_free": (None, [c_void_p]),
     "ember_context_last_error": (c_char_p, [c_void_p]),

@@ -173,11 +173,21 @@ EMBER_API bool ember_vocab_add_eos(const ember_model *model);
 
 /* ---- context (KV cache + compute state) --------------------------------- */
 
+/* CPU instruction-set levels for the kernels (ember_context_params.isa). */
+#define EMBER_ISA_AUTO (-1) /* the best this CPU has, or the EMBER_ISA environment variable */
+#define EMBER_ISA_SCALAR 0
+#define EMBER_ISA_AVX2 1
+#define EMBER_ISA_AVX512 2
+#define EMBER_ISA_NEON 3
+
 typedef struct ember_context_params {
     int32_t n_ctx;       /* 0: the model's n_ctx_train, capped at 4096 */
     int32_t n_batch;     /* tokens per graph evaluation (prompt chunks); 0: 512 */
     int32_t n_threads;   /* 0: physical cores */
+    int32_t isa;         /* EMBER_ISA_*; a level the CPU lacks is an error */
 } ember_context_params;
+
+EMBER_API bool ember_isa_supported(int32_t isa);
 
 EMBER_API ember_context_params ember_context_default_params(void);
 EMBER_API ember_status ember_context_create(ember_model *model, const ember_context_params *params,

@@ -338,7 +338,12 @@ ember_context_params ember_context_default_params(void) {
     p.n_ctx = 0;
     p.n_batch = 512;
     p.n_threads = 0;
+    p.isa = EMBER_ISA_AUTO;
     return p;
+}
+
+bool ember_isa_supported(int32_t isa) {
+    return isa >= EMBER_ISA_SCALAR && isa <= EMBER_ISA_NEON && isa_supported((Isa)isa);
 }
 
 ember_status ember_context_create(ember_model* model, const ember_context_params* params, ember_context** out) {
@@ -352,6 +357,12 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
             o.n_ctx = params->n_ctx;
             o.n_batch = params->n_batch;
             o.n_threads = params->n_threads;
+            if (params->isa != EMBER_ISA_AUTO) {
+                if (!ember_isa_supported(params->isa))
+                    fail(EMBER_ERR_UNSUPPORTED, "this CPU does not support instruction set level " +
+                                                    std::to_string(params->isa));
+                o.isa = params->isa;
+            }
         }
         auto h = std::make_unique<ember_context>();
         h->owner = model;

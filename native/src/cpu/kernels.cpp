@@ -168,27 +168,34 @@ void axpy_f16(float* y, const uint16_t* x, float a, int64_t n) {
 }
 
 void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
-             float* scratch) {
+             float* /*scratch*/) {
     const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1];
     const DotKernels& k = dot_kernels(w->type, isa);
+    // rows split across threads in whole blocks of kMulMatRowBlock
     const int64_t blocks = (M + kMulMatRowBlock - 1) / kMulMatRowBlock;
     const int64_t per = (blocks + nth - 1) / nth;
     const int64_t r_begin = per * ith * kMulMatRowBlock;
     const int64_t r_end = r_begin + per * kMulMatRowBlock < M ? r_begin + per * kMulMatRowBlock : M;
-    const bool dequant_rows = k.act_type == DType::F32 && w->type != DType::F32;
-    const TypeTraits* wt = type_traits((uint32_t)w->type);
+    if (r_begin >= r_end) return;
+    const size_t lds = out->nb[1] / sizeof(float);
+    if (k.gemm) {
+        // Also for N == 1: the tile kernels give each (row, column) the same operations
+        // whatever N is, so one-token decoding and batched prefill agree bit for bit.
+        // Cache blocking: a chunk of activation columns (kept in L2) against the thread's
+        // rows kMulMatRowBlock at a time (kept in L1); the tile kernel reuses each loaded
+        // block across its register tile.
+        constexpr int64_t kColChunk = 64;
+        for (int64_t c0 = 0; c0 < N; c0 += kColChunk) {
+            const int nc = (int)(N - c0 < kColChunk ? N - c0 : kColChunk);
+            for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {
+                const int nr = (int)(r_end - r0 < kMulMatRowBlock ? r_end - r0 : kMulMatRowBlock);
+                k.gemm(K, nr, nc, w->row(r0), w->nb[1], x->row(c0), x->nb[1], out->row<float>(c0) + r0, lds);
+            }
+        }
+        return;
+    }
     for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {
         const int64_t r1 = r0 + kMulMatRowBlock < r_end ? r0 + kMulMatRowBlock : r_end;
-        if (dequant_rows) {
-            // reference path: dequantize this block of rows once, reuse it for every column
-            for (int64_t r = r0; r < r1; ++r) wt->dequantize(w->row(r), scratch + (r - r0) * K, K);
-            for (int64_t c = 0; c < N; ++c) {
-                const float* a = x->row<float>(c);
-                float* o = out->row<float>(c);
-                for (int64_t r = r0; r < r1; ++r) o[r] = dot_f32(scratch + (r - r0) * K, a, K);
-            }
-            continue;
-        }
         for (int64_t c = 0; c < N; ++c) {
             const void* a = x->row(c);
             float* o = out->row<float>(c);

@@ -26,11 +26,18 @@ bool isa_supported(Isa isa);
 using ConvertRowFn = void (*)(const float* x, void* y, int64_t n);
 // s = dot(w, a) over n elements: w one weight row, a one converted activation row.
 using VecDotFn = void (*)(int64_t n, float* s, const void* w, const void* a);
+// Tile of dot products for prefill: s[c * lds + r] = dot(w row r, a row c) for r < nr,
+// c < nc; rows are w_stride / a_stride bytes apart. Each weight block loaded is reused
+// across several columns (register tiling), which is what makes prefill compute-bound
+// instead of load-bound. Must equal vec_dot per element up to float summation order.
+using GemmFn = void (*)(int64_t n, int nr, int nc, const void* w, size_t w_stride, const void* a,
+                        size_t a_stride, float* s, size_t lds);
 
 struct DotKernels {
     DType act_type = DType::F32;       // activation format the kernel reads
     ConvertRowFn convert = nullptr;    // F32 -> act_type (nullptr when act_type is F32)
     VecDotFn vec_dot = nullptr;
+    GemmFn gemm = nullptr;             // optional; mul_mat loops vec_dot without it
 };
 
 // Kernels for a weight type at the active level (always non-null for known types).
@@ -55,8 +62,7 @@ void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
 constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one thread
 
 // out[M, N] = w[K, M]^T x[K, N], x already in the kernel's activation format; weight
-// rows are split across threads. scratch (kMulMatRowBlock * K floats) holds dequantized
-// rows when the kernel takes F32 activations, so each row is dequantized once per call.
+// rows are split across threads. scratch is unused (kept for the caller's interface).
 void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
              float* scratch);
 

@@ -1,8 +1,783 @@
-// avx2 kernels (filled in by the SIMD work; empty entries fall back a level).
+// AVX2 (+FMA, F16C) kernels. Same activation formats and integer block sums as the
+// scalar reference (cpu/kernels_scalar.cpp); only the float summation order differs.
+//
+// Integer dots use maddubs (u8 x s8 -> pairs summed to s16) and madd (s16 pairs ->
+// s32). Weights that are signed use the sign trick (|w| x sign(a, w)); unsigned weights
+// with an offset (K-quants, Q6_K's -32, Q3_K's -4) take the offset out through the
+// activation block sums. No pair sum can saturate int16: |a| <= 127 and |w| <= 128.
 #include "cpu/kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "core/fp16.h"
+#include "cpu/kernels_ref.h"
+#include "quant/types.h"
 
 namespace ember {
 
-void register_avx2_kernels(KernelTable&) {}
+namespace {
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// F16C instead of the 256 KiB lookup table: block scales are scattered, and table
+// lookups miss L1 in the inner loops.
+inline float f16(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
+
+inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// ---- activation converters: bit-exact with the scalar reference ------------------
+
+inline float absmax(const float* x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int j = 0; j < n; j += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+// 32 floats * id, rounded to nearest even, to int8; returns the int32 partial sums.
+inline __m256i quant32(const float* x, float id, int8_t* dst) {
+    const __m256 vid = _mm256_set1_ps(id);
+    constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    const __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x), vid), kRound));
+    const __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8), vid), kRound));
+    const __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 16), vid), kRound));
+    const __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 24), vid), kRound));
+    // packs work per 128-bit lane; the permute restores element order
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    return _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+}
+
+inline int hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+void quantize_row_q8_0(const float* x, void* y, int64_t n) {
+    BlockQ8_0* b = static_cast<BlockQ8_0*>(y);
+    for (int64_t i = 0; i < n / QK; ++i, x += QK) {
+        const float d = absmax(x, QK) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        b[i].d = fp32_to_fp16(d);
+        quant32(x, id, b[i].qs);
+    }
+}
+
+void quantize_row_q8_1(const float* x, void* y, int64_t n) {
+    BlockQ8_1* b = static_cast<BlockQ8_1*>(y);
+    for (int64_t i = 0; i < n / QK; ++i, x += QK) {
+        const float d = absmax(x, QK) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        b[i].d = fp32_to_fp16(d);
+        b[i].s = fp32_to_fp16(d * (float)hsum_i32(quant32(x, id, b[i].qs)));
+    }
+}
+
+void quantize_row_q8_k(const float* x, void* y, int64_t n) {
+    BlockQ8_K* b = static_cast<BlockQ8_K*>(y);
+    for (int64_t i = 0; i < n / QK_K; ++i, x += QK_K) {
+        const float d = absmax(x, QK_K) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        b[i].d = d;
+        for (int j = 0; j < QK_K; j += 32) quant32(x + j, id, b[i].qs + j);
+        // sums of each 16 from the stored bytes: maddubs with ones gives pair sums
+        const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+        for (int j = 0; j < QK_K; j += 32) {
+            const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, loadu256(b[i].qs + j)), ones16);
+            // lanes 0-3 hold the first 16 elements, 4-7 the second
+            alignas(32) int32_t t[8];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(t), s32);
+            b[i].bsums[j / 16] = (int16_t)(t[0] + t[1] + t[2] + t[3]);
+            b[i].bsums[j / 16 + 1] = (int16_t)(t[4] + t[5] + t[6] + t[7]);
+        }
+    }
+}
+
+// ---- block decoders: 32 weights as int8 in element order -------------------------
+
+inline __m256i nibbles32(const uint8_t* qs) {
+    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);  // high nibbles are elements 16..31
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+}
+
+// byte j = 0xff where bit j of x is set
+inline __m256i bits32(const uint8_t* p) {
+    uint32_t x;
+    std::memcpy(&x, p, 4);
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+
+struct DecQ4_0 {
+    using Block = BlockQ4_0;
+    static constexpr bool kSigned = true, kMin = false;
+    static __m256i dec(const Block& b) { return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)); }
+};
+struct DecQ4_1 {
+    using Block = BlockQ4_1;
+    static constexpr bool kSigned = false, kMin = true;
+    static __m256i dec(const Block& b) { return nibbles32(b.qs); }
+};
+struct DecQ5_0 {
+    using Block = BlockQ5_0;
+    static constexpr bool kSigned = true, kMin = false;
+    static __m256i dec(const Block& b) {
+        const __m256i hi = _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10));
+        return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), hi), _mm256_set1_epi8(16));
+    }
+};
+struct DecQ5_1 {
+    using Block = BlockQ5_1;
+    static constexpr bool kSigned = false, kMin = true;
+    static __m256i dec(const Block& b) {
+        return _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10)));
+    }
+};
+struct DecQ8_0 {
+    using Block = BlockQ8_0;
+    static constexpr bool kSigned = true, kMin = false;
+    static __m256i dec(const Block& b) { return loadu256(b.qs); }
+};
+
+// int32 lanes summing to dot(w, a): w unsigned (0..255) or signed via the sign trick
+inline __m256i dot_u8(__m256i w, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1));
+}
+inline __m256i dot_s8(__m256i w_abs, __m256i w, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(a, w)), _mm256_set1_epi16(1));
+}
+
+// ---- legacy types: vec_dot and tiles ------------------------------------------------
+
+template <class D>
+using ActBlock = typename std::conditional<D::kMin, BlockQ8_1, BlockQ8_0>::type;
+
+template <class D>
+inline float min_term(const typename D::Block& x, const ActBlock<D>& y) {
+    if constexpr (D::kMin) return f16(x.m) * f16(y.s);
+    else { (void)x; (void)y; return 0.0f; }
+}
+
+template <class D>
+inline __m256i block_dot(const typename D::Block& x, const ActBlock<D>& y) {
+    const __m256i q = D::dec(x), a = loadu256(y.qs);
+    if constexpr (D::kSigned) return dot_s8(_mm256_sign_epi8(q, q), q, a);
+    else return dot_u8(q, a);
+}
+
+template <class D>
+void vec_dot_legacy(int64_t n, float* s, const void* w, const void* a) {
+    const auto* x = static_cast<const typename D::Block*>(w);
+    const auto* y = static_cast<const ActBlock<D>*>(a);
+    const int64_t nb = n / QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float m = 0.0f;
+    int64_t i = 0;
+    for (; i + 1 < nb; i += 2) {  // two chains hide the cvt/fma latency
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i], y[i])),
+                               _mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i + 1], y[i + 1])),
+                               _mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)), acc1);
+        m += min_term<D>(x[i], y[i]) + min_term<D>(x[i + 1], y[i + 1]);
+    }
+    for (; i < nb; ++i) {
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i], y[i])),
+                               _mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), acc0);
+        m += min_term<D>(x[i], y[i]);
+    }
+    *s = hsum(_mm256_add_ps(acc0, acc1)) + m;
+}
+
+// R weight rows x C activation columns: each decoded weight block is used C times and
+// each activation block R times.
+template <class D, int R, int C>
+inline void tile_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
+                        size_t lds) {
+    using B = typename D::Block;
+    using A = ActBlock<D>;
+    __m256 acc[R][C];
+    float macc[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+            acc[r][c] = _mm256_setzero_ps();
+            macc[r][c] = 0.0f;
+        }
+    for (int64_t i = 0; i < nb; ++i) {
+        __m256i q[R], qa[R];
+        float wd[R], wm[R];
+        for (int r = 0; r < R; ++r) {
+            const B& b = reinterpret_cast<const B*>(w + r * ws)[i];
+            q[r] = D::dec(b);
+            if constexpr (D::kSigned) qa[r] = _mm256_sign_epi8(q[r], q[r]);
+            wd[r] = f16(b.d);
+            if constexpr (D::kMin) wm[r] = f16(b.m);
+            else wm[r] = 0.0f;
+        }
+        for (int c = 0; c < C; ++c) {
+            const A& y = reinterpret_cast<const A*>(a + c * as)[i];
+            const __m256i av = loadu256(y.qs);
+            const float da = f16(y.d);
+            for (int r = 0; r < R; ++r) {
+                __m256i p;
+                if constexpr (D::kSigned) p = dot_s8(qa[r], q[r], av);
+                else p = dot_u8(q[r], av);
+                acc[r][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(wd[r] * da), acc[r][c]);
+                if constexpr (D::kMin) macc[r][c] += wm[r] * f16(y.s);
+            }
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) s[c * lds + r] = hsum(acc[r][c]) + macc[r][c];
+}
+
+// Four weight rows x C columns. The four rows' int32 block sums are folded together
+// with two rounds of hadd into one vector [r0 r1 r2 r3 | r0 r1 r2 r3], so the
+// int->float conversion and the scale multiply-add are paid once per four block dots.
+template <class D, int C>
+inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
+                         size_t lds) {
+    using B = typename D::Block;
+    using A = ActBlock<D>;
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        __m256i q[4], qa[4];
+        alignas(16) uint16_t dh[8], mh[8];
+        for (int r = 0; r < 4; ++r) {
+            const B& b = reinterpret_cast<const B*>(w + r * ws)[i];
+            q[r] = D::dec(b);
+            if constexpr (D::kSigned) qa[r] = _mm256_sign_epi8(q[r], q[r]);
+            dh[r] = dh[r + 4] = b.d;
+            if constexpr (D::kMin) {
+                mh[r] = b.m;
+                mh[r + 4] = 0;  // the min term is added once, in the low half
+            }
+        }
+        const __m256 wd = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
+        __m256 wm = _mm256_setzero_ps();
+        if constexpr (D::kMin) wm = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mh)));
+        for (int c = 0; c < C; ++c) {
+            const A& y = reinterpret_cast<const A*>(a + c * as)[i];
+            const __m256i av = loadu256(y.qs);
+            __m256i p[4];
+            for (int r = 0; r < 4; ++r) {
+                if constexpr (D::kSigned) p[r] = dot_s8(qa[r], q[r], av);
+                else p[r] = dot_u8(q[r], av);
+            }
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
+            if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c) {
+        const __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
+        _mm_storeu_ps(s + c * lds, v);
+    }
+}
+
+// Covers an nr x nc tile with R x C micro-tiles, columns outermost so a few activation
+// rows stay in L1 while the weight rows stream past them. Leftover columns use R1 x 1
+// tiles. Every tile must give a (row, column) the same float operations whatever the
+// number of columns, so that one-token decoding and batched prefill agree bit for bit.
+template <int R, int C, int R1, void (*Full)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t),
+          void (*Row1)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t),
+          void (*Col1)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t),
+          void (*One)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t)>
+void tile_driver(int64_t nb, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                 size_t lds) {
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    int c = 0;
+    for (; c + C <= nc; c += C) {
+        int r = 0;
+        for (; r + R <= nr; r += R) Full(nb, W + r * ws, ws, A + c * as, as, s + c * lds + r, lds);
+        for (; r < nr; ++r) Row1(nb, W + r * ws, ws, A + c * as, as, s + c * lds + r, lds);
+    }
+    for (; c < nc; ++c) {
+        int r = 0;
+        for (; r + R1 <= nr; r += R1) Col1(nb, W + r * ws, ws, A + c * as, as, s + c * lds + r, lds);
+        for (; r < nr; ++r) One(nb, W + r * ws, ws, A + c * as, as, s + c * lds + r, lds);
+    }
+}
+
+template <class D, int C>
+void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                 size_t lds) {
+    tile_driver<4, C, 4, tile4_legacy<D, C>, tile_legacy<D, 1, C>, tile4_legacy<D, 1>, tile_legacy<D, 1, 1>>(
+        n / QK, nr, nc, w, ws, a, as, s, lds);
+}
+
+// ---- float weights: F32 activations ---------------------------------------------------
+
+struct LoadF32 {
+    static __m256 load(const uint8_t* p, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i); }
+};
+struct LoadF16 {
+    static __m256 load(const uint8_t* p, int64_t i) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
+    }
+};
+struct LoadBF16 {
+    static __m256 load(const uint8_t* p, int64_t i) {
+        const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+    }
+};
+template <class L>
+float scalar_w(const uint8_t* p, int64_t i);
+template <>
+float scalar_w<LoadF32>(const uint8_t* p, int64_t i) { return reinterpret_cast<const float*>(p)[i]; }
+template <>
+float scalar_w<LoadF16>(const uint8_t* p, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return fp16_to_fp32(h);
+}
+template <>
+float scalar_w<LoadBF16>(const uint8_t* p, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return bf16_to_fp32(h);
+}
+
+template <class L>
+void vec_dot_float(int64_t n, float* s, const void* w, const void* a) {
+    const uint8_t* x = static_cast<const uint8_t*>(w);
+    const float* y = static_cast<const float*>(a);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+           acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(L::load(x, i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(L::load(x, i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(L::load(x, i + 16), _mm256_loadu_ps(y + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(L::load(x, i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(L::load(x, i), _mm256_loadu_ps(y + i), acc0);
+    float r = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; ++i) r += scalar_w<L>(x, i) * y[i];
+    *s = r;
+}
+
+template <class L, int R, int C>
+inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s, size_t lds) {
+    __m256 acc[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 wv[R];
+        for (int r = 0; r < R; ++r) wv[r] = L::load(w + r * ws, i);
+        for (int c = 0; c < C; ++c) {
+            const __m256 av = _mm256_loadu_ps(reinterpret_cast<const float*>(a + c * as) + i);
+            for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+            float t = hsum(acc[r][c]);
+            for (int64_t j = i; j < n; ++j) t += scalar_w<L>(w + r * ws, j) * reinterpret_cast<const float*>(a + c * as)[j];
+            s[c * lds + r] = t;
+        }
+}
+
+template <class L, int R, int C>
+void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                size_t lds) {
+    tile_driver<R, C, 8, tile_float<L, R, C>, tile_float<L, 1, C>, tile_float<L, 8, 1>, tile_float<L, 1, 1>>(
+        n, nr, nc, w, ws, a, as, s, lds);
+}
+
+// ---- K-quants x Q8_K --------------------------------------------------------------------
+
+// One super-block's float update, in exactly the operations ktile4 (the prefill tile)
+// performs per row, so one-token decoding and batched prefill agree bit for bit: the
+// integer sums split into the first/second 16 of each 32 ("lo"/"hi" 128-bit halves) and
+// the mins into groups 0-7 / 8-15, each half fused-multiply-added separately.
+struct KAcc {
+    float lo = 0.0f, hi = 0.0f;
+    void add(int isum_lo, int isum_hi, int min_lo, int min_hi, float d, float dmin, float da) {
+        const __m128 dda = _mm_set_ss(d * da), dmda = _mm_set_ss(dmin * da);
+        __m128 l = _mm_set_ss(lo), h = _mm_set_ss(hi);
+        l = _mm_fmadd_ss(_mm_set_ss((float)isum_lo), dda, l);
+        h = _mm_fmadd_ss(_mm_set_ss((float)isum_hi), dda, h);
+        l = _mm_fnmadd_ss(_mm_set_ss((float)min_lo), dmda, l);
+        h = _mm_fnmadd_ss(_mm_set_ss((float)min_hi), dmda, h);
+        lo = _mm_cvtss_f32(l);
+        hi = _mm_cvtss_f32(h);
+    }
+    float result() const { return lo + hi; }
+};
+inline int hsum_lo(__m256i v) {
+    __m128i s = _mm256_castsi256_si128(v);
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+inline int hsum_hi(__m256i v) {
+    __m128i s = _mm256_extracti128_si256(v, 1);
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+// int16 scales for two groups of 16 (one per 128-bit lane of a maddubs result)
+inline __m256i scales2(int s0, int s1) {
+    return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0));
+}
+// sum over 32 elements of sc(group) * q * a, q unsigned (<= 63)
+inline __m256i kdot16(__m256i q, const int8_t* a, __m256i sc) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, loadu256(a)), sc);
+}
+inline __m256i kdot32(__m256i q, const int8_t* a, int sc) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, loadu256(a)), _mm256_set1_epi16((short)sc));
+}
+
+void vec_dot_q2_k(int64_t n, float* s, const void* w, const void* a) {
+    const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
+    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    KAcc acc;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int min_lo = 0, min_hi = 0;
+        for (int g = 0; g < 8; ++g) min_lo += (x[i].scales[g] >> 4) * y[i].bsums[g];
+        for (int g = 8; g < 16; ++g) min_hi += (x[i].scales[g] >> 4) * y[i].bsums[g];
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 2; ++c) {
+            const __m256i qv = loadu256(x[i].qs + 32 * c);
+            for (int sh = 0; sh < 4; ++sh) {  // 32 elements c*128 + sh*32: groups 2(4c+sh), +1
+                const int g = 2 * (4 * c + sh);
+                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3);
+                isum = _mm256_add_epi32(isum, kdot16(q, y[i].qs + 16 * g,
+                                                     scales2(x[i].scales[g] & 15, x[i].scales[g + 1] & 15)));
+            }
+        }
+        acc.add(hsum_lo(isum), hsum_hi(isum), min_lo, min_hi, f16(x[i].d), f16(x[i].dmin), y[i].d);
+    }
+    *s = acc.result();
+}
+
+void vec_dot_q3_k(int64_t n, float* s, const void* w, const void* a) {
+    const BlockQ3_K* x = static_cast<const BlockQ3_K*>(w);
+    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    KAcc acc;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int sc[16];
+        for (int k = 0; k < 16; ++k) {
+            const int lo = (x[i].scales[k % 8] >> (4 * (k / 8))) & 0x0f;
+            const int hi = (x[i].scales[8 + k % 4] >> (2 * (k / 4))) & 0x03;
+            sc[k] = (lo | (hi << 4)) - 32;
+        }
+        // q = ql + 4 * hbit - 4: the -4 goes through the activation sums
+        int corr[2] = {0, 0};  // even groups sit in the low halves, odd in the high
+        for (int g = 0; g < 16; ++g) corr[g & 1] += sc[g] * y[i].bsums[g];
+        const __m256i hm = loadu256(x[i].hmask);
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 2; ++c) {
+            const __m256i qv = loadu256(x[i].qs + 32 * c);
+            for (int sh = 0; sh < 4; ++sh) {
+                const int k = 4 * c + sh, g = 2 * k;
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, k), one);
+                const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3),
+                                                  _mm256_slli_epi16(hb, 2));
+                isum = _mm256_add_epi32(isum, kdot16(q, y[i].qs + 16 * g, scales2(sc[g], sc[g + 1])));
+            }
+        }
+        acc.add(hsum_lo(isum) - 4 * corr[0], hsum_hi(isum) - 4 * corr[1], 0, 0, f16(x[i].d), 0.0f, y[i].d);
+    }
+    *s = acc.result();
+}
+
+template <bool kQ5>
+void vec_dot_q45_k(int64_t n, float* s, const void* w, const void* a) {
+    using B = typename std::conditional<kQ5, BlockQ5_K, BlockQ4_K>::type;
+    const B* x = static_cast<const B*>(w);
+    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    KAcc acc;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int sc[8], mn[8];
+        for (int g = 0; g < 8; ++g) k_scale_min_ref(x[i].scales, g, &sc[g], &mn[g]);
+        int imin[2] = {0, 0};  // 16-groups 0-7 / 8-15
+        for (int g = 0; g < 8; ++g) imin[g / 4] += mn[g] * y[i].bsums[2 * g] + mn[g] * y[i].bsums[2 * g + 1];
+        __m256i hv = _mm256_setzero_si256();
+        if constexpr (kQ5) hv = loadu256(x[i].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) {
+            const __m256i qv = loadu256(x[i].qs + 32 * j);
+            __m256i lo = _mm256_and_si256(qv, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+            if constexpr (kQ5) {
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+            }
+            isum = _mm256_add_epi32(isum, kdot32(lo, y[i].qs + 64 * j, sc[2 * j]));
+            isum = _mm256_add_epi32(isum, kdot32(hi, y[i].qs + 64 * j + 32, sc[2 * j + 1]));
+        }
+        acc.add(hsum_lo(isum), hsum_hi(isum), imin[0], imin[1], f16(x[i].d), f16(x[i].dmin), y[i].d);
+    }
+    *s = acc.result();
+}
+
+void vec_dot_q6_k(int64_t n, float* s, const void* w, const void* a) {
+    const BlockQ6_K* x = static_cast<const BlockQ6_K*>(w);
+    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    KAcc acc;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const int8_t* sc = x[i].scales;
+        // q - 32: the -32 goes through the activation sums (even groups: low halves)
+        int corr[2] = {0, 0};
+        for (int g = 0; g < 16; ++g) corr[g & 1] += sc[g] * y[i].bsums[g];
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 2; ++c) {
+            const __m256i l0 = loadu256(x[i].ql + 64 * c), l1 = loadu256(x[i].ql + 64 * c + 32);
+            const __m256i h = loadu256(x[i].qh + 32 * c);
+            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+            const int g = 8 * c;
+            const int8_t* ya = y[i].qs + 128 * c;
+            isum = _mm256_add_epi32(isum, kdot16(q0, ya, scales2(sc[g], sc[g + 1])));
+            isum = _mm256_add_epi32(isum, kdot16(q1, ya + 32, scales2(sc[g + 2], sc[g + 3])));
+            isum = _mm256_add_epi32(isum, kdot16(q2, ya + 64, scales2(sc[g + 4], sc[g + 5])));
+            isum = _mm256_add_epi32(isum, kdot16(q3, ya + 96, scales2(sc[g + 6], sc[g + 7])));
+        }
+        acc.add(hsum_lo(isum) - 32 * corr[0], hsum_hi(isum) - 32 * corr[1], 0, 0, f16(x[i].d), 0.0f, y[i].d);
+    }
+    *s = acc.result();
+}
+
+// ---- K-quant tiles: rows unpacked once per call, then a pure int8 micro-kernel --------
+//
+// Prefill reuses every weight row across many columns, so each super-block is first
+// unpacked (per thread, once per gemm call) into signed int8 values with the offset
+// applied, int16 scales laid out for madd, and int16 mins per 16. The micro-kernel then
+// only does sign/maddubs/madd per 32 elements and converts to float once per super-block.
+struct KPanel {
+    int8_t q[QK_K];
+    int16_t scv[8][16];  // for 32 elements j*32..: lanes 0-7 scale of the first 16, 8-15 the second
+    int16_t mn[16];      // min of each 16 (zero for the symmetric types)
+    float d, dmin;
+};
+
+inline void put_scales(KPanel& p, const int sc[16], const int mn[16]) {
+    for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 16; ++l) p.scv[j][l] = (int16_t)sc[2 * j + l / 8];
+    for (int g = 0; g < 16; ++g) p.mn[g] = (int16_t)mn[g];
+}
+inline void store32(int8_t* dst, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v); }
+
+void unpack_panel(const BlockQ2_K& b, KPanel& p) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i qv = loadu256(b.qs + 32 * c);
+        for (int sh = 0; sh < 4; ++sh) store32(p.q + 128 * c + 32 * sh, _mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3));
+    }
+    int sc[16], mn[16];
+    for (int g = 0; g < 16; ++g) {
+        sc[g] = b.scales[g] & 15;
+        mn[g] = b.scales[g] >> 4;
+    }
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = f16(b.dmin);
+}
+void unpack_panel(const BlockQ3_K& b, KPanel& p) {
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+    const __m256i hm = loadu256(b.hmask);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i qv = loadu256(b.qs + 32 * c);
+        for (int sh = 0; sh < 4; ++sh) {
+            const int k = 4 * c + sh;
+            const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, k), one), 2);
+            const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3), hb);
+            store32(p.q + 32 * k, _mm256_sub_epi8(q, four));
+        }
+    }
+    int sc[16], mn[16] = {};
+    for (int k = 0; k < 16; ++k) {
+        const int lo = (b.scales[k % 8] >> (4 * (k / 8))) & 0x0f;
+        const int hi = (b.scales[8 + k % 4] >> (2 * (k / 4))) & 0x03;
+        sc[k] = (lo | (hi << 4)) - 32;
+    }
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = 0.0f;
+}
+template <class B>
+void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256i hv = _mm256_setzero_si256();
+    if constexpr (std::is_same<B, BlockQ5_K>::value) hv = loadu256(b.qh);
+    for (int j = 0; j < 4; ++j) {
+        const __m256i qv = loadu256(b.qs + 32 * j);
+        __m256i lo = _mm256_and_si256(qv, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+        if (q5) {
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+        }
+        store32(p.q + 64 * j, lo);
+        store32(p.q + 64 * j + 32, hi);
+    }
+    int sc[16], mn[16];
+    for (int g = 0; g < 8; ++g) {
+        k_scale_min_ref(b.scales, g, &sc[2 * g], &mn[2 * g]);
+        sc[2 * g + 1] = sc[2 * g];
+        mn[2 * g + 1] = mn[2 * g];
+    }
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = f16(b.dmin);
+}
+void unpack_panel(const BlockQ4_K& b, KPanel& p) { unpack_panel_q45(b, p, false); }
+void unpack_panel(const BlockQ5_K& b, KPanel& p) { unpack_panel_q45(b, p, true); }
+void unpack_panel(const BlockQ6_K& b, KPanel& p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i l0 = loadu256(b.ql + 64 * c), l1 = loadu256(b.ql + 64 * c + 32);
+        const __m256i h = loadu256(b.qh + 32 * c);
+        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+        store32(p.q + 128 * c, _mm256_sub_epi8(q0, k32));
+        store32(p.q + 128 * c + 32, _mm256_sub_epi8(q1, k32));
+        store32(p.q + 128 * c + 64, _mm256_sub_epi8(q2, k32));
+        store32(p.q + 128 * c + 96, _mm256_sub_epi8(q3, k32));
+    }
+    int sc[16], mn[16] = {};
+    for (int g = 0; g < 16; ++g) sc[g] = b.scales[g];
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = 0.0f;
+}
+
+inline __m256i hadd4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+}
+
+// Four unpacked rows (panel[r * nbk + i]) x C columns of Q8_K.
+template <int C>
+void ktile4(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const KPanel* P[4] = {&panel[i], &panel[nbk + i], &panel[2 * nbk + i], &panel[3 * nbk + i]};
+        __m256i isum[C];
+        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            __m256i q[4], qa[4];
+            for (int r = 0; r < 4; ++r) {
+                q[r] = loadu256(P[r]->q + 32 * j);
+                qa[r] = _mm256_sign_epi8(q[r], q[r]);
+            }
+            for (int c = 0; c < C; ++c) {
+                const __m256i av = loadu256(reinterpret_cast<const BlockQ8_K*>(a + c * as)[i].qs + 32 * j);
+                __m256i p[4];
+                for (int r = 0; r < 4; ++r)
+                    p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(qa[r], _mm256_sign_epi8(av, q[r])), loadu256(P[r]->scv[j]));
+                isum[c] = _mm256_add_epi32(isum[c], hadd4(p[0], p[1], p[2], p[3]));
+            }
+        }
+        const __m256 d = _mm256_setr_ps(P[0]->d, P[1]->d, P[2]->d, P[3]->d, P[0]->d, P[1]->d, P[2]->d, P[3]->d);
+        const __m256 dm = _mm256_setr_ps(P[0]->dmin, P[1]->dmin, P[2]->dmin, P[3]->dmin, P[0]->dmin, P[1]->dmin,
+                                         P[2]->dmin, P[3]->dmin);
+        for (int c = 0; c < C; ++c) {
+            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + c * as)[i];
+            const __m256 da = _mm256_set1_ps(y.d);
+            const __m256i bs = loadu256(y.bsums);
+            const __m256i mins = hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
+                                       _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, da), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
+}
+
+template <class B, VecDotFn VecDot>
+void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s, size_t lds) {
+    const int64_t nbk = n / QK_K;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    if (nc == 1) {  // decoding: unpacking would cost more than it saves; VecDot matches ktile4
+        for (int r = 0; r < nr; ++r) VecDot(n, s + r, W + r * ws, A);
+        return;
+    }
+    thread_local std::vector<KPanel> panel;  // grows to the longest row once per thread
+    if ((int64_t)panel.size() < 4 * nbk) panel.resize((size_t)(4 * nbk));
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) {
+        for (int rr = 0; rr < 4; ++rr) {
+            const B* x = reinterpret_cast<const B*>(W + (r + rr) * ws);
+            for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)(rr * nbk + i)]);
+        }
+        int c = 0;
+        for (; c + 4 <= nc; c += 4) ktile4<4>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+        for (; c < nc; ++c) ktile4<1>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+    }
+    for (; r < nr; ++r)
+        for (int c = 0; c < nc; ++c) VecDot(n, s + c * lds + r, W + r * ws, A + c * as);
+}
+
+}  // namespace
+
+void register_avx2_kernels(KernelTable& t) {
+    t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 3, 4>};
+    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_float<LoadF16>, gemm_float<LoadF16, 3, 4>};
+    t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_float<LoadBF16, 3, 4>};
+    t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>};
+    t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ5_0>, gemm_legacy<DecQ5_0, 4>};
+    t[(int)DType::Q8_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ8_0>, gemm_legacy<DecQ8_0, 4>};
+    t[(int)DType::Q4_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ4_1>, gemm_legacy<DecQ4_1, 4>};
+    t[(int)DType::Q5_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ5_1>, gemm_legacy<DecQ5_1, 4>};
+    t[(int)DType::Q2_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q2_k, gemm_k<BlockQ2_K, vec_dot_q2_k>};
+    t[(int)DType::Q3_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q3_k, gemm_k<BlockQ3_K, vec_dot_q3_k>};
+    t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q45_k<false>, gemm_k<BlockQ4_K, vec_dot_q45_k<false>>};
+    t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q45_k<true>, gemm_k<BlockQ5_K, vec_dot_q45_k<true>>};
+    t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q6_k, gemm_k<BlockQ6_K, vec_dot_q6_k>};
+}
 
 }  // namespace ember
+
+#else  // not built with AVX2: the level falls back to scalar
+
+namespace ember {
+void register_avx2_kernels(KernelTable&) {}
+}  // namespace ember
+
+#endif

@@ -19,6 +19,7 @@ struct ContextOptions {
     int32_t n_ctx = 0;
     int32_t n_batch = 512;
     int32_t n_threads = 0;
+    int32_t isa = -1;  // Isa value, or -1: active_isa()
 };
 
 enum class Outputs { NONE, LAST, ALL };

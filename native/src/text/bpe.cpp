@@ -12,28 +12,61 @@
 
 namespace ember {
 
+namespace {
+
+uint64_t mix(uint64_t x) {  // splitmix64 finalizer
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+}  // namespace
+
+const BpeEncoder::Merge* BpeEncoder::find_merge(int32_t a, int32_t b) const {
+    const uint64_t k = key(a, b);
+    for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
+        const Merge& m = merges_[i];
+        if (m.key == k) return &m;
+        if (m.key == kEmpty) return nullptr;
+    }
+}
+
 BpeEncoder::BpeEncoder(const TokenTable& table, const std::vector<std::string_view>& merges,
                        const PreTokenizerConfig& config)
     : table_(table), config_(config) {
     for (int b = 0; b < 256; ++b) byte_symbol_[b] = table.find(utf8::encode(unicode::byte_to_cp((uint8_t)b)));
 
-    merges_.reserve(merges.size());
+    size_t cap = 16;
+    while (cap < merges.size() * 2) cap *= 2;  // load factor <= 0.5
+    merges_.assign(cap, Merge{});
+    mask_ = cap - 1;
     std::string joined;
     for (size_t rank = 0; rank < merges.size(); ++rank) {
-        const std::string_view m = merges[rank];
-        const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
+        const std::string_view line = merges[rank];
+        const size_t sp = line.size() > 1 ? line.find(' ', 1) : std::string_view::npos;
         if (sp == std::string_view::npos) {
             ++skipped_;
             continue;
         }
-        const std::string_view left = m.substr(0, sp), right = m.substr(sp + 1);
+        const std::string_view left = line.substr(0, sp), right = line.substr(sp + 1);
         joined.assign(left).append(right);
         const int32_t a = table.find(left), b = table.find(right), r = table.find(joined);
         if (a < 0 || b < 0 || r < 0) {
             ++skipped_;
             continue;
         }
-        merges_.emplace(key(a, b), Merge{(int32_t)rank, r});  // a repeated pair keeps its best rank
+        const uint64_t k = key(a, b);
+        for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
+            Merge& m = merges_[i];
+            if (m.key == k) break;  // a repeated pair keeps its best rank
+            if (m.key == kEmpty) {
+                m = Merge{k, (int32_t)rank, r};
+                ++n_merges_;
+                break;
+            }
+        }
     }
 }
 
@@ -118,9 +151,9 @@ void BpeEncoder::encode_word(const uint32_t* cps, size_t n, std::vector<int32_t>
         if (l < 0 || r < 0) return;
         const int32_t a = syms[(size_t)l].id, b = syms[(size_t)r].id;
         if (a < 0 || b < 0) return;
-        auto it = merges_.find(key(a, b));
-        if (it == merges_.end()) return;
-        queue.push(Candidate{it->second.rank, l, r, a, b, it->second.result});
+        const Merge* m = find_merge(a, b);
+        if (!m) return;
+        queue.push(Candidate{m->rank, l, r, a, b, m->result});
     };
     for (int32_t i = 0; i + 1 < count; ++i) consider(i, i + 1);
 

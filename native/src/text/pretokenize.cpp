@@ -11,7 +11,6 @@
 // the non-ASCII whitespace characters never match a range.
 #include "text/pretokenize.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <unordered_map>
 
@@ -119,16 +118,13 @@ struct ModernOpts {
     bool marks;                // letter runs are [\p{L}\p{M}]+ (Qwen 3.5)
     bool punct_eats_newlines;  // ... ?[^\s\p{L}\p{N}]+[\r\n]*
     bool pow2_whitespace;      // \s{512}(?!\S)|...|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1} (Jais 2)
-    bool contractions;
 };
 
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // and its relatives (see ModernOpts).
 size_t m_modern(const Span& s, size_t pos, const ModernOpts& o) {
-    if (o.contractions) {
-        const size_t e = contraction(s, pos, true);
-        if (e > pos) return e;
-    }
+    const size_t e = contraction(s, pos, true);
+    if (e > pos) return e;
     const uint32_t c = s.at(pos);
     auto word = [&o](uint32_t x) { return letter(x) || (o.marks && mark(x)); };
     if (!crlf(c) && !number(c) && (word(c) || word(s.at(pos + 1)))) return run(s, pos + 1, word);
@@ -148,11 +144,11 @@ size_t m_modern(const Span& s, size_t pos, const ModernOpts& o) {
     return newline_whitespace(s, pos);
 }
 
-const ModernOpts kLlama3{3, false, true, false, true};
-const ModernOpts kQwen2{1, false, true, false, true};
-const ModernOpts kQwen35{1, true, true, false, true};
-const ModernOpts kSeedCoder{1, false, false, false, true};
-const ModernOpts kJais2{3, false, true, true, true};
+const ModernOpts kLlama3{3, false, true, false};
+const ModernOpts kQwen2{1, false, true, false};
+const ModernOpts kQwen35{1, true, true, false};
+const ModernOpts kSeedCoder{1, false, false, false};
+const ModernOpts kJais2{3, false, true, true};
 
 // Case-split words (Tekken, GPT-4o):
 //   [^\r\n\p{L}\p{N}]?U*L+(contraction)? | [^\r\n\p{L}\p{N}]?U+L*(contraction)?

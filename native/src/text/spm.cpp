@@ -27,7 +27,11 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
     std::vector<Symbol> syms;
     syms.reserve(text.size());
     for (size_t off = 0; off < text.size();) {
-        const size_t len = std::min(utf8::seq_len((uint8_t)text[off]), text.size() - off);
+        // one symbol per character; a byte that does not start a valid sequence
+        // stands alone, so it cannot swallow the next character's bytes
+        size_t end = off;
+        utf8::decode(text, end);
+        const size_t len = end - off;
         syms.push_back(Symbol{(uint32_t)off, (uint32_t)len, (int32_t)syms.size() - 1, (int32_t)syms.size() + 1});
         off += len;
     }

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "text/vocab.h"
@@ -30,22 +29,26 @@ struct TokenTable {
     std::vector<float> score;
     std::vector<uint32_t> attr;
     std::vector<TokenType> type;  // as stored in the file
-    // Views into `text`, which is never resized once the map is built. With
-    // duplicate strings the highest id wins.
-    std::unordered_map<std::string_view, int32_t> ids;
     size_t max_len = 0;
 
     int32_t size() const { return (int32_t)text.size(); }
-    int32_t find(std::string_view s) const {
-        auto it = ids.find(s);
-        return it == ids.end() ? -1 : it->second;
-    }
+    // Call once `text` is final. With duplicate strings the highest id wins.
+    void build_index();
+    // Token id of a string, -1 when none.
+    int32_t find(std::string_view s) const;
     // <0xNN> byte-fallback token, -1 when absent
     int32_t byte_token(uint8_t b) const {
         static const char* hex = "0123456789ABCDEF";
         const char buf[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
         return find(std::string_view(buf, 6));
     }
+
+private:
+    // Open addressing, linear probing. Each slot holds the upper hash bits and
+    // id + 1 (0 = empty), so a probe rarely touches a string it does not match:
+    // vocabulary lookups dominate both loading and tokenizing.
+    std::vector<uint64_t> slots_;
+    uint64_t mask_ = 0;
 };
 
 }  // namespace ember

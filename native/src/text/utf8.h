@@ -13,16 +13,6 @@ namespace ember::utf8 {
 
 constexpr uint32_t kReplacement = 0xFFFD;
 
-// Length of the sequence a lead byte announces (1 for continuation or invalid
-// bytes), the way SentencePiece splits text into characters.
-inline size_t seq_len(uint8_t lead) {
-    if (lead < 0xC0) return 1;
-    if (lead < 0xE0) return 2;
-    if (lead < 0xF0) return 3;
-    if (lead < 0xF8) return 4;
-    return 1;
-}
-
 // Decodes one code point at s[i]; advances i by the bytes consumed (>= 1).
 // Rejects overlong forms, surrogates and values past U+10FFFF.
 inline uint32_t decode(std::string_view s, size_t& i) {

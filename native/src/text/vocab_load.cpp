@@ -17,31 +17,24 @@ const char* const kEogTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
     "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
     "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "[e~[",
+    "<｜end▁of▁sentence｜>", "[e~[",
 };
 const char* const kEotTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>", "<EOT>",
-    "_<EOT>", "[EOT]", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<end_of_utterance>",
+    "_<EOT>", "[EOT]", "<｜end▁of▁sentence｜>", "<end_of_utterance>",
 };
 const char* const kFimPreTexts[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                                    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
-                                    "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"};
+                                    "<｜fim▁begin｜>", "<PRE>",
+                                    "▁<PRE>", "<|code_prefix|>", "<|prefix|>"};
 const char* const kFimSufTexts[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                                    "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>",
-                                    "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"};
+                                    "<｜fim▁hole｜>", "<SUF>",
+                                    "▁<SUF>", "<|code_suffix|>", "<|suffix|>"};
 const char* const kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                                    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>",
-                                    "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"};
+                                    "<｜fim▁end｜>", "<MID>",
+                                    "▁<MID>", "<|code_middle|>", "<|middle|>"};
 const char* const kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 const char* const kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
 const char* const kFimSepTexts[] = {"<|file_sep|>"};
-
-template <size_t N>
-bool one_of(const std::string& s, const char* const (&list)[N]) {
-    for (const char* t : list)
-        if (s == t) return true;
-    return false;
-}
 
 uint32_t attr_from_type(int64_t type) {
     switch (type) {
@@ -158,8 +151,7 @@ struct VocabLoader {
             t.text[i] = tokens[i].empty() ? "[EMPTY_" + std::to_string(i) + "]" : std::string(tokens[i]);
             t.max_len = std::max(t.max_len, t.text[i].size());
         }
-        t.ids.reserve(n);
-        for (size_t i = 0; i < n; ++i) t.ids[std::string_view(t.text[i])] = (int32_t)i;
+        t.build_index();
     }
 
     void read_merges() {
@@ -213,15 +205,14 @@ struct VocabLoader {
         TokenTable& t = v.table_;
         const int32_t n = t.size();
         auto force_control = [&](int32_t id) { t.attr[(size_t)id] |= ATTR_CONTROL; };
+        // the lowest id whose text is on the list
         auto detect = [&](int32_t& slot, auto& list) {
             if (slot >= 0) return;
-            for (int32_t id = 0; id < n; ++id) {
-                if (one_of(t.text[(size_t)id], list)) {
-                    slot = id;
-                    force_control(id);
-                    return;
-                }
+            for (const char* text : list) {
+                const int32_t id = t.find(text);
+                if (id >= 0 && (slot < 0 || id < slot)) slot = id;
             }
+            if (slot >= 0) force_control(slot);
         };
         detect(v.eot_, kEotTexts);
         static const char* const kEom[] = {"<|eom_id|>"};
@@ -241,17 +232,17 @@ struct VocabLoader {
         std::set<int32_t>& eog = v.eog_;
         for (int32_t id : {v.fim_pad_, v.fim_rep_, v.fim_sep_})
             if (id >= 0) eog.insert(id);
-        for (int32_t id = 0; id < n; ++id) {
-            if (one_of(t.text[(size_t)id], kEogTexts)) {
+        for (const char* text : kEogTexts) {
+            const int32_t id = t.find(text);
+            if (id >= 0) {
                 eog.insert(id);
                 force_control(id);
             }
         }
         // gpt-oss channel markers must always be rendered
-        for (int32_t id = 0; id < n; ++id) {
-            const std::string& s = t.text[(size_t)id];
-            if (s == "<|channel|>" || s == "<|message|>" || s == "<|start|>" || s == "<|constrain|>")
-                t.attr[(size_t)id] = ATTR_USER_DEFINED;
+        for (const char* text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+            const int32_t id = t.find(text);
+            if (id >= 0) t.attr[(size_t)id] = ATTR_USER_DEFINED;
         }
         for (int32_t id : {v.eos_, v.eot_, v.eom_})
             if (id >= 0) eog.insert(id);

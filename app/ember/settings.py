@@ -1,0 +1,128 @@
+"""User settings for the desktop app, kept as JSON in the data folder.
+
+Unknown keys are ignored and bad values fall back to defaults, so a settings file
+from another version (or edited by hand) never stops the app from starting."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from .paths import data_dir
+
+THEMES = ("system", "light", "dark")
+BACKENDS = ("auto", "cpu", "cuda", "metal")
+BUILT_BACKENDS = ("auto", "cpu")  # what this build of the engine can run on
+CONTEXT_POLICIES = ("drop_oldest", "stop")
+PROMPT_MODES = ("auto", "chat", "raw")
+
+_LIMITS = {  # name: (min, max)
+    "temperature": (0.0, 5.0),
+    "top_k": (0, 1000),
+    "top_p": (0.0, 1.0),
+    "min_p": (0.0, 1.0),
+    "repeat_penalty": (0.5, 3.0),
+    "max_new_tokens": (1, 32768),
+    "n_ctx": (128, 131072),
+    "n_threads": (0, 256),
+    "font_size": (8, 28),
+}
+
+
+@dataclass
+class Settings:
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    seed: int | None = None  # None: a new random seed for each reply
+    max_new_tokens: int = 1024
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0: the engine picks (physical cores)
+    backend: str = "auto"
+    theme: str = "system"
+    font_size: int = 11
+    context_policy: str = "drop_oldest"
+    prompt_mode: str = "auto"  # auto: the model's chat template, raw completion without one
+    system_prompt: str = ""  # default system prompt for new chats
+    last_model: str | None = None
+    recent_models: list[str] = field(default_factory=list)
+    window_geometry: str | None = None  # hex of QWidget.saveGeometry()
+
+    # ---- persistence -------------------------------------------------------------
+    @staticmethod
+    def default_path() -> Path:
+        return data_dir() / "settings.json"
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None) -> Settings:
+        p = Path(path) if path else cls.default_path()
+        try:
+            raw = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raw = {}
+        s = cls()
+        if isinstance(raw, dict):
+            for f in fields(cls):
+                if f.name in raw:
+                    setattr(s, f.name, raw[f.name])
+        s.validate()
+        return s
+
+    def save(self, path: str | os.PathLike | None = None) -> None:
+        p = Path(path) if path else self.default_path()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        os.replace(tmp, p)
+
+    # ---- validation ------------------------------------------------------------------
+    def validate(self) -> Settings:
+        """Clamps numbers into range and resets anything of the wrong kind."""
+        d = Settings()
+        for f in fields(self):
+            v = getattr(self, f.name)
+            default = getattr(d, f.name)
+            if f.name in _LIMITS:
+                lo, hi = _LIMITS[f.name]
+                kind = type(default)
+                try:
+                    v = kind(v)
+                except (TypeError, ValueError):
+                    v = default
+                v = min(max(v, kind(lo)), kind(hi))
+            setattr(self, f.name, v)
+        if self.seed is not None:
+            try:
+                self.seed = int(self.seed)
+                if self.seed < 0:
+                    self.seed = None
+            except (TypeError, ValueError):
+                self.seed = None
+        for name, allowed in (("theme", THEMES), ("backend", BUILT_BACKENDS),
+                              ("context_policy", CONTEXT_POLICIES),
+                              ("prompt_mode", PROMPT_MODES)):
+            if getattr(self, name) not in allowed:
+                setattr(self, name, getattr(d, name))
+        if not isinstance(self.system_prompt, str):
+            self.system_prompt = ""
+        if self.last_model is not None and not isinstance(self.last_model, str):
+            self.last_model = None
+        if not isinstance(self.recent_models, list):
+            self.recent_models = []
+        self.recent_models = [m for m in self.recent_models if isinstance(m, str)][:10]
+        if self.window_geometry is not None and not isinstance(self.window_geometry, str):
+            self.window_geometry = None
+        return self
+
+    def remember_model(self, path: str) -> None:
+        self.last_model = path
+        self.recent_models = [path] + [m for m in self.recent_models if m != path][:9]
+
+    def sampling_params(self):
+        from .engine import SamplingParams
+        return SamplingParams(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+                              min_p=self.min_p, repeat_penalty=self.repeat_penalty,
+                              seed=self.seed)

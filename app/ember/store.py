@@ -1,0 +1,342 @@
+"""Chat history in SQLite (WAL) in the data folder.
+
+The schema is versioned with ``PRAGMA user_version`` and upgraded by the ordered
+migrations below, each in its own transaction. Assistant replies are written while
+they stream (``update_message`` commits every batch), so if the process is killed
+at most the last batch of text is lost; such a reply keeps ``complete = 0``.
+
+Deleting a conversation is soft (``deleted_at``) so it can be undone; ``purge_deleted``
+removes them for good."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .paths import data_dir
+
+EXPORT_FORMAT = "ember-chat-export"
+EXPORT_VERSION = 1
+ROLES = ("system", "user", "assistant")
+
+# Each entry upgrades the schema from version i to i + 1.
+MIGRATIONS: list[str] = [
+    # 1: conversations and messages
+    """
+    CREATE TABLE conversations (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        title         TEXT NOT NULL DEFAULT 'New chat',
+        system_prompt TEXT NOT NULL DEFAULT '',
+        model_path    TEXT,
+        created       REAL NOT NULL,
+        updated       REAL NOT NULL
+    );
+    CREATE TABLE messages (
+        id              INTEGER PRIMARY KEY AUTOINCREMENT,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        role            TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+        content         TEXT NOT NULL DEFAULT '',
+        created         REAL NOT NULL,
+        complete        INTEGER NOT NULL DEFAULT 1
+    );
+    CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+    """,
+    # 2: soft delete (undo), per-message generation details
+    """
+    ALTER TABLE conversations ADD COLUMN deleted_at REAL;
+    ALTER TABLE messages ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
+    CREATE INDEX conversations_by_updated ON conversations(updated);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(Exception):
+    pass
+
+
+@dataclass
+class Message:
+    id: int
+    conversation_id: int
+    role: str
+    content: str
+    created: float
+    complete: bool = True
+    meta: dict = field(default_factory=dict)
+
+    def as_chat(self) -> dict:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass
+class Conversation:
+    id: int
+    title: str
+    system_prompt: str
+    model_path: str | None
+    created: float
+    updated: float
+    deleted_at: float | None = None
+
+
+def default_path() -> Path:
+    return data_dir() / "history.sqlite3"
+
+
+class Store:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # autocommit mode: every statement outside an explicit transaction commits at once
+        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=5.0)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.migrate()
+
+    # ---- schema -----------------------------------------------------------------
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> None:
+        version = self.schema_version
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by a newer Ember (schema {version}, "
+                             f"this version knows {SCHEMA_VERSION})")
+        for v in range(version, SCHEMA_VERSION):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in _statements(MIGRATIONS[v]):
+                    self.db.execute(stmt)
+                self.db.execute(f"PRAGMA user_version = {v + 1}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    # ---- conversations --------------------------------------------------------------
+    def create_conversation(self, title: str = "New chat", system_prompt: str = "",
+                            model_path: str | None = None, created: float | None = None) -> int:
+        now = created if created is not None else time.time()
+        cur = self.db.execute(
+            "INSERT INTO conversations(title, system_prompt, model_path, created, updated) "
+            "VALUES (?, ?, ?, ?, ?)", (title, system_prompt, model_path, now, now))
+        return int(cur.lastrowid)
+
+    def conversation(self, conv_id: int) -> Conversation | None:
+        row = self.db.execute("SELECT * FROM conversations WHERE id = ?", (conv_id,)).fetchone()
+        return _conversation(row) if row else None
+
+    def conversations(self, query: str = "", include_deleted: bool = False) -> list[Conversation]:
+        """Newest first; query matches the title or any message (case-insensitive)."""
+        sql = "SELECT * FROM conversations c WHERE 1"
+        args: list = []
+        if not include_deleted:
+            sql += " AND deleted_at IS NULL"
+        q = query.strip()
+        if q:
+            like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            sql += (" AND (title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
+                    "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\'))")
+            args += [like, like]
+        sql += " ORDER BY updated DESC, id DESC"
+        return [_conversation(r) for r in self.db.execute(sql, args)]
+
+    def update_conversation(self, conv_id: int, *, title: str | None = None,
+                            system_prompt: str | None = None, model_path: str | None = None,
+                            touch: bool = False) -> None:
+        sets, args = [], []
+        for name, value in (("title", title), ("system_prompt", system_prompt),
+                            ("model_path", model_path)):
+            if value is not None:
+                sets.append(f"{name} = ?")
+                args.append(value)
+        if touch:
+            sets.append("updated = ?")
+            args.append(time.time())
+        if sets:
+            self.db.execute(f"UPDATE conversations SET {', '.join(sets)} WHERE id = ?",
+                            (*args, conv_id))
+
+    def rename_conversation(self, conv_id: int, title: str) -> None:
+        self.update_conversation(conv_id, title=title.strip() or "Untitled")
+
+    def delete_conversation(self, conv_id: int) -> None:
+        """Soft delete: hidden from lists until restore_conversation or purge_deleted."""
+        self.db.execute("UPDATE conversations SET deleted_at = ? WHERE id = ?",
+                        (time.time(), conv_id))
+
+    def restore_conversation(self, conv_id: int) -> None:
+        self.db.execute("UPDATE conversations SET deleted_at = NULL WHERE id = ?", (conv_id,))
+
+    def purge_deleted(self, older_than: float | None = None) -> int:
+        """Removes soft-deleted conversations (deleted before older_than, if given)."""
+        cutoff = older_than if older_than is not None else float("inf")
+        cur = self.db.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL "
+                              "AND deleted_at < ?", (cutoff,))
+        return cur.rowcount
+
+    # ---- messages -------------------------------------------------------------------
+    def add_message(self, conv_id: int, role: str, content: str, *, complete: bool = True,
+                    meta: dict | None = None, created: float | None = None) -> int:
+        if role not in ROLES:
+            raise StoreError(f"unknown role {role!r}")
+        now = created if created is not None else time.time()
+        self.db.execute("BEGIN")
+        try:
+            cur = self.db.execute(
+                "INSERT INTO messages(conversation_id, role, content, created, complete, meta) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (conv_id, role, content, now, int(complete), json.dumps(meta or {})))
+            self.db.execute("UPDATE conversations SET updated = ? WHERE id = ?",
+                            (max(now, time.time()), conv_id))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return int(cur.lastrowid)
+
+    def update_message(self, msg_id: int, *, content: str | None = None,
+                       complete: bool | None = None, meta: dict | None = None) -> None:
+        """Commits at once: called for every streamed batch of an assistant reply."""
+        sets, args = [], []
+        if content is not None:
+            sets.append("content = ?")
+            args.append(content)
+        if complete is not None:
+            sets.append("complete = ?")
+            args.append(int(complete))
+        if meta is not None:
+            sets.append("meta = ?")
+            args.append(json.dumps(meta))
+        if sets:
+            self.db.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?",
+                            (*args, msg_id))
+
+    def message(self, msg_id: int) -> Message | None:
+        row = self.db.execute("SELECT * FROM messages WHERE id = ?", (msg_id,)).fetchone()
+        return _message(row) if row else None
+
+    def messages(self, conv_id: int) -> list[Message]:
+        return [_message(r) for r in self.db.execute(
+            "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,))]
+
+    def delete_message(self, msg_id: int) -> None:
+        self.db.execute("DELETE FROM messages WHERE id = ?", (msg_id,))
+
+    def delete_messages_after(self, conv_id: int, msg_id: int) -> int:
+        """Drops every message that comes after msg_id (editing a turn re-runs from it)."""
+        cur = self.db.execute("DELETE FROM messages WHERE conversation_id = ? AND id > ?",
+                              (conv_id, msg_id))
+        return cur.rowcount
+
+    # ---- export / import --------------------------------------------------------------
+    def export_markdown(self, conv_id: int) -> str:
+        conv = self.conversation(conv_id)
+        if conv is None:
+            raise StoreError(f"no conversation {conv_id}")
+        lines = [f"# {conv.title}", ""]
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(conv.created))
+        lines += [f"*Exported from Ember; started {when}"
+                  + (f"; model `{Path(conv.model_path).name}`" if conv.model_path else "")
+                  + "*", ""]
+        if conv.system_prompt:
+            lines += ["## System", "", conv.system_prompt, ""]
+        names = {"user": "You", "assistant": "Assistant", "system": "System"}
+        for m in self.messages(conv_id):
+            lines += [f"## {names.get(m.role, m.role)}", "", m.content.rstrip(), ""]
+            if not m.complete:
+                lines += ["*(interrupted)*", ""]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def export_json(self, conv_ids: Iterable[int] | None = None) -> dict:
+        ids = list(conv_ids) if conv_ids is not None else [c.id for c in self.conversations()]
+        out = []
+        for cid in ids:
+            c = self.conversation(cid)
+            if c is None:
+                continue
+            out.append({
+                "title": c.title, "system_prompt": c.system_prompt, "model_path": c.model_path,
+                "created": c.created, "updated": c.updated,
+                "messages": [{"role": m.role, "content": m.content, "created": m.created,
+                              "complete": m.complete, "meta": m.meta}
+                             for m in self.messages(cid)],
+            })
+        return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "conversations": out}
+
+    def import_json(self, data: dict | str) -> list[int]:
+        """Adds the conversations of an export as new ones; returns their ids.
+        Raises StoreError (and adds nothing) if the data is not an Ember export."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as e:
+                raise StoreError(f"not JSON: {e}") from e
+        if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+            raise StoreError("not an Ember chat export (missing \"format\": "
+                             f"\"{EXPORT_FORMAT}\")")
+        if int(data.get("version", 0)) > EXPORT_VERSION:
+            raise StoreError(f"export version {data.get('version')} is newer than this Ember")
+        convs = data.get("conversations")
+        if not isinstance(convs, list):
+            raise StoreError("\"conversations\" must be a list")
+        new_ids = []
+        self.db.execute("BEGIN")
+        try:
+            for c in convs:
+                if not isinstance(c, dict) or not isinstance(c.get("messages", []), list):
+                    raise StoreError("a conversation must be an object with a messages list")
+                now = time.time()
+                created = float(c.get("created") or now)
+                cur = self.db.execute(
+                    "INSERT INTO conversations(title, system_prompt, model_path, created, "
+                    "updated) VALUES (?, ?, ?, ?, ?)",
+                    (str(c.get("title") or "Imported chat"), str(c.get("system_prompt") or ""),
+                     c.get("model_path"), created, float(c.get("updated") or created)))
+                cid = int(cur.lastrowid)
+                for m in c.get("messages", []):
+                    role = m.get("role") if isinstance(m, dict) else None
+                    if role not in ROLES:
+                        raise StoreError(f"a message has an unknown role {role!r}")
+                    self.db.execute(
+                        "INSERT INTO messages(conversation_id, role, content, created, "
+                        "complete, meta) VALUES (?, ?, ?, ?, ?, ?)",
+                        (cid, role, str(m.get("content") or ""),
+                         float(m.get("created") or created), int(bool(m.get("complete", True))),
+                         json.dumps(m.get("meta") if isinstance(m.get("meta"), dict) else {})))
+                new_ids.append(cid)
+            self.db.execute("COMMIT")
+        except (StoreError, TypeError, ValueError, AttributeError) as e:
+            self.db.execute("ROLLBACK")
+            raise e if isinstance(e, StoreError) else StoreError(f"bad export: {e}") from e
+        return new_ids
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _conversation(row) -> Conversation:
+    return Conversation(row["id"], row["title"], row["system_prompt"], row["model_path"],
+                        row["created"], row["updated"], row["deleted_at"])
+
+
+def _message(row) -> Message:
+    try:
+        meta = json.loads(row["meta"] or "{}")
+    except ValueError:
+        meta = {}
+    return Message(row["id"], row["conversation_id"], row["role"], row["content"],
+                   row["created"], bool(row["complete"]), meta)

@@ -1,0 +1,993 @@
+"""Ember's main window: sidebar, chat, composer, model card and status bar, wired to
+the store, the settings and the background workers."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel,
+                               QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QStackedWidget,
+                               QToolButton, QVBoxLayout, QWidget)
+
+from .. import native, paths, starter
+from ..engine import Session
+from ..settings import Settings
+from ..store import Store, StoreError
+from . import crash, theme
+from .settings_dialog import SettingsDialog
+from .widgets import (Banner, ChatView, Composer, MessageWidget, ModelCard, Sidebar,
+                      WelcomeView)
+from .workers import (GenerateWorker, GenRequest, LoadWorker, effective_n_ctx, human_bytes)
+
+log = logging.getLogger("ember.ui")
+
+FLUSH_MS = 40  # streamed text reaches the screen and the database at most this often
+UNDO_SECONDS = 10
+STOP_LABELS = {"eog": "finished", "length": "length limit", "cancelled": "stopped",
+               "context_full": "context full", "stop_string": "finished", "error": "error"}
+
+
+def process_memory() -> int | None:
+    """Resident memory of this process in bytes (None where unknown)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import resource
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return rss if sys.platform == "darwin" else rss * 1024
+    except Exception:
+        return None
+
+
+def backend_name() -> str:
+    try:
+        info = native.decode_str(native.lib().ember_system_info())
+    except Exception:
+        return "CPU"
+    parts = dict(p.split("=", 1) for p in info.split() if "=" in p)
+    isa = parts.get("active") or parts.get("ISA")
+    return f"CPU ({isa.upper()})" if isa else "CPU"
+
+
+def _title_from(text: str) -> str:
+    line = " ".join(text.strip().split())
+    return line if len(line) <= 48 else line[:47].rstrip() + "…"
+
+
+class MainWindow(QMainWindow):
+    model_loaded = Signal(str)  # path
+    model_failed = Signal(str)  # the error text shown
+    generation_finished = Signal(dict)
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, *,
+                 open_model: str | None = None, restore_last: bool = True):
+        super().__init__()
+        self.data_dir = Path(data_dir) if data_dir else paths.data_dir()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = crash.setup_logging(self.data_dir)
+        self.settings_path = self.data_dir / "settings.json"
+        self.settings = Settings.load(self.settings_path)
+        self.store = Store(self.data_dir / "history.sqlite3")
+        self.store.purge_deleted()  # undo lasts for the session that deleted
+        self.model = None
+        self.template = None
+        self.session: Session | None = None
+        self.model_info: dict | None = None
+        self.load_worker: LoadWorker | None = None
+        self.gen_worker: GenerateWorker | None = None
+        self._old_workers: list = []
+        self.current_conv: int | None = None
+        self._gen: dict | None = None
+        self._undo_id: int | None = None
+        self._closing = False
+        self.last_stats: dict | None = None
+        self.colors = theme.apply(QApplication.instance(), self.settings.theme,
+                                  self.settings.font_size)
+
+        self.setWindowTitle("Ember")
+        self.setObjectName("mainWindow")
+        self.setAcceptDrops(True)
+        self.resize(1240, 800)
+        if self.settings.window_geometry:
+            try:
+                self.restoreGeometry(QByteArray.fromHex(self.settings.window_geometry.encode()))
+            except Exception:
+                pass
+        self._build()
+        self._menus()
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(FLUSH_MS)
+        self._flush_timer.timeout.connect(self._flush)
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.timeout.connect(self._expire_undo)
+        self._mem_timer = QTimer(self)
+        self._mem_timer.timeout.connect(self._update_memory)
+        self._mem_timer.start(2000)
+        self._update_memory()
+
+        self.refresh_conversations()
+        convs = self.store.conversations()
+        if convs:
+            self.select_conversation(convs[0].id)
+        self.welcome.set_starter_available(starter.installed() is not None)
+        self.welcome.set_recent([p for p in self.settings.recent_models if Path(p).is_file()])
+        self._update_view()
+        target = open_model or (self.settings.last_model if restore_last else None)
+        if target and (open_model or Path(target).is_file()):
+            self.open_model_path(str(target))
+        log.info("window ready (data folder %s)", self.data_dir)
+
+    # ---- construction ------------------------------------------------------------------
+    def _build(self) -> None:
+        central = QWidget()
+        central.setObjectName("central")
+        row = QHBoxLayout(central)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        self.sidebar = Sidebar()
+        row.addWidget(self.sidebar)
+        self.sidebar.setFixedWidth(260)
+        center = QWidget()
+        col = QVBoxLayout(center)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.setSpacing(0)
+        banners = QVBoxLayout()
+        banners.setContentsMargins(16, 8, 16, 0)
+        banners.setSpacing(6)
+        self.error_banner = Banner("errorBanner", "errorText")
+        self.notice_banner = Banner("noticeBanner", "noticeText")
+        banners.addWidget(self.error_banner)
+        banners.addWidget(self.notice_banner)
+        col.addLayout(banners)
+        self.stack = QStackedWidget()
+        self.welcome = WelcomeView()
+        self.stack.addWidget(self.welcome)
+        self.chat_page = QWidget()
+        cp = QVBoxLayout(self.chat_page)
+        cp.setContentsMargins(0, 0, 0, 0)
+        cp.setSpacing(0)
+        header = QFrame()
+        header.setObjectName("chatHeader")
+        hl = QHBoxLayout(header)
+        hl.setContentsMargins(24, 10, 16, 10)
+        self.chat_title = QLabel("New chat")
+        self.chat_title.setObjectName("chatTitle")
+        hl.addWidget(self.chat_title, 1)
+        self.system_button = QToolButton()
+        self.system_button.setObjectName("systemPromptButton")
+        self.system_button.setText("System prompt")
+        self.system_button.setToolTip("Instructions the model sees before this chat")
+        self.system_button.setCheckable(True)
+        hl.addWidget(self.system_button)
+        cp.addWidget(header)
+        self.system_edit = QPlainTextEdit()
+        self.system_edit.setObjectName("systemPromptEdit")
+        self.system_edit.setPlaceholderText("System prompt for this chat (empty: the model's "
+                                            "default)")
+        self.system_edit.setFixedHeight(72)
+        self.system_edit.hide()
+        self.system_button.toggled.connect(self.system_edit.setVisible)
+        self._system_timer = QTimer(self)
+        self._system_timer.setSingleShot(True)
+        self._system_timer.setInterval(400)
+        self._system_timer.timeout.connect(self._save_system_prompt)
+        self.system_edit.textChanged.connect(self._system_timer.start)
+        sw = QWidget()
+        swl = QVBoxLayout(sw)
+        swl.setContentsMargins(24, 8, 24, 0)
+        swl.addWidget(self.system_edit)
+        cp.addWidget(sw)
+        self.chat_view = ChatView()
+        cp.addWidget(self.chat_view, 1)
+        comp_wrap = QWidget()
+        cw = QVBoxLayout(comp_wrap)
+        cw.setContentsMargins(24, 6, 24, 10)
+        cw.setSpacing(4)
+        crow = QHBoxLayout()
+        crow.addStretch(1)
+        self.composer = Composer()
+        self.composer.setMaximumWidth(860)
+        crow.addWidget(self.composer, 100)
+        crow.addStretch(1)
+        cw.addLayout(crow)
+        self.composer_hint = QLabel("Enter to send · Shift+Enter for a new line · Esc to stop")
+        self.composer_hint.setObjectName("composerHint")
+        self.composer_hint.setAlignment(Qt.AlignCenter)
+        cw.addWidget(self.composer_hint)
+        cp.addWidget(comp_wrap)
+        self.stack.addWidget(self.chat_page)
+        col.addWidget(self.stack, 1)
+        row.addWidget(center, 1)
+        self.card = ModelCard()
+        self.card.hide()
+        row.addWidget(self.card)
+        self.setCentralWidget(central)
+
+        sb = self.statusBar()
+        sb.setSizeGripEnabled(False)
+        self.status_tps = QLabel("—")
+        self.status_tps.setObjectName("statusTokensPerSecond")
+        self.status_tps.setToolTip("Prompt processing and generation speed of the last reply")
+        self.status_ctx = QLabel("context —")
+        self.status_ctx.setObjectName("statusContext")
+        self.status_mem = QLabel("")
+        self.status_mem.setObjectName("statusMemory")
+        self.status_mem.setToolTip("Memory used by Ember (resident set)")
+        self.status_backend = QLabel(backend_name())
+        self.status_backend.setObjectName("statusBackend")
+        self.status_msg = QLabel("")
+        self.status_msg.setObjectName("statusMessage")
+        sb.addWidget(self.status_msg, 1)
+        for w in (self.status_tps, self.status_ctx, self.status_mem, self.status_backend):
+            sb.addPermanentWidget(w)
+
+        # signals
+        s = self.sidebar
+        s.new_chat.connect(self.new_chat)
+        s.selected.connect(self.select_conversation)
+        s.renamed.connect(self.rename_conversation)
+        s.delete_requested.connect(self.delete_conversation)
+        s.search_changed.connect(lambda _t: self.refresh_conversations())
+        s.undo.connect(self.undo_delete)
+        s.context_menu.connect(self._conversation_menu)
+        self.composer.input.submit.connect(self.send)
+        self.composer.send_button.clicked.connect(self.send)
+        self.composer.stop_button.clicked.connect(self.stop)
+        self.welcome.open_model.connect(self.choose_model)
+        self.welcome.use_starter.connect(self.use_starter)
+        self.welcome.open_recent.connect(self.open_model_path)
+        self.card.cancel_load.connect(self.cancel_load)
+        self.card.open_model.connect(self.choose_model)
+        for w in (self.composer.input, self.system_edit, self.sidebar.search):
+            w.installEventFilter(self)
+            if hasattr(w, "viewport"):
+                w.viewport().installEventFilter(self)
+
+    def _menus(self) -> None:
+        mb = self.menuBar()
+
+        def act(menu, text, slot, shortcut=None, name=None):
+            a = QAction(text, self)
+            if shortcut:
+                a.setShortcut(QKeySequence(shortcut))
+                a.setShortcutContext(Qt.WindowShortcut)
+            a.triggered.connect(slot)
+            if name:
+                a.setObjectName(name)
+            menu.addAction(a)
+            return a
+
+        f = mb.addMenu("&File")
+        act(f, "New chat", self.new_chat, "Ctrl+N", "actionNewChat")
+        act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
+        f.addSeparator()
+        act(f, "Import chats…", self.choose_import, None, "actionImport")
+        act(f, "Export chat as Markdown…", lambda: self.choose_export("md"), None)
+        act(f, "Export chat as JSON…", lambda: self.choose_export("json"), None)
+        act(f, "Export all chats…", lambda: self.choose_export("all"), None)
+        f.addSeparator()
+        act(f, "Settings…", self.open_settings, "Ctrl+,", "actionSettings")
+        f.addSeparator()
+        act(f, "Quit", self.close, "Ctrl+Q")
+        e = mb.addMenu("&Edit")
+        act(e, "Find chat", self.focus_search, "Ctrl+F", "actionFind")
+        c = mb.addMenu("&Chat")
+        act(c, "Regenerate reply", self.regenerate_last, "Ctrl+R", "actionRegenerate")
+        act(c, "Continue reply", self.continue_last, None, "actionContinue")
+        act(c, "Stop", self.stop, None, "actionStop")
+        c.addSeparator()
+        act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
+            "F2")
+        act(c, "Delete chat", lambda: self.current_conv and self.delete_conversation(
+            self.current_conv))
+        h = mb.addMenu("&Help")
+        act(h, "Log file…", self.show_log_location)
+        act(h, "About Ember", self.about)
+        esc = QShortcut(QKeySequence(Qt.Key_Escape), self)
+        esc.setContext(Qt.WindowShortcut)
+        esc.activated.connect(self.stop)
+        undo = QShortcut(QKeySequence("Ctrl+Z"), self)
+        undo.setContext(Qt.WindowShortcut)
+        undo.activated.connect(lambda: self.sidebar.undo_bar.isVisible() and self.undo_delete())
+
+    # ---- view state -------------------------------------------------------------------------
+    @property
+    def generating(self) -> bool:
+        return self.gen_worker is not None
+
+    @property
+    def loading(self) -> bool:
+        return self.load_worker is not None
+
+    def _update_view(self) -> None:
+        has_msgs = bool(self.current_conv and self.store.messages(self.current_conv))
+        show_chat = self.model is not None or has_msgs
+        self.stack.setCurrentWidget(self.chat_page if show_chat else self.welcome)
+        self.card.setVisible(self.model_info is not None or self.loading)
+        ready = self.model is not None and not self.loading
+        self.composer.input.setEnabled(True)
+        self.composer.send_button.setEnabled(ready and not self.generating)
+        self.composer.input.setPlaceholderText(
+            "Message Ember…" if ready else
+            ("Loading the model…" if self.loading else "Open a model to continue this chat"))
+        self._update_actions()
+
+    def _update_actions(self) -> None:
+        ws = self.chat_view.messages()
+        last_assistant = next((w for w in reversed(ws) if w.role == "assistant"), None)
+        is_last = bool(ws) and last_assistant is ws[-1]
+        busy = self.generating or self.model is None
+        for w in ws:
+            w.set_actions(last_assistant=(w is last_assistant and is_last
+                                          and not (self._gen and w.msg_id == self._gen["msg_id"])),
+                          busy=busy)
+
+    def show_error(self, title: str, detail: str = "") -> None:
+        self.error_banner.show_message(title, detail)
+        log.warning("%s: %s", title, detail)
+
+    def show_crash(self, summary: str) -> None:
+        self.show_error("Something went wrong inside Ember",
+                        f"{summary}\nDetails were written to {self.log_path}")
+
+    # ---- conversations -------------------------------------------------------------------------
+    def refresh_conversations(self) -> None:
+        self.sidebar.fill(self.store.conversations(self.sidebar.search.text()), self.current_conv)
+
+    def new_chat(self) -> int:
+        if self.current_conv is not None and not self.store.messages(self.current_conv):
+            conv = self.current_conv  # an empty chat is already open
+        else:
+            conv = self.store.create_conversation(
+                system_prompt=self.settings.system_prompt,
+                model_path=self.model_info["path"] if self.model_info else None)
+        if self.sidebar.search.text():
+            self.sidebar.search.clear()
+        self.refresh_conversations()
+        self.select_conversation(conv)
+        self.composer.input.setFocus()
+        return conv
+
+    def select_conversation(self, conv_id: int) -> None:
+        conv = self.store.conversation(conv_id)
+        if conv is None:
+            return
+        self.current_conv = conv_id
+        self.sidebar.select(conv_id)
+        self.chat_title.setText(conv.title)
+        self.system_edit.blockSignals(True)
+        self.system_edit.setPlainText(conv.system_prompt)
+        self.system_edit.blockSignals(False)
+        self.system_button.setChecked(bool(conv.system_prompt))
+        self.notice_banner.hide()
+        self._render_conversation()
+        self._update_view()
+
+    def _render_conversation(self) -> None:
+        self.chat_view.clear()
+        if self.current_conv is None:
+            return
+        name = self.model_info["name"] if self.model_info else "Assistant"
+        for m in self.store.messages(self.current_conv):
+            w = self._message_widget(m.id, m.role, m.content, m.created, m.complete, name)
+            if self._gen and m.id == self._gen["msg_id"]:
+                w.content = self._gen["text"]
+                w.set_streaming(True)
+            elif m.meta:
+                w.set_footer(self._footer(m.meta))
+        self._update_actions()
+        self.chat_view.scroll_to_bottom()
+
+    def _message_widget(self, msg_id, role, content, created=None, complete=True,
+                        name="Assistant") -> MessageWidget:
+        w = MessageWidget(msg_id, role, content, self.colors, created=created, complete=complete,
+                          assistant_name=name)
+        w.action.connect(self._message_action)
+        w.edit_submitted.connect(self.edit_message)
+        return self.chat_view.add(w)
+
+    def rename_conversation(self, conv_id: int, title: str) -> None:
+        title = title.strip() or "Untitled"
+        self.store.rename_conversation(conv_id, title)
+        self.sidebar.set_title(conv_id, title)
+        if conv_id == self.current_conv:
+            self.chat_title.setText(title)
+
+    def delete_conversation(self, conv_id: int) -> None:
+        conv = self.store.conversation(conv_id)
+        if conv is None:
+            return
+        if self._gen and self._gen["conv_id"] == conv_id:
+            self.stop()
+        if self._undo_id is not None:
+            self._expire_undo()
+        self.store.delete_conversation(conv_id)
+        self._undo_id = conv_id
+        self.sidebar.show_undo(f"Deleted “{_title_from(conv.title)}”")
+        self._undo_timer.start(UNDO_SECONDS * 1000)
+        if conv_id == self.current_conv:
+            self.current_conv = None
+            self.chat_view.clear()
+            rest = self.store.conversations(self.sidebar.search.text())
+            if rest:
+                self.select_conversation(rest[0].id)
+        self.refresh_conversations()
+        self._update_view()
+
+    def undo_delete(self) -> None:
+        if self._undo_id is None:
+            return
+        cid, self._undo_id = self._undo_id, None
+        self._undo_timer.stop()
+        self.sidebar.undo_bar.hide()
+        self.store.restore_conversation(cid)
+        self.refresh_conversations()
+        self.select_conversation(cid)
+
+    def _expire_undo(self) -> None:
+        self.sidebar.undo_bar.hide()
+        self._undo_id = None
+        self.store.purge_deleted()
+
+    def _conversation_menu(self, conv_id: int, pos) -> None:
+        m = QMenu(self)
+        m.addAction("Rename", lambda: self.sidebar.rename(conv_id))
+        m.addAction("Export as Markdown…", lambda: self.choose_export("md", conv_id))
+        m.addAction("Export as JSON…", lambda: self.choose_export("json", conv_id))
+        m.addSeparator()
+        m.addAction("Delete", lambda: self.delete_conversation(conv_id))
+        m.popup(pos)
+
+    def focus_search(self) -> None:
+        self.sidebar.search.setFocus()
+        self.sidebar.search.selectAll()
+
+    def _save_system_prompt(self) -> None:
+        if self.current_conv is not None:
+            self.store.update_conversation(self.current_conv,
+                                           system_prompt=self.system_edit.toPlainText().strip())
+
+    # ---- model loading -----------------------------------------------------------------------------
+    def choose_model(self) -> None:
+        start = str(Path(self.settings.last_model).parent) if self.settings.last_model else \
+            str(paths.models_dir())
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model", start,
+                                              "GGUF models (*.gguf);;All files (*)")
+        if path:
+            self.open_model_path(path)
+
+    def use_starter(self) -> None:
+        p = starter.installed()
+        if p is None:
+            self.show_error("The starter model is not installed",
+                            "Run `ember fetch-starter` once (it downloads about 93 MB).")
+            return
+        self.open_model_path(str(p))
+
+    def open_model_path(self, path: str) -> None:
+        path = str(path)
+        if self.load_worker is not None:
+            self.load_worker.cancel()
+            self._retire(self.load_worker)
+            self.load_worker = None
+        self.error_banner.hide()
+        w = LoadWorker(path, self.settings.n_ctx, self.settings.n_threads, self)
+        w.header.connect(self._on_header)
+        w.progress.connect(self._on_load_progress)
+        w.loaded.connect(self._on_loaded)
+        w.failed.connect(self._on_load_failed)
+        w.cancelled.connect(self._on_load_cancelled)
+        self.load_worker = w
+        self.card.set_loading(True, f"Opening {Path(path).name}…")
+        self.card.show()
+        self.status_msg.setText(f"Loading {Path(path).name}…")
+        self._update_view()
+        log.info("loading %s", path)
+        w.start()
+
+    def cancel_load(self) -> None:
+        if self.load_worker is not None:
+            self.load_worker.cancel()
+            self.card.load_status.setText("Cancelling…")
+
+    def _is_current_loader(self) -> bool:
+        return self.sender() is self.load_worker and self.load_worker is not None
+
+    def _on_header(self, info: dict) -> None:
+        if not self._is_current_loader():
+            return
+        self.card.show_info(info, effective_n_ctx(self.settings.n_ctx, info["n_ctx_train"]),
+                            self._prompt_format(info))
+        self.card.set_notice(None)
+        self.card.load_status.setText("Loading weights…")
+
+    def _on_load_progress(self, f: float) -> None:
+        if self._is_current_loader():
+            self.card.set_progress(f)
+
+    def _finish_loader(self) -> None:
+        w, self.load_worker = self.load_worker, None
+        if w is not None:
+            self._retire(w)
+        self.card.set_loading(False)
+        self.status_msg.setText("")
+
+    def _on_loaded(self, model, template, info: dict) -> None:
+        if not self._is_current_loader():
+            model.close()
+            return
+        self._finish_loader()
+        if self.generating:
+            self.stop(wait=True)
+        old = self.model
+        self.model, self.template, self.model_info = model, template, info
+        self.session = Session(model)
+        if old is not None:
+            old.close()
+        self.card.show_info(info, info["n_ctx"], self._prompt_format(info))
+        notice = None
+        if self._raw_mode():
+            notice = ("This model has no chat template: Ember uses raw completion (your text "
+                      "goes to the model as-is and it continues it).")
+        elif template.notice:
+            notice = template.notice
+        self.card.set_notice(notice)
+        self.settings.remember_model(info["path"])
+        self._save_settings()
+        self.setWindowTitle(f"Ember — {info['name']}")
+        self.status_ctx.setText(f"context 0 / {info['n_ctx']:,}")
+        self.welcome.set_recent(self.settings.recent_models)
+        self._update_view()
+        self.composer.input.setFocus()
+        log.info("loaded %s (%s, %s, n_ctx %d)", info["path"], info["arch"], info["ftype"],
+                 info["n_ctx"])
+        self.model_loaded.emit(info["path"])
+
+    def _on_load_failed(self, path: str, title: str, detail: str) -> None:
+        if not self._is_current_loader():
+            return
+        self._finish_loader()
+        self._restore_card()
+        self.show_error(f"{title}: {Path(path).name}", detail)
+        self._update_view()
+        self.model_failed.emit(f"{title}: {Path(path).name}\n{detail}")
+
+    def _on_load_cancelled(self, path: str) -> None:
+        if not self._is_current_loader():
+            return
+        self._finish_loader()
+        self._restore_card()
+        self.status_msg.setText(f"Loading {Path(path).name} was cancelled")
+        self._update_view()
+
+    def _restore_card(self) -> None:
+        if self.model_info is not None:
+            self.card.show_info(self.model_info, self.model_info["n_ctx"],
+                                self._prompt_format(self.model_info))
+        else:
+            self.card.info = None
+            self.card.hide()
+
+    def _raw_mode(self, info: dict | None = None) -> bool:
+        info = info or self.model_info
+        mode = self.settings.prompt_mode
+        return mode == "raw" or (mode == "auto" and info is not None and not info["has_template"])
+
+    def _prompt_format(self, info: dict) -> str:
+        return "raw completion" if self._raw_mode(info) else "chat template"
+
+    def _retire(self, worker) -> None:
+        """Keeps a finished or abandoned worker alive until its thread ends."""
+        self._old_workers.append(worker)
+        worker.finished.connect(lambda: self._old_workers.remove(worker)
+                                if worker in self._old_workers else None)
+
+    # ---- chatting -------------------------------------------------------------------------------
+    def send(self, text: str | None = None) -> bool:
+        text = (text if text is not None else self.composer.input.toPlainText()).strip()
+        if not text or self.generating:
+            return False
+        if self.model is None:
+            self.show_error("No model is loaded",
+                            "Open a .gguf model (Ctrl+O) or drop one on the window first.")
+            return False
+        if self.current_conv is None:
+            self.new_chat()
+        conv = self.store.conversation(self.current_conv)
+        if conv.title == "New chat":
+            self.rename_conversation(conv.id, _title_from(text))
+        if not conv.model_path and self.model_info:
+            self.store.update_conversation(conv.id, model_path=self.model_info["path"])
+        mid = self.store.add_message(conv.id, "user", text)
+        self.composer.input.clear()
+        self._message_widget(mid, "user", text)
+        self.chat_view.scroll_to_bottom()
+        self._start_generation(conv.id)
+        self.refresh_conversations()
+        return True
+
+    def _history(self, conv_id: int, upto: int | None = None) -> list[dict]:
+        conv = self.store.conversation(conv_id)
+        msgs = [{"role": "system", "content": conv.system_prompt}] if conv.system_prompt else []
+        for m in self.store.messages(conv_id):
+            if upto is not None and m.id >= upto:
+                break
+            if m.content or m.role == "user":
+                msgs.append(m.as_chat())
+        return msgs
+
+    def _start_generation(self, conv_id: int, continue_id: int | None = None) -> None:
+        s = self.settings
+        if continue_id is not None:
+            msg = self.store.message(continue_id)
+            history = self._history(conv_id, upto=continue_id)
+            prefix = msg.content
+            mid = continue_id
+            self.store.update_message(mid, complete=False)
+            w = self.chat_view.widget_for(mid)
+        else:
+            history = self._history(conv_id)
+            prefix = ""
+            mid = self.store.add_message(conv_id, "assistant", "", complete=False)
+            w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
+        if w is not None:
+            w.set_footer("")
+            w.set_streaming(True)
+        self._gen = {"conv_id": conv_id, "msg_id": mid, "text": prefix, "pending": "",
+                     "t0": time.perf_counter(), "first": None, "notice": None, "error": None}
+        req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
+                         params=s.sampling_params(), raw=self._raw_mode(),
+                         policy=s.context_policy)
+        worker = GenerateWorker(self.model, self.session, self.template, req, self)
+        worker.prepared.connect(self._on_prepared)
+        worker.chunk.connect(self._on_chunk)
+        worker.failed.connect(self._on_gen_failed)
+        worker.finished_gen.connect(self._on_gen_finished)
+        self.gen_worker = worker
+        self.composer.set_generating(True)
+        self.notice_banner.hide()
+        self.error_banner.hide()
+        self.status_msg.setText("Reading the prompt…")
+        self._update_view()
+        worker.start()
+
+    def _on_prepared(self, info: dict) -> None:
+        if self._gen is None:
+            return
+        self.status_msg.setText("Generating…")
+        if info.get("notice"):
+            self._gen["notice"] = info["notice"]
+            self.notice_banner.show_message("Context window", info["notice"])
+        if self.model_info:
+            self.status_ctx.setText(f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
+
+    def _on_chunk(self, text: str) -> None:
+        g = self._gen
+        if g is None:
+            return
+        if g["first"] is None:
+            g["first"] = time.perf_counter() - g["t0"]
+        g["pending"] += text
+        if not self._flush_timer.isActive():
+            self._flush_timer.start()
+
+    def _flush(self) -> None:
+        g = self._gen
+        if g is None or not g["pending"]:
+            return
+        g["text"] += g["pending"]
+        g["pending"] = ""
+        self.store.update_message(g["msg_id"], content=g["text"])
+        if g["conv_id"] == self.current_conv:
+            w = self.chat_view.widget_for(g["msg_id"])
+            if w is not None:
+                w.set_content(g["text"])
+
+    def _on_gen_failed(self, message: str) -> None:
+        if self._gen is not None:
+            self._gen["error"] = message
+        self.show_error("The reply could not be generated" if "context" not in message.lower()
+                        else "The context window is full", message)
+
+    def _on_gen_finished(self, stats: dict) -> None:
+        self._flush_timer.stop()
+        self._flush()
+        g, self._gen = self._gen, None
+        worker, self.gen_worker = self.gen_worker, None
+        if worker is not None:
+            self._retire(worker)
+        self.composer.set_generating(False)
+        self.status_msg.setText("")
+        if g is None:
+            return
+        pe = stats.get("prompt_evaluated") or stats["prompt_tokens"]
+        pp = pe / stats["prompt_seconds"] if stats["prompt_seconds"] > 0 else 0.0
+        tg = (stats["generated_tokens"] / stats["generation_seconds"]
+              if stats["generation_seconds"] > 0 else 0.0)
+        meta = {"prompt_tokens": stats["prompt_tokens"],
+                "generated_tokens": stats["generated_tokens"],
+                "prompt_tps": round(pp, 2), "gen_tps": round(tg, 2),
+                "stop_reason": stats["stop_reason"],
+                "first_token_s": round(g["first"], 3) if g["first"] is not None else None,
+                "model": self.model_info["name"] if self.model_info else None}
+        if g["notice"]:
+            meta["notice"] = g["notice"]
+        self.last_stats = dict(stats, prompt_tps=pp, gen_tps=tg)
+        w = self.chat_view.widget_for(g["msg_id"]) if g["conv_id"] == self.current_conv else None
+        if not g["text"] and stats["stop_reason"] in ("error", "context_full"):
+            self.store.delete_message(g["msg_id"])
+            if w is not None:
+                self.chat_view.remove(g["msg_id"])
+        else:
+            self.store.update_message(g["msg_id"], content=g["text"], complete=True, meta=meta)
+            if w is not None:
+                w.complete = True
+                w.set_streaming(False)
+                w.set_footer(self._footer(meta))
+        if stats["stop_reason"] == "context_full" and g["text"]:
+            self.notice_banner.show_message(
+                "The context window is full",
+                "The reply stopped because the conversation reached the context length. "
+                "Start a new chat or raise the context length in Settings.")
+        if stats["generated_tokens"] or stats["prompt_seconds"]:
+            self.status_tps.setText(f"prompt {pp:.1f} t/s · generation {tg:.1f} t/s")
+        if self.model_info:
+            self.status_ctx.setText(f"context {stats['n_past']:,} / {self.model_info['n_ctx']:,}")
+        self._update_view()
+        log.info("reply: %s", json.dumps(meta))
+        self.generation_finished.emit(dict(stats, msg_id=g["msg_id"], text=g["text"]))
+
+    @staticmethod
+    def _footer(meta: dict) -> str:
+        if not meta or "generated_tokens" not in meta:
+            return ""
+        parts = [f"{meta['generated_tokens']} tokens"]
+        if meta.get("gen_tps"):
+            parts.append(f"{meta['gen_tps']:.1f} t/s")
+        reason = STOP_LABELS.get(meta.get("stop_reason", ""), "")
+        if reason and reason != "finished":
+            parts.append(reason)
+        return " · ".join(parts)
+
+    def stop(self, wait: bool = False) -> None:
+        if self.gen_worker is None:
+            return
+        self.gen_worker.stop()
+        self.composer.stop_button.setEnabled(False)
+        self.status_msg.setText("Stopping…")
+        if wait:
+            self.gen_worker.wait(10000)
+            QApplication.processEvents()
+
+    def _message_action(self, action: str, msg_id: int) -> None:
+        if action == "regenerate":
+            self.regenerate(msg_id)
+        elif action == "continue":
+            self.continue_reply(msg_id)
+
+    def _last_assistant(self) -> int | None:
+        if self.current_conv is None:
+            return None
+        msgs = self.store.messages(self.current_conv)
+        return msgs[-1].id if msgs and msgs[-1].role == "assistant" else None
+
+    def regenerate_last(self) -> None:
+        mid = self._last_assistant()
+        if mid is not None:
+            self.regenerate(mid)
+
+    def continue_last(self) -> None:
+        mid = self._last_assistant()
+        if mid is not None:
+            self.continue_reply(mid)
+
+    def regenerate(self, msg_id: int) -> None:
+        if self.generating or self.model is None or self.current_conv is None:
+            return
+        self.store.delete_messages_after(self.current_conv, msg_id)
+        self.store.delete_message(msg_id)
+        self.chat_view.remove(msg_id)
+        self._start_generation(self.current_conv)
+
+    def continue_reply(self, msg_id: int) -> None:
+        if self.generating or self.model is None or self.current_conv is None:
+            return
+        self._start_generation(self.current_conv, continue_id=msg_id)
+
+    def edit_message(self, msg_id: int, text: str) -> None:
+        if self.generating or self.model is None or self.current_conv is None:
+            return
+        self.store.update_message(msg_id, content=text)
+        self.store.delete_messages_after(self.current_conv, msg_id)
+        self._render_conversation()
+        self._start_generation(self.current_conv)
+
+    # ---- settings ---------------------------------------------------------------------------
+    def open_settings(self) -> None:
+        dlg = SettingsDialog(self.settings, self)
+        if dlg.exec():
+            self.apply_settings(dlg.result_settings())
+
+    def apply_settings(self, new: Settings) -> None:
+        old = self.settings
+        reload = (new.n_ctx != old.n_ctx or new.n_threads != old.n_threads
+                  or new.backend != old.backend)
+        restyle = new.theme != old.theme or new.font_size != old.font_size
+        self.settings = new.validate()
+        self._save_settings()
+        if restyle:
+            self.colors = theme.apply(QApplication.instance(), new.theme, new.font_size)
+            self._render_conversation()
+        if self.model_info is not None:
+            self.card.show_info(self.model_info, self.model_info["n_ctx"],
+                                self._prompt_format(self.model_info))
+        if reload and self.model_info is not None and not self.loading:
+            if self.generating:
+                self.stop(wait=True)
+            self.open_model_path(self.model_info["path"])
+
+    def _save_settings(self) -> None:
+        try:
+            self.settings.save(self.settings_path)
+        except OSError as e:
+            log.warning("could not save settings: %s", e)
+
+    # ---- import / export ---------------------------------------------------------------------------
+    def export_conversation(self, path: str | os.PathLike, fmt: str,
+                            conv_id: int | None = None) -> None:
+        cid = conv_id or self.current_conv
+        if fmt == "md":
+            Path(path).write_text(self.store.export_markdown(cid), encoding="utf-8")
+        elif fmt == "json":
+            Path(path).write_text(json.dumps(self.store.export_json([cid]), indent=2,
+                                             ensure_ascii=False), encoding="utf-8")
+        else:
+            Path(path).write_text(json.dumps(self.store.export_json(), indent=2,
+                                             ensure_ascii=False), encoding="utf-8")
+        self.status_msg.setText(f"Exported to {path}")
+
+    def import_chats(self, path: str | os.PathLike) -> list[int]:
+        try:
+            ids = self.store.import_json(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, StoreError) as e:
+            self.show_error(f"Could not import {Path(path).name}", str(e))
+            return []
+        self.refresh_conversations()
+        if ids:
+            self.select_conversation(ids[0])
+        self.status_msg.setText(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''}")
+        return ids
+
+    def _docs_dir(self) -> str:
+        try:
+            import platformdirs
+            return platformdirs.user_documents_dir()
+        except Exception:
+            return str(Path.home())
+
+    def choose_export(self, fmt: str, conv_id: int | None = None) -> None:
+        cid = conv_id or self.current_conv
+        if cid is None and fmt != "all":
+            return
+        title = self.store.conversation(cid).title if cid else "ember-chats"
+        safe = "".join(ch if ch.isalnum() or ch in " -_" else "_" for ch in title).strip() or "chat"
+        ext = "md" if fmt == "md" else "json"
+        path, _ = QFileDialog.getSaveFileName(self, "Export", str(Path(self._docs_dir()) /
+                                                                  f"{safe}.{ext}"),
+                                              "Markdown (*.md)" if ext == "md" else "JSON (*.json)")
+        if path:
+            self.export_conversation(path, fmt, cid)
+
+    def choose_import(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import chats", self._docs_dir(),
+                                              "Ember export (*.json)")
+        if path:
+            self.import_chats(path)
+
+    # ---- drag and drop --------------------------------------------------------------------------------
+    @staticmethod
+    def _dropped_file(mime) -> str | None:
+        if mime is None or not mime.hasUrls():
+            return None
+        for url in mime.urls():
+            if url.isLocalFile():
+                return url.toLocalFile()
+        return None
+
+    def dragEnterEvent(self, e) -> None:
+        if self._dropped_file(e.mimeData()):
+            e.acceptProposedAction()
+            self.welcome.set_drag_active(True)
+        else:
+            e.ignore()
+
+    def dragMoveEvent(self, e) -> None:
+        if self._dropped_file(e.mimeData()):
+            e.acceptProposedAction()
+
+    def dragLeaveEvent(self, e) -> None:
+        self.welcome.set_drag_active(False)
+
+    def dropEvent(self, e) -> None:
+        self.welcome.set_drag_active(False)
+        path = self._dropped_file(e.mimeData())
+        if not path:
+            e.ignore()
+            return
+        e.acceptProposedAction()
+        self.open_dropped(path)
+
+    def open_dropped(self, path: str) -> None:
+        if path.lower().endswith(".json"):
+            self.import_chats(path)
+        else:
+            self.open_model_path(path)
+
+    def eventFilter(self, obj, e) -> bool:
+        # text inputs would take a dropped file as text: route model files to the window
+        t = e.type()
+        if t in (QEvent.DragEnter, QEvent.DragMove, QEvent.Drop):
+            path = self._dropped_file(e.mimeData())
+            if path:
+                if t == QEvent.Drop:
+                    self.dropEvent(e)
+                else:
+                    e.acceptProposedAction()
+                return True
+        return super().eventFilter(obj, e)
+
+    # ---- misc -------------------------------------------------------------------------------------
+    def _update_memory(self) -> None:
+        rss = process_memory()
+        self.status_mem.setText(f"memory {human_bytes(rss)}" if rss else "memory —")
+
+    def show_log_location(self) -> None:
+        QMessageBox.information(self, "Log file",
+                                f"Ember writes its log to:\n{self.log_path}\n\n"
+                                f"Native crash reports go to:\n{self.log_path.parent / 'crash.log'}")
+
+    def about(self) -> None:
+        from .. import __version__
+        QMessageBox.about(self, "About Ember",
+                          f"<b>Ember {__version__}</b><br>Offline chat with local language "
+                          f"models, on its own inference engine.<br><br>Engine: "
+                          f"{backend_name()}<br>Data folder: {self.data_dir}<br>"
+                          f"Log: {self.log_path}")
+
+    def closeEvent(self, e) -> None:
+        self._closing = True
+        if self.gen_worker is not None:
+            self.gen_worker.stop()
+            self.gen_worker.wait(10000)
+            QApplication.processEvents()  # deliver the last chunks and the finish
+            if self.gen_worker is not None:  # no event loop: finish by hand
+                self._flush()
+        if self.load_worker is not None:
+            self.load_worker.cancel()
+            self.load_worker.wait(10000)
+        for w in list(self._old_workers):
+            w.wait(10000)
+        self._mem_timer.stop()
+        self._save_system_prompt()
+        if self._undo_id is not None:
+            self.store.purge_deleted()
+        self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()
+        self._save_settings()
+        if self.model is not None:
+            self.model.close()
+            self.model = None
+            self.session = None
+        self.store.close()
+        log.info("window closed")
+        super().closeEvent(e)

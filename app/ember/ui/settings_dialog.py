@@ -1,0 +1,186 @@
+"""Settings (Ctrl+,): sampling, context and threads, backend, appearance."""
+from __future__ import annotations
+
+import copy
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QStandardItemModel
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
+                               QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QSpinBox,
+                               QTabWidget, QVBoxLayout, QWidget)
+
+from ..settings import BUILT_BACKENDS, Settings
+
+BACKEND_LABELS = {"auto": "Auto", "cpu": "CPU", "cuda": "CUDA (NVIDIA)", "metal": "Metal (Apple)"}
+NOT_BUILT = "not built: this copy of Ember's engine was compiled for the CPU only"
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, settings: Settings, parent=None):
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(460)
+        self.original = settings
+        s = settings
+        tabs = QTabWidget()
+
+        # generation
+        gen = QWidget()
+        f = QFormLayout(gen)
+        f.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        self.temperature = self._dspin("temperature", 0, 5, 0.05, s.temperature, 2)
+        self.top_k = self._spin("topK", 0, 1000, s.top_k)
+        self.top_p = self._dspin("topP", 0, 1, 0.01, s.top_p, 2)
+        self.min_p = self._dspin("minP", 0, 1, 0.01, s.min_p, 2)
+        self.repeat_penalty = self._dspin("repeatPenalty", 0.5, 3, 0.05, s.repeat_penalty, 2)
+        seed_row = QHBoxLayout()
+        self.random_seed = QCheckBox("Random")
+        self.random_seed.setObjectName("randomSeed")
+        self.seed = self._spin("seed", 0, 2**31 - 1, s.seed or 0)
+        self.random_seed.setChecked(s.seed is None)
+        self.seed.setEnabled(s.seed is not None)
+        self.random_seed.toggled.connect(lambda on: self.seed.setEnabled(not on))
+        seed_row.addWidget(self.seed, 1)
+        seed_row.addWidget(self.random_seed)
+        self.max_new_tokens = self._spin("maxNewTokens", 1, 32768, s.max_new_tokens)
+        f.addRow("Temperature", self.temperature)
+        f.addRow("Top-k", self.top_k)
+        f.addRow("Top-p", self.top_p)
+        f.addRow("Min-p", self.min_p)
+        f.addRow("Repeat penalty", self.repeat_penalty)
+        f.addRow("Seed", seed_row)
+        f.addRow("Max new tokens", self.max_new_tokens)
+        self.system_prompt = QPlainTextEdit(s.system_prompt)
+        self.system_prompt.setObjectName("defaultSystemPrompt")
+        self.system_prompt.setPlaceholderText("For new chats (empty: the model's own default)")
+        self.system_prompt.setFixedHeight(70)
+        f.addRow("System prompt", self.system_prompt)
+        tabs.addTab(gen, "Generation")
+
+        # model
+        mod = QWidget()
+        f = QFormLayout(mod)
+        self.n_ctx = self._spin("contextLength", 128, 131072, s.n_ctx)
+        self.n_ctx.setSingleStep(512)
+        self.n_ctx.setSuffix(" tokens")
+        self.n_threads = self._spin("threads", 0, 256, s.n_threads)
+        self.n_threads.setSpecialValueText("Auto")
+        self.backend = QComboBox()
+        self.backend.setObjectName("backend")
+        for key, label in BACKEND_LABELS.items():
+            self.backend.addItem(label, key)
+        model: QStandardItemModel = self.backend.model()
+        for i in range(self.backend.count()):
+            key = self.backend.itemData(i)
+            if key not in BUILT_BACKENDS:
+                item = model.item(i)
+                item.setEnabled(False)
+                item.setText(f"{BACKEND_LABELS[key]}: not built")
+                item.setToolTip(NOT_BUILT)
+        self.backend.setCurrentIndex(max(0, self.backend.findData(s.backend)))
+        self.context_policy = QComboBox()
+        self.context_policy.setObjectName("contextPolicy")
+        self.context_policy.addItem("Drop oldest messages (keep the system prompt)", "drop_oldest")
+        self.context_policy.addItem("Stop and tell me", "stop")
+        self.context_policy.setCurrentIndex(max(0, self.context_policy.findData(s.context_policy)))
+        self.prompt_mode = QComboBox()
+        self.prompt_mode.setObjectName("promptMode")
+        self.prompt_mode.addItem("Auto (chat template; raw without one)", "auto")
+        self.prompt_mode.addItem("Chat template", "chat")
+        self.prompt_mode.addItem("Raw completion", "raw")
+        self.prompt_mode.setCurrentIndex(max(0, self.prompt_mode.findData(s.prompt_mode)))
+        f.addRow("Context length", self.n_ctx)
+        f.addRow("Threads", self.n_threads)
+        f.addRow("Backend", self.backend)
+        note = QLabel("CUDA and Metal are " + NOT_BUILT + ".")
+        note.setWordWrap(True)
+        note.setObjectName("backendNote")
+        note.setEnabled(False)
+        f.addRow("", note)
+        f.addRow("When the context is full", self.context_policy)
+        f.addRow("Prompt format", self.prompt_mode)
+        reload_note = QLabel("Context length, threads and backend apply when the model is "
+                             "reloaded (Ember reloads it for you).")
+        reload_note.setWordWrap(True)
+        reload_note.setEnabled(False)
+        f.addRow("", reload_note)
+        tabs.addTab(mod, "Model")
+
+        # appearance
+        app = QWidget()
+        f = QFormLayout(app)
+        self.theme = QComboBox()
+        self.theme.setObjectName("theme")
+        for key, label in (("system", "System"), ("light", "Light"), ("dark", "Dark")):
+            self.theme.addItem(label, key)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(s.theme)))
+        self.font_size = self._spin("fontSize", 8, 28, s.font_size)
+        self.font_size.setSuffix(" pt")
+        f.addRow("Theme", self.theme)
+        f.addRow("Font size", self.font_size)
+        tabs.addTab(app, "Appearance")
+
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel
+                                   | QDialogButtonBox.RestoreDefaults)
+        buttons.setObjectName("settingsButtons")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        buttons.button(QDialogButtonBox.RestoreDefaults).clicked.connect(self.restore_defaults)
+        lay = QVBoxLayout(self)
+        lay.addWidget(tabs)
+        lay.addWidget(buttons)
+
+    def _spin(self, name, lo, hi, value) -> QSpinBox:
+        w = QSpinBox()
+        w.setObjectName(name)
+        w.setRange(lo, hi)
+        w.setValue(int(value))
+        w.setAlignment(Qt.AlignRight)
+        return w
+
+    def _dspin(self, name, lo, hi, step, value, decimals) -> QDoubleSpinBox:
+        w = QDoubleSpinBox()
+        w.setObjectName(name)
+        w.setRange(lo, hi)
+        w.setSingleStep(step)
+        w.setDecimals(decimals)
+        w.setValue(float(value))
+        w.setAlignment(Qt.AlignRight)
+        return w
+
+    def restore_defaults(self) -> None:
+        d = Settings()
+        self.temperature.setValue(d.temperature)
+        self.top_k.setValue(d.top_k)
+        self.top_p.setValue(d.top_p)
+        self.min_p.setValue(d.min_p)
+        self.repeat_penalty.setValue(d.repeat_penalty)
+        self.random_seed.setChecked(True)
+        self.max_new_tokens.setValue(d.max_new_tokens)
+        self.n_ctx.setValue(d.n_ctx)
+        self.n_threads.setValue(d.n_threads)
+        self.backend.setCurrentIndex(self.backend.findData(d.backend))
+        self.context_policy.setCurrentIndex(self.context_policy.findData(d.context_policy))
+        self.prompt_mode.setCurrentIndex(self.prompt_mode.findData(d.prompt_mode))
+        self.theme.setCurrentIndex(self.theme.findData(d.theme))
+        self.font_size.setValue(d.font_size)
+
+    def result_settings(self) -> Settings:
+        s = copy.deepcopy(self.original)
+        s.temperature = self.temperature.value()
+        s.top_k = self.top_k.value()
+        s.top_p = self.top_p.value()
+        s.min_p = self.min_p.value()
+        s.repeat_penalty = self.repeat_penalty.value()
+        s.seed = None if self.random_seed.isChecked() else self.seed.value()
+        s.max_new_tokens = self.max_new_tokens.value()
+        s.system_prompt = self.system_prompt.toPlainText().strip()
+        s.n_ctx = self.n_ctx.value()
+        s.n_threads = self.n_threads.value()
+        s.backend = self.backend.currentData()
+        s.context_policy = self.context_policy.currentData()
+        s.prompt_mode = self.prompt_mode.currentData()
+        s.theme = self.theme.currentData()
+        s.font_size = self.font_size.value()
+        return s.validate()

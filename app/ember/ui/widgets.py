@@ -1,0 +1,739 @@
+"""The window's parts: messages and the chat view, composer, sidebar, model card,
+welcome view and banners. They hold no engine state; MainWindow wires them."""
+from __future__ import annotations
+
+import html
+import time
+
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
+from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGridLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit,
+                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTextBrowser,
+                               QToolButton, QVBoxLayout, QWidget)
+
+from . import markdown
+from .workers import estimate_ram, human_bytes, human_count
+
+CONTENT_MAX_WIDTH = 860
+
+
+def _button(text: str, name: str, primary: bool = False, tip: str = "") -> QPushButton:
+    b = QPushButton(text)
+    b.setObjectName(name)
+    b.setAccessibleName(text.replace("…", ""))
+    if primary:
+        b.setProperty("primary", True)
+    if tip:
+        b.setToolTip(tip)
+    b.setCursor(Qt.PointingHandCursor)
+    return b
+
+
+def _tool(text: str, name: str, tip: str) -> QToolButton:
+    b = QToolButton()
+    b.setText(text)
+    b.setObjectName(name)
+    b.setToolTip(tip)
+    b.setAccessibleName(tip)
+    b.setCursor(Qt.PointingHandCursor)
+    return b
+
+
+# ---- messages ---------------------------------------------------------------------------
+
+class AutoTextBrowser(QTextBrowser):
+    """A read-only rich-text view as tall as its content (the chat view scrolls)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("messageBody")
+        self.setOpenLinks(False)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)
+        self.setWordWrapMode(QTextOption.WrapAtWordBoundaryOrAnywhere)
+        self.document().setDocumentMargin(0)
+        self.viewport().setAutoFillBackground(False)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit)
+        self.setTextInteractionFlags(Qt.TextBrowserInteraction | Qt.TextSelectableByKeyboard)
+
+    def _fit(self, *_):
+        h = int(self.document().size().height() + 0.999) + 2
+        if self.height() != h:
+            self.setFixedHeight(h)
+
+    def resizeEvent(self, e):
+        super().resizeEvent(e)
+        w = self.viewport().width()
+        if abs(self.document().textWidth() - w) > 0.5:
+            self.document().setTextWidth(w)
+        self._fit()
+
+    def wheelEvent(self, e):  # let the chat view scroll
+        e.ignore()
+
+
+ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
+
+
+class MessageWidget(QFrame):
+    """One message: who, when, the rendered text, and its actions."""
+
+    action = Signal(str, int)  # "copy" | "edit" | "regenerate" | "continue" | "submit-edit"
+    edit_submitted = Signal(int, str)
+
+    def __init__(self, msg_id: int, role: str, content: str, colors: dict, *,
+                 created: float | None = None, complete: bool = True, assistant_name: str = "",
+                 parent=None):
+        super().__init__(parent)
+        self.msg_id = msg_id
+        self.role = role
+        self.content = content
+        self.colors = colors
+        self.streaming = False
+        self.complete = complete
+        self.code_blocks: list[str] = []
+        self.setObjectName("message")
+        self.setProperty("role", role)
+        self.setAccessibleName(f"{ROLE_NAMES.get(role, role)} message")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(16, 10, 16, 10)
+        lay.setSpacing(6)
+        head = QHBoxLayout()
+        head.setSpacing(6)
+        name = ROLE_NAMES.get(role, role) if role != "assistant" else (assistant_name or "Assistant")
+        self.role_label = QLabel(name)
+        self.role_label.setObjectName("messageRole")
+        head.addWidget(self.role_label)
+        self.time_label = QLabel(time.strftime("%H:%M", time.localtime(created or time.time())))
+        self.time_label.setObjectName("messageTime")
+        head.addWidget(self.time_label)
+        head.addStretch(1)
+        self.copy_button = _tool("Copy", "copyButton", "Copy this message")
+        self.copy_button.clicked.connect(self.copy)
+        self.edit_button = _tool("Edit", "editButton", "Edit this message and re-run from it")
+        self.edit_button.clicked.connect(self.start_edit)
+        self.regenerate_button = _tool("Regenerate", "regenerateButton", "Write this reply again")
+        self.regenerate_button.clicked.connect(lambda: self.action.emit("regenerate", self.msg_id))
+        self.continue_button = _tool("Continue", "continueButton", "Continue this reply")
+        self.continue_button.clicked.connect(lambda: self.action.emit("continue", self.msg_id))
+        for b in (self.edit_button, self.regenerate_button, self.continue_button,
+                  self.copy_button):
+            head.addWidget(b)
+        lay.addLayout(head)
+        self.body = AutoTextBrowser(self)
+        self.body.anchorClicked.connect(self._anchor)
+        lay.addWidget(self.body)
+        self.editor: QPlainTextEdit | None = None
+        self.editor_box: QWidget | None = None
+        self.footer = QLabel("")
+        self.footer.setObjectName("messageFooter")
+        self.footer.hide()
+        lay.addWidget(self.footer)
+        self.set_actions(last_assistant=False)
+        self.render()
+
+    # content
+    def render(self) -> None:
+        c = self.colors
+        text = self.content
+        if self.role == "assistant" and not text and self.streaming:
+            self.body.setHtml(f'<span style="color:{c["muted"]}">Thinking…</span>')
+            self.code_blocks = []
+            return
+        r = markdown.render(text, c)
+        body = r.html
+        if self.streaming:
+            body += f'<span style="color:{c["accent"]}">&#9613;</span>'
+        elif self.role == "assistant" and not self.complete:
+            body += (f'<p style="color:{c["muted"]}; margin:0"><i>(interrupted: the app '
+                     f'closed before this reply finished)</i></p>')
+        self.code_blocks = r.code_blocks
+        self.body.setHtml(f'<div style="color:{c["text"]}">{body}</div>')
+
+    def set_content(self, text: str) -> None:
+        self.content = text
+        self.render()
+
+    def set_streaming(self, on: bool) -> None:
+        self.streaming = on
+        self.render()
+        self.set_actions(last_assistant=not on and self.regenerate_button.isVisible())
+
+    def set_footer(self, text: str) -> None:
+        self.footer.setText(text)
+        self.footer.setVisible(bool(text))
+
+    def set_actions(self, last_assistant: bool, busy: bool = False) -> None:
+        self.edit_button.setVisible(self.role == "user")
+        self.edit_button.setEnabled(not busy)
+        self.regenerate_button.setVisible(self.role == "assistant" and last_assistant)
+        self.continue_button.setVisible(self.role == "assistant" and last_assistant)
+        self.regenerate_button.setEnabled(not busy)
+        self.continue_button.setEnabled(not busy)
+
+    # actions
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.content)
+        self.copy_button.setText("Copied")
+        QTimer.singleShot(1200, lambda: self.copy_button.setText("Copy"))
+
+    def _anchor(self, url: QUrl) -> None:
+        s = url.toString()
+        if s.startswith("copy-code:"):
+            try:
+                QGuiApplication.clipboard().setText(self.code_blocks[int(s.split(":", 1)[1])])
+            except (ValueError, IndexError):
+                pass
+        elif url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)  # the user's browser, never the app itself
+
+    def start_edit(self) -> None:
+        if self.editor is not None:
+            self.editor.setFocus()
+            return
+        box = QWidget(self)
+        v = QVBoxLayout(box)
+        v.setContentsMargins(0, 0, 0, 0)
+        self.editor = QPlainTextEdit(self.content)
+        self.editor.setObjectName("messageEditor")
+        self.editor.setMinimumHeight(80)
+        v.addWidget(self.editor)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        cancel = _button("Cancel", "cancelEditButton")
+        save = _button("Save && send", "saveEditButton", primary=True)
+        save.setAccessibleName("Save and send")
+        row.addWidget(cancel)
+        row.addWidget(save)
+        v.addLayout(row)
+        cancel.clicked.connect(self.end_edit)
+        save.clicked.connect(self._submit_edit)
+        self.layout().insertWidget(2, box)
+        self.editor_box = box
+        self.body.hide()
+        self.editor.setFocus()
+
+    def _submit_edit(self) -> None:
+        text = self.editor.toPlainText().strip() if self.editor else ""
+        if text:
+            self.end_edit()
+            self.edit_submitted.emit(self.msg_id, text)
+
+    def end_edit(self) -> None:
+        if self.editor_box is not None:
+            self.editor_box.deleteLater()
+        self.editor_box = None
+        self.editor = None
+        self.body.show()
+
+
+class ChatView(QScrollArea):
+    """The message list. Follows the stream while the user is at the bottom; scrolling
+    up stops following until they scroll back down."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("messageList")
+        self.setAccessibleName("Messages")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.viewport().setObjectName("messageListViewport")
+        inner = QWidget()
+        inner.setObjectName("messageListViewport")
+        outer = QHBoxLayout(inner)
+        outer.setContentsMargins(24, 16, 24, 16)
+        outer.addStretch(1)
+        self.column = QWidget()
+        self.column.setMaximumWidth(CONTENT_MAX_WIDTH)
+        self.column.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        outer.addWidget(self.column, 100)
+        outer.addStretch(1)
+        self.col_layout = QVBoxLayout(self.column)
+        self.col_layout.setContentsMargins(0, 0, 0, 0)
+        self.col_layout.setSpacing(12)
+        self.col_layout.addStretch(1)
+        self.setWidget(inner)
+        self.follow = True
+        bar = self.verticalScrollBar()
+        bar.valueChanged.connect(self._on_scrolled)
+        bar.rangeChanged.connect(self._on_range)
+
+    def _on_scrolled(self, value: int) -> None:
+        self.follow = value >= self.verticalScrollBar().maximum() - 8
+
+    def _on_range(self, _lo: int, hi: int) -> None:
+        if self.follow:
+            self.verticalScrollBar().setValue(hi)
+
+    def messages(self) -> list[MessageWidget]:
+        out = []
+        for i in range(self.col_layout.count()):
+            w = self.col_layout.itemAt(i).widget()
+            if isinstance(w, MessageWidget):
+                out.append(w)
+        return out
+
+    def widget_for(self, msg_id: int) -> MessageWidget | None:
+        return next((w for w in self.messages() if w.msg_id == msg_id), None)
+
+    def clear(self) -> None:
+        for w in self.messages():
+            self.col_layout.removeWidget(w)
+            w.deleteLater()
+        self.follow = True
+
+    def add(self, w: MessageWidget) -> MessageWidget:
+        self.col_layout.insertWidget(self.col_layout.count() - 1, w)
+        return w
+
+    def remove(self, msg_id: int) -> None:
+        w = self.widget_for(msg_id)
+        if w is not None:
+            self.col_layout.removeWidget(w)
+            w.deleteLater()
+
+    def scroll_to_bottom(self) -> None:
+        self.follow = True
+        QTimer.singleShot(0, lambda: self.verticalScrollBar().setValue(
+            self.verticalScrollBar().maximum()))
+
+
+# ---- composer -----------------------------------------------------------------------------
+
+class ChatInput(QPlainTextEdit):
+    """Enter sends, Shift+Enter starts a new line; grows with its text up to 8 lines."""
+
+    submit = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("chatInput")
+        self.setAccessibleName("Message")
+        self.setPlaceholderText("Message Ember…")
+        self.setTabChangesFocus(True)
+        self.setFrameShape(QFrame.NoFrame)
+        self.document().documentLayout().documentSizeChanged.connect(self._grow)
+        self._grow()
+
+    def keyPressEvent(self, e: QKeyEvent) -> None:
+        if e.key() in (Qt.Key_Return, Qt.Key_Enter) and not (e.modifiers() & Qt.ShiftModifier):
+            e.accept()
+            self.submit.emit()
+            return
+        if e.key() in (Qt.Key_Return, Qt.Key_Enter):  # Shift+Enter
+            self.insertPlainText("\n")
+            e.accept()
+            return
+        super().keyPressEvent(e)
+
+    def _grow(self, *_):
+        line = self.fontMetrics().lineSpacing()
+        lines = max(1, min(8, int(self.document().size().height())))
+        self.setFixedHeight(lines * line + 14)
+
+
+class Composer(QFrame):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("composer")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(12, 8, 8, 8)
+        lay.setSpacing(8)
+        self.input = ChatInput()
+        lay.addWidget(self.input, 1)
+        self.send_button = _button("Send", "sendButton", primary=True, tip="Send (Enter)")
+        self.stop_button = _button("Stop", "stopButton", tip="Stop generating (Esc)")
+        self.stop_button.hide()
+        lay.addWidget(self.send_button, 0, Qt.AlignBottom)
+        lay.addWidget(self.stop_button, 0, Qt.AlignBottom)
+
+    def set_generating(self, on: bool) -> None:
+        self.send_button.setVisible(not on)
+        self.stop_button.setVisible(on)
+        self.stop_button.setEnabled(on)
+
+
+# ---- sidebar -------------------------------------------------------------------------------
+
+class Sidebar(QFrame):
+    new_chat = Signal()
+    selected = Signal(int)
+    renamed = Signal(int, str)
+    delete_requested = Signal(int)
+    search_changed = Signal(str)
+    undo = Signal()
+    context_menu = Signal(int, object)  # conv id, global pos
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("sidebar")
+        self.setMinimumWidth(210)
+        self.setMaximumWidth(340)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 14, 12, 10)
+        lay.setSpacing(10)
+        top = QHBoxLayout()
+        title = QLabel("Ember")
+        title.setObjectName("sidebarTitle")
+        title.setProperty("accent", True)
+        top.addWidget(title)
+        top.addStretch(1)
+        lay.addLayout(top)
+        self.new_button = _button("＋  New chat", "newChatButton", tip="New chat (Ctrl+N)")
+        self.new_button.setAccessibleName("New chat")
+        self.new_button.clicked.connect(self.new_chat)
+        lay.addWidget(self.new_button)
+        self.search = QLineEdit()
+        self.search.setObjectName("conversationSearch")
+        self.search.setPlaceholderText("Search chats  (Ctrl+F)")
+        self.search.setAccessibleName("Search chats")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self.search_changed)
+        lay.addWidget(self.search)
+        self.list = QListWidget()
+        self.list.setObjectName("conversationList")
+        self.list.setAccessibleName("Conversations")
+        self.list.setEditTriggers(QAbstractItemView.EditKeyPressed
+                                  | QAbstractItemView.SelectedClicked)
+        self.list.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._menu)
+        self.list.currentItemChanged.connect(self._current)
+        self.list.itemChanged.connect(self._item_changed)
+        self.list.installEventFilter(self)
+        self.list.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
+        self.list.setTextElideMode(Qt.ElideRight)
+        lay.addWidget(self.list, 1)
+        self.undo_bar = QFrame()
+        self.undo_bar.setObjectName("undoBar")
+        ub = QHBoxLayout(self.undo_bar)
+        ub.setContentsMargins(10, 6, 6, 6)
+        self.undo_text = QLabel("Chat deleted")
+        self.undo_text.setObjectName("undoText")
+        ub.addWidget(self.undo_text, 1)
+        self.undo_button = _button("Undo", "undoButton", tip="Bring the chat back (Ctrl+Z)")
+        self.undo_button.clicked.connect(self.undo)
+        ub.addWidget(self.undo_button)
+        self.undo_bar.hide()
+        lay.addWidget(self.undo_bar)
+        self._filling = False
+
+    def eventFilter(self, obj, e):
+        if obj is self.list and e.type() == QEvent.KeyPress and e.key() == Qt.Key_Delete:
+            cid = self.current_id()
+            if cid is not None:
+                self.delete_requested.emit(cid)
+                return True
+        return super().eventFilter(obj, e)
+
+    def fill(self, conversations, current: int | None) -> None:
+        self._filling = True
+        self.list.clear()
+        for c in conversations:
+            item = QListWidgetItem(c.title)
+            item.setData(Qt.UserRole, c.id)
+            item.setFlags(item.flags() | Qt.ItemIsEditable)
+            item.setToolTip(c.title)
+            item.setSizeHint(QSize(0, 36))
+            self.list.addItem(item)
+            if c.id == current:
+                self.list.setCurrentItem(item)
+        self._filling = False
+
+    def current_id(self) -> int | None:
+        item = self.list.currentItem()
+        return int(item.data(Qt.UserRole)) if item else None
+
+    def item_for(self, conv_id: int) -> QListWidgetItem | None:
+        for i in range(self.list.count()):
+            if self.list.item(i).data(Qt.UserRole) == conv_id:
+                return self.list.item(i)
+        return None
+
+    def select(self, conv_id: int) -> None:
+        item = self.item_for(conv_id)
+        if item is not None:
+            self._filling = True
+            self.list.setCurrentItem(item)
+            self._filling = False
+
+    def set_title(self, conv_id: int, title: str) -> None:
+        item = self.item_for(conv_id)
+        if item is not None:
+            self._filling = True
+            item.setText(title)
+            item.setToolTip(title)
+            self._filling = False
+
+    def rename(self, conv_id: int) -> None:
+        item = self.item_for(conv_id)
+        if item is not None:
+            self.list.editItem(item)
+
+    def _current(self, item, _prev) -> None:
+        if item is not None and not self._filling:
+            self.selected.emit(int(item.data(Qt.UserRole)))
+
+    def _item_changed(self, item) -> None:
+        if not self._filling:
+            self.renamed.emit(int(item.data(Qt.UserRole)), item.text())
+
+    def _menu(self, pos) -> None:
+        item = self.list.itemAt(pos)
+        if item is not None:
+            self.context_menu.emit(int(item.data(Qt.UserRole)), self.list.mapToGlobal(pos))
+
+    def show_undo(self, text: str) -> None:
+        self.undo_text.setText(text)
+        self.undo_bar.show()
+
+
+# ---- model card -----------------------------------------------------------------------------
+
+class ModelCard(QFrame):
+    cancel_load = Signal()
+    open_model = Signal()
+
+    FIELDS = (("modelArch", "Architecture"), ("modelParams", "Parameters"),
+              ("modelQuant", "Quantization"), ("modelFileSize", "File size"),
+              ("modelTrainedContext", "Trained context"), ("modelContext", "Context"),
+              ("modelRamEstimate", "Estimated RAM"), ("modelTemplate", "Prompt format"))
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("modelCard")
+        self.setAccessibleName("Model")
+        self.setFixedWidth(270)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(18, 18, 18, 14)
+        lay.setSpacing(10)
+        sec = QLabel("MODEL")
+        sec.setObjectName("cardSection")
+        lay.addWidget(sec)
+        self.name = QLabel("No model")
+        self.name.setObjectName("modelName")
+        self.name.setWordWrap(True)
+        self.name.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay.addWidget(self.name)
+        self.file = QLabel("")
+        self.file.setObjectName("modelFile")
+        self.file.setProperty("field", True)
+        self.file.setWordWrap(True)
+        lay.addWidget(self.file)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(12)
+        grid.setVerticalSpacing(7)
+        self.values: dict[str, QLabel] = {}
+        for row, (name, label) in enumerate(self.FIELDS):
+            k = QLabel(label)
+            k.setProperty("field", True)
+            v = QLabel("—")
+            v.setObjectName(name)
+            v.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            v.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            grid.addWidget(k, row, 0)
+            grid.addWidget(v, row, 1)
+            self.values[name] = v
+        lay.addLayout(grid)
+        self.load_box = QWidget()
+        lb = QVBoxLayout(self.load_box)
+        lb.setContentsMargins(0, 6, 0, 0)
+        self.load_status = QLabel("Loading…")
+        self.load_status.setObjectName("loadStatus")
+        lb.addWidget(self.load_status)
+        self.progress = QProgressBar()
+        self.progress.setObjectName("loadProgress")
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        lb.addWidget(self.progress)
+        self.cancel_button = _button("Cancel", "loadCancelButton", tip="Stop loading this model")
+        self.cancel_button.clicked.connect(self.cancel_load)
+        lb.addWidget(self.cancel_button, 0, Qt.AlignRight)
+        self.load_box.hide()
+        lay.addWidget(self.load_box)
+        lay.addStretch(1)
+        self.notice = QLabel("")
+        self.notice.setObjectName("modelNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setProperty("field", True)
+        self.notice.hide()
+        lay.addWidget(self.notice)
+        self.change_button = _button("Open another model…", "changeModelButton",
+                                     tip="Open a .gguf file (Ctrl+O)")
+        self.change_button.clicked.connect(self.open_model)
+        lay.addWidget(self.change_button)
+        self.info: dict | None = None
+
+    def show_info(self, info: dict, n_ctx: int, prompt_format: str = "") -> None:
+        self.info = info
+        self.name.setText(info["name"])
+        self.file.setText(info["file_name"])
+        self.file.setToolTip(info["path"])
+        size = info.get("size_label")
+        params = human_count(info["n_params"])
+        v = self.values
+        v["modelArch"].setText(info["arch"])
+        v["modelParams"].setText(params if not size or size == params else f"{params} ({size})")
+        v["modelQuant"].setText(info["ftype"])
+        v["modelFileSize"].setText(human_bytes(info["file_size"]))
+        v["modelTrainedContext"].setText(f"{info['n_ctx_train']:,} tokens")
+        self.set_context(n_ctx)
+        v["modelTemplate"].setText(prompt_format or ("chat template" if info["has_template"]
+                                                     else "raw completion"))
+
+    def set_context(self, n_ctx: int) -> None:
+        if self.info is None:
+            return
+        self.values["modelContext"].setText(f"{n_ctx:,} tokens")
+        self.values["modelRamEstimate"].setText("≈ " + human_bytes(estimate_ram(self.info, n_ctx)))
+        self.values["modelRamEstimate"].setToolTip(
+            f"Weights {human_bytes(self.info['file_size'])} plus the KV cache and working "
+            f"memory for a {n_ctx:,}-token context")
+
+    def set_notice(self, text: str | None) -> None:
+        self.notice.setText(text or "")
+        self.notice.setVisible(bool(text))
+
+    def set_loading(self, on: bool, text: str = "Loading…") -> None:
+        self.load_box.setVisible(on)
+        self.load_status.setText(text)
+        if on:
+            self.progress.setValue(0)
+        self.change_button.setEnabled(not on)
+
+    def set_progress(self, fraction: float) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.load_status.setText(f"Loading weights… {fraction * 100:.0f}%")
+
+
+# ---- welcome --------------------------------------------------------------------------------
+
+class WelcomeView(QFrame):
+    open_model = Signal()
+    use_starter = Signal()
+    open_recent = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("welcomeView")
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(40, 40, 40, 40)
+        outer.addStretch(2)
+        col = QVBoxLayout()
+        col.setSpacing(14)
+        title = QLabel("Welcome to Ember")
+        title.setObjectName("welcomeTitle")
+        title.setAlignment(Qt.AlignCenter)
+        col.addWidget(title)
+        sub = QLabel("Chat with language models on your own computer. Nothing leaves it.")
+        sub.setObjectName("welcomeSubtitle")
+        sub.setAlignment(Qt.AlignCenter)
+        sub.setWordWrap(True)
+        col.addWidget(sub)
+        self.drop_zone = QFrame()
+        self.drop_zone.setObjectName("dropZone")
+        self.drop_zone.setMinimumHeight(190)
+        dz = QVBoxLayout(self.drop_zone)
+        dz.setContentsMargins(24, 24, 24, 24)
+        dz.setSpacing(12)
+        icon = QLabel("⬇")
+        icon.setObjectName("dropIcon")
+        icon.setAlignment(Qt.AlignCenter)
+        f = icon.font()
+        f.setPointSize(f.pointSize() + 16)
+        icon.setFont(f)
+        dz.addWidget(icon)
+        hint = QLabel("Drop a <b>.gguf</b> model file anywhere in this window")
+        hint.setObjectName("dropHint")
+        hint.setAlignment(Qt.AlignCenter)
+        dz.addWidget(hint)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        self.open_button = _button("Open model…", "openModelButton", primary=True,
+                                   tip="Choose a .gguf file (Ctrl+O)")
+        self.open_button.clicked.connect(self.open_model)
+        row.addWidget(self.open_button)
+        self.starter_button = _button("Use the starter model", "starterModelButton",
+                                      tip="SmolLM2 135M Instruct: small and quick")
+        self.starter_button.clicked.connect(self.use_starter)
+        row.addWidget(self.starter_button)
+        row.addStretch(1)
+        dz.addLayout(row)
+        self.starter_hint = QLabel("No starter model yet: run <code>ember fetch-starter</code> "
+                                   "once to install a small one.")
+        self.starter_hint.setObjectName("starterHint")
+        self.starter_hint.setAlignment(Qt.AlignCenter)
+        self.starter_hint.setProperty("field", True)
+        dz.addWidget(self.starter_hint)
+        col.addWidget(self.drop_zone)
+        self.recent_label = QLabel("Recent models")
+        self.recent_label.setObjectName("cardSection")
+        col.addWidget(self.recent_label)
+        self.recent = QListWidget()
+        self.recent.setObjectName("recentModels")
+        self.recent.setMaximumHeight(120)
+        self.recent.itemActivated.connect(lambda it: self.open_recent.emit(it.data(Qt.UserRole)))
+        col.addWidget(self.recent)
+        wrap = QHBoxLayout()
+        wrap.addStretch(1)
+        box = QWidget()
+        box.setLayout(col)
+        box.setMaximumWidth(620)
+        box.setMinimumWidth(380)
+        wrap.addWidget(box, 3)
+        wrap.addStretch(1)
+        outer.addLayout(wrap)
+        outer.addStretch(3)
+
+    def set_starter_available(self, available: bool) -> None:
+        self.starter_button.setVisible(available)
+        self.starter_hint.setVisible(not available)
+
+    def set_recent(self, paths: list[str]) -> None:
+        from pathlib import Path
+        self.recent.clear()
+        for p in paths:
+            item = QListWidgetItem(Path(p).name)
+            item.setToolTip(p)
+            item.setData(Qt.UserRole, p)
+            self.recent.addItem(item)
+        self.recent.setVisible(bool(paths))
+        self.recent_label.setVisible(bool(paths))
+
+    def set_drag_active(self, on: bool) -> None:
+        self.drop_zone.setProperty("active", on)
+        self.drop_zone.style().unpolish(self.drop_zone)
+        self.drop_zone.style().polish(self.drop_zone)
+
+
+# ---- banners --------------------------------------------------------------------------------
+
+class Banner(QFrame):
+    """An in-window message (error or notice) with a close button."""
+
+    def __init__(self, name: str, text_name: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName(name)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(14, 10, 8, 10)
+        self.text = QLabel("")
+        self.text.setObjectName(text_name)
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.RichText)
+        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.LinksAccessibleByMouse)
+        lay.addWidget(self.text, 1)
+        close = _tool("✕", name + "Close", "Dismiss")
+        close.clicked.connect(self.hide)
+        lay.addWidget(close, 0, Qt.AlignTop)
+        self.hide()
+
+    def show_message(self, title: str, detail: str = "") -> None:
+        t = f"<b>{html.escape(title)}</b>"
+        if detail:
+            t += "<br>" + html.escape(detail).replace("\n", "<br>")
+        self.text.setText(t)
+        self.plain = f"{title}\n{detail}".strip()
+        self.show()

@@ -1,0 +1,303 @@
+"""Background work for the app: loading a model and generating a reply, each on a
+QThread, reporting back through queued signals. The UI thread never calls into the
+engine while a worker owns the model (it only calls Model.cancel(), which is safe)."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QThread, Signal
+
+from .. import native
+from ..chat import ChatTemplate, StopScanner, raw_prompt
+from ..engine import EmberError, GenerationStats, Model, SamplingParams, Session
+
+# ---- model description ------------------------------------------------------------------
+
+_STATUS_TITLES = {
+    native.ERR_IO: "The file could not be read",
+    native.ERR_FORMAT: "This is not a valid GGUF model file",
+    native.ERR_UNSUPPORTED: "Ember can't run this model",
+    native.ERR_OUT_OF_MEMORY: "Not enough memory to load this model",
+}
+
+
+def error_title(status: int) -> str:
+    return _STATUS_TITLES.get(status, "The model could not be loaded")
+
+
+def describe_model(model: Model, path: str | Path) -> dict:
+    """What the model card shows (from a header-only or fully loaded model)."""
+    meta = model.metadata
+    arch = model.arch
+    n_head = int(meta.get(f"{arch}.attention.head_count") or 0) or 1
+    n_head_kv = int(meta.get(f"{arch}.attention.head_count_kv") or 0) or n_head
+    n_embd = model.n_embd
+    head_dim = int(meta.get(f"{arch}.attention.key_length") or 0) or max(n_embd // n_head, 1)
+    name = meta.get("general.name") or Path(path).stem
+    return {
+        "path": str(path), "file_name": Path(path).name, "name": str(name), "arch": arch,
+        "n_params": model.n_params, "ftype": model.ftype, "file_size": model.file_size,
+        "n_ctx_train": model.n_ctx_train, "n_layer": model.n_layer, "n_embd": n_embd,
+        "n_head": n_head, "n_head_kv": n_head_kv, "head_dim": head_dim,
+        "n_ff": int(meta.get(f"{arch}.feed_forward_length") or 0) or 4 * n_embd,
+        "n_vocab": int(meta.get(f"{arch}.vocab_size") or 0)
+        or len(meta.get("tokenizer.ggml.tokens") or []) or 32000,
+        "has_template": isinstance(meta.get("tokenizer.chat_template"), str)
+        and bool(meta.get("tokenizer.chat_template").strip()),
+        "size_label": meta.get("general.size_label"),
+    }
+
+
+def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:
+    """Bytes: mapped weights + F16 KV cache + activations and logits + runtime."""
+    kv = 2 * info["n_layer"] * n_ctx * info["head_dim"] * info["n_head_kv"] * 2
+    act = n_batch * max(info["n_embd"] * 4, info["n_ff"]) * 4 * 4
+    act += n_batch * info["n_head"] * n_ctx * 4  # attention scores for one batch
+    logits = info["n_vocab"] * 4 * 2
+    return int(info["file_size"] + kv + act + logits + 48 * 2**20)
+
+
+def effective_n_ctx(requested: int, n_ctx_train: int) -> int:
+    return min(requested, n_ctx_train) if n_ctx_train > 0 else requested
+
+
+def human_count(n: float) -> str:
+    for unit in ("", "K", "M", "B", "T"):
+        if abs(n) < 1000:
+            return f"{n:.0f}" if not unit else f"{n:.1f}".rstrip("0").rstrip(".") + unit
+        n /= 1000
+    return f"{n:.1f}P"
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit in ("B", "KB") else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+# ---- loading -------------------------------------------------------------------------------
+
+class LoadWorker(QThread):
+    """Reads the header (for the card), then loads the weights with progress; Cancel works
+    in both steps. The model is handed over only when everything succeeded."""
+
+    header = Signal(dict)
+    progress = Signal(float)
+    loaded = Signal(object, object, dict)  # model, ChatTemplate, info
+    failed = Signal(str, str, str)  # path, title, detail
+    cancelled = Signal(str)
+
+    def __init__(self, path: str, n_ctx: int, n_threads: int, parent=None):
+        super().__init__(parent)
+        self.path = str(path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.cancel_event = threading.Event()
+        self._last_emit = 0.0
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    def _on_progress(self, fraction: float) -> bool:
+        now = time.monotonic()
+        if now - self._last_emit > 0.03 or fraction >= 1.0:
+            self._last_emit = now
+            self.progress.emit(fraction)
+        return not self.cancel_event.is_set()
+
+    def run(self) -> None:
+        from ..engine import CancelledError
+        try:
+            if not Path(self.path).is_file():
+                self.failed.emit(self.path, "The file could not be read",
+                                 f"{self.path} does not exist or is not a file.")
+                return
+            head = Model(self.path, metadata_only=True)
+            info = describe_model(head, self.path)
+            head.close()
+            self.header.emit(info)
+            if self.cancel_event.is_set():
+                self.cancelled.emit(self.path)
+                return
+            n_ctx = effective_n_ctx(self.n_ctx, info["n_ctx_train"])
+            model = Model(self.path, n_ctx=n_ctx, n_threads=self.n_threads or None,
+                          progress=self._on_progress, cancel=self.cancel_event)
+            if self.cancel_event.is_set():
+                model.close()
+                self.cancelled.emit(self.path)
+                return
+            info["n_ctx"] = model.n_ctx  # creates the context (KV cache) now, not on first send
+            template = ChatTemplate.from_metadata(model.metadata, token_text=model.token_text)
+            self.loaded.emit(model, template, info)
+        except CancelledError:
+            self.cancelled.emit(self.path)
+        except EmberError as e:
+            self.failed.emit(self.path, error_title(e.status), e.message or str(e))
+        except MemoryError:
+            self.failed.emit(self.path, error_title(native.ERR_OUT_OF_MEMORY), "")
+        except Exception as e:  # a bug: report it, keep the app alive
+            self.failed.emit(self.path, "The model could not be loaded",
+                             f"{type(e).__name__}: {e}")
+
+
+# ---- generation ---------------------------------------------------------------------------
+
+class ContextFull(Exception):
+    pass
+
+
+@dataclass
+class GenRequest:
+    conv_id: int
+    msg_id: int
+    messages: list[dict]  # the chat so far (system first, if any), without the reply
+    prefix: str = ""  # reply text already there (continue)
+    max_new_tokens: int = 512
+    params: SamplingParams = field(default_factory=SamplingParams)
+    raw: bool = False
+    policy: str = "drop_oldest"  # or "stop"
+
+
+@dataclass
+class BuiltPrompt:
+    text: str
+    stop_strings: tuple[str, ...]
+    n_tokens: int
+    dropped: int = 0
+    notice: str | None = None
+    max_tokens: int = 0
+
+
+def _render(template: ChatTemplate, messages: list[dict], prefix: str, raw: bool):
+    if raw:
+        text = "".join(m["content"] + ("\n\n" if m["role"] == "system" else "")
+                       for m in messages) + prefix
+        return raw_prompt(text, [template.eos_token]), text
+    p = template.prompt(messages)
+    return p, p.text + prefix
+
+
+def build_prompt(model: Model, template: ChatTemplate, req: GenRequest) -> BuiltPrompt:
+    """Renders the chat and fits it into the context window by the request's policy:
+    drop_oldest removes the oldest turns after the system prompt; stop refuses."""
+    n_ctx = model.n_ctx
+    reserve = min(req.max_new_tokens, max(n_ctx // 4, 16))
+    msgs = list(req.messages)
+    dropped = 0
+    while True:
+        p, text = _render(template, msgs, req.prefix, req.raw)
+        n = len(model.tokenize(text, add_special=True, parse_special=not req.raw))
+        if n + reserve <= n_ctx:
+            break
+        if req.policy == "stop":
+            raise ContextFull(
+                f"The conversation fills the context window ({n} of {n_ctx} tokens, and "
+                f"{reserve} more are needed for the reply). Start a new chat, raise the "
+                f"context length, or choose \"Drop oldest messages\" in Settings.")
+        first = next((i for i, m in enumerate(msgs) if m["role"] != "system"), None)
+        if first is None or first >= len(msgs) - 1:
+            raise ContextFull(f"The message is too long for the context window ({n} of "
+                              f"{n_ctx} tokens). Shorten it or raise the context length in "
+                              f"Settings.")
+        del msgs[first]
+        dropped += 1
+        while first < len(msgs) - 1 and msgs[first]["role"] == "assistant":
+            del msgs[first]
+            dropped += 1
+    notice = None
+    if dropped:
+        notice = (f"{dropped} earlier message{'s' if dropped != 1 else ''} did not fit in the "
+                  f"{n_ctx}-token context and {'were' if dropped != 1 else 'was'} left out.")
+    return BuiltPrompt(text, tuple(p.stop_strings), n, dropped, notice,
+                       max(1, min(req.max_new_tokens, n_ctx - n)))
+
+
+class GenerateWorker(QThread):
+    prepared = Signal(dict)  # n_prompt, dropped, notice
+    chunk = Signal(str)
+    finished_gen = Signal(dict)  # stats
+    failed = Signal(str)
+
+    def __init__(self, model: Model, session: Session, template: ChatTemplate, req: GenRequest,
+                 parent=None):
+        super().__init__(parent)
+        self.model = model
+        self.session = session
+        self.template = template
+        self.req = req
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.model.cancel()
+
+    def run(self) -> None:
+        stats = GenerationStats()
+        n_prompt = 0
+        n_evaluated = 0
+        try:
+            built = build_prompt(self.model, self.template, self.req)
+            n_prompt = built.n_tokens
+            self.prepared.emit({"n_prompt": built.n_tokens, "dropped": built.dropped,
+                                "notice": built.notice})
+            if self._stop.is_set():
+                stats.stop_reason = "cancelled"
+            else:
+                scanner = StopScanner(built.stop_strings)
+                cached = list(self.session.cached)
+                ids = self.model.tokenize(built.text, add_special=True,
+                                          parse_special=not self.req.raw)
+                common = 0
+                while (common < min(len(cached), len(ids) - 1)
+                       and cached[common] == ids[common]):
+                    common += 1
+                n_evaluated = len(ids) - common
+                gen = self.session.generate(built.text, built.max_tokens, self.req.params,
+                                            stats=stats)
+                try:
+                    if self._stop.is_set():  # Stop raced with the start: cancel() was reset
+                        self.model.cancel()
+                    for piece in gen:
+                        text, stopped = scanner.feed(piece)
+                        if text:
+                            self.chunk.emit(text)
+                        if stopped:
+                            stats.stop_reason = "stop_string"
+                            break
+                        if self._stop.is_set():
+                            self.model.cancel()
+                    else:
+                        tail = scanner.flush()
+                        if tail:
+                            self.chunk.emit(tail)
+                finally:
+                    gen.close()
+                if self._stop.is_set() and stats.stop_reason not in ("eog", "stop_string"):
+                    stats.stop_reason = "cancelled"
+        except ContextFull as e:
+            self.failed.emit(str(e))
+            stats.stop_reason = "context_full"
+        except EmberError as e:
+            self.failed.emit(f"Generation failed: {e.message or e}")
+            stats.stop_reason = "error"
+        except Exception as e:
+            self.failed.emit(f"Generation failed: {type(e).__name__}: {e}")
+            stats.stop_reason = "error"
+        try:
+            n_past = self.model.n_past
+        except Exception:
+            n_past = n_prompt + stats.generated_tokens
+        self.finished_gen.emit({
+            "prompt_tokens": stats.prompt_tokens or n_prompt,
+            "generated_tokens": stats.generated_tokens,
+            "prompt_evaluated": n_evaluated,
+            "prompt_seconds": stats.prompt_seconds,
+            "generation_seconds": stats.generation_seconds,
+            "stop_reason": stats.stop_reason,
+            "n_past": n_past,
+        })

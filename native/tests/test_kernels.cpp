@@ -1,0 +1,265 @@
+// CPU dot-product kernels, every weight type at every ISA level this CPU runs:
+//   1. each level's activation converter is bit-exact with the scalar one;
+//   2. each level's vec_dot and tile (gemm) kernel equal the scalar reference up to float
+//      summation order (relative 1e-5 of sum |w_i x_i|);
+//   3. the scalar reference is close to a float64 dot of the gguf-exact dequantized
+//      weights and the unquantized activations (within the 8-bit activation rounding);
+//   4. mul_mat (row split across threads, column chunks) equals the reference, and a
+//      column computed alone has the same bits as in a batch (decode == prefill).
+// Prints a table; exits nonzero on any failure. Portable: no ISA-specific code here.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/tensor.h"
+#include "cpu/kernels.h"
+#include "quant/types.h"
+
+using namespace ember;
+
+namespace {
+
+std::mt19937 rng(1234);
+
+float randn() {
+    static std::normal_distribution<float> nd(0.0f, 1.0f);
+    return nd(rng);
+}
+
+// Random activations with the spread of real hidden states (a few larger values).
+std::vector<float> rand_acts(int64_t n) {
+    std::vector<float> v((size_t)n);
+    for (auto& x : v) x = randn() * ((rng() % 16) == 0 ? 6.0f : 1.0f);
+    return v;
+}
+
+uint16_t rand_half(float lo, float hi) {
+    std::uniform_real_distribution<float> u(lo, hi);
+    return fp32_to_fp16(u(rng));
+}
+
+// One weight row of type t: quantized from random floats where a reference quantizer
+// exists, otherwise random valid blocks (every bit pattern is valid except in the
+// fp16 scales, which are set to finite values).
+std::vector<uint8_t> rand_row(DType t, int64_t k) {
+    const TypeTraits* tt = type_traits((uint32_t)t);
+    std::vector<uint8_t> row((size_t)row_bytes(*tt, k));
+    if (tt->quantize) {
+        std::vector<float> f = rand_acts(k);
+        for (auto& x : f) x *= 0.05f;
+        tt->quantize(f.data(), row.data(), k);
+        return row;
+    }
+    for (auto& b : row) b = (uint8_t)(rng() & 0xff);
+    const int64_t nb = k / tt->block_size;
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t* blk = row.data() + i * tt->block_bytes;
+        auto set = [&](size_t off, uint16_t h) { std::memcpy(blk + off, &h, 2); };
+        switch (t) {
+            case DType::Q2_K:
+                set(offsetof(BlockQ2_K, d), rand_half(0.0f, 0.01f));
+                set(offsetof(BlockQ2_K, dmin), rand_half(0.0f, 0.01f));
+                break;
+            case DType::Q3_K: set(offsetof(BlockQ3_K, d), rand_half(-0.01f, 0.01f)); break;
+            case DType::Q4_K:
+                set(offsetof(BlockQ4_K, d), rand_half(0.0f, 0.005f));
+                set(offsetof(BlockQ4_K, dmin), rand_half(0.0f, 0.005f));
+                break;
+            case DType::Q5_K:
+                set(offsetof(BlockQ5_K, d), rand_half(0.0f, 0.003f));
+                set(offsetof(BlockQ5_K, dmin), rand_half(0.0f, 0.003f));
+                break;
+            case DType::Q6_K: set(offsetof(BlockQ6_K, d), rand_half(-0.001f, 0.001f)); break;
+            default: break;
+        }
+    }
+    return row;
+}
+
+struct Case {
+    DType type;
+    int64_t k;
+};
+
+struct Stats {
+    double worst_ref = 0;    // max |level - scalar| / (1e-5 * mag)    (pass <= 1)
+    double worst_gemm = 0;   // same for the tile kernel
+    double worst_f64 = 0;    // max |scalar - f64| / bound             (pass <= 1)
+    double worst_mm = 0;     // mul_mat vs scalar
+    bool convert_exact = true;
+    bool has_gemm = false;
+};
+
+int64_t act_block(DType act) {
+    const TypeTraits* t = type_traits((uint32_t)act);
+    return t->block_size;
+}
+
+}  // namespace
+
+int main() {
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const Isa levels[] = {Isa::SCALAR, Isa::AVX2, Isa::AVX512, Isa::NEON};
+    int failures = 0;
+    std::printf("detected ISA: %s\n", isa_name(detect_isa()));
+    std::printf("%-5s %-7s %-9s %-8s %9s %9s %9s %9s  %s\n", "type", "isa", "kernels", "convert", "vec_dot",
+                "gemm", "mul_mat", "ref/f64", "result");
+    for (DType t : types) {
+        const TypeTraits* tt = type_traits((uint32_t)t);
+        const int64_t K = 768;  // 3 K-quant super-blocks, 24 legacy blocks
+        const int64_t M = 37, N = 70;  // not multiples of any tile size; N spans two column chunks
+        std::vector<std::vector<uint8_t>> wrows;
+        std::vector<uint8_t> wbuf;
+        for (int64_t r = 0; r < M; ++r) {
+            auto row = rand_row(t, K);
+            wbuf.insert(wbuf.end(), row.begin(), row.end());
+        }
+        const size_t wrow = (size_t)row_bytes(*tt, K);
+        std::vector<std::vector<float>> xs;
+        for (int64_t c = 0; c < N; ++c) xs.push_back(rand_acts(K));
+        // dequantized weights (gguf-exact reference) for the float64 check
+        std::vector<float> wdq((size_t)(M * K));
+        for (int64_t r = 0; r < M; ++r) tt->dequantize(wbuf.data() + r * wrow, wdq.data() + r * K, K);
+
+        const DotKernels& ref = dot_kernels(t, Isa::SCALAR);
+        const TypeTraits* at = type_traits((uint32_t)ref.act_type);
+        const size_t arow = (size_t)row_bytes(*at, K);
+        std::vector<uint8_t> aref(arow * (size_t)N);
+        for (int64_t c = 0; c < N; ++c) {
+            if (ref.convert) ref.convert(xs[c].data(), aref.data() + c * arow, K);
+            else std::memcpy(aref.data() + c * arow, xs[c].data(), arow);
+        }
+        // scalar reference values, their magnitudes and the float64 check
+        std::vector<float> sref((size_t)(M * N));
+        std::vector<double> mag((size_t)(M * N));
+        double worst_f64 = 0;
+        for (int64_t c = 0; c < N; ++c)
+            for (int64_t r = 0; r < M; ++r) {
+                ref.vec_dot(K, &sref[c * M + r], wbuf.data() + r * wrow, aref.data() + c * arow);
+                double exact = 0, m = 0, qerr = 0;
+                const int64_t ab = ref.act_type == DType::F32 ? 1 : act_block(ref.act_type);
+                for (int64_t b0 = 0; b0 < K; b0 += ab) {
+                    double amax = 0, wabs = 0;
+                    for (int64_t i = b0; i < b0 + ab; ++i) {
+                        const double w = wdq[r * K + i], x = xs[c][i];
+                        exact += w * x;
+                        m += std::fabs(w * x);
+                        amax = std::fmax(amax, std::fabs(x));
+                        wabs += std::fabs(w);
+                    }
+                    // activation rounding: |x - q d| <= d / 2 with d = amax / 127
+                    if (ref.act_type != DType::F32) qerr += wabs * amax / 254.0;
+                }
+                mag[c * M + r] = m;
+                // + fp16 scales of the activation blocks and float accumulation
+                const double bound = qerr * 1.01 + 2e-3 * m + 1e-5 * m + 1e-30;
+                const double e = std::fabs((double)sref[c * M + r] - exact) / bound;
+                if (e > worst_f64) worst_f64 = e;
+            }
+
+        for (Isa isa : levels) {
+            if (!isa_supported(isa)) continue;
+            const DotKernels& k = dot_kernels(t, isa);
+            const bool native = dot_kernels_exact(t, isa) != nullptr;
+            if (isa != Isa::SCALAR && !native) {
+                std::printf("%-5s %-7s %-9s (falls back a level)\n", tt->name, isa_name(isa), "-");
+                continue;
+            }
+            Stats st;
+            st.worst_f64 = worst_f64;
+            st.has_gemm = k.gemm != nullptr;
+            if (k.act_type != ref.act_type) {
+                std::printf("%-5s %-7s activation type differs from scalar\n", tt->name, isa_name(isa));
+                ++failures;
+                continue;
+            }
+            std::vector<uint8_t> act(arow * (size_t)N);
+            for (int64_t c = 0; c < N; ++c) {
+                if (k.convert) k.convert(xs[c].data(), act.data() + c * arow, K);
+                else std::memcpy(act.data() + c * arow, xs[c].data(), arow);
+            }
+            st.convert_exact = std::memcmp(act.data(), aref.data(), act.size()) == 0;
+            auto rel = [&](float got, int64_t r, int64_t c) {
+                return std::fabs((double)got - (double)sref[c * M + r]) / (1e-5 * mag[c * M + r] + 1e-30);
+            };
+            for (int64_t c = 0; c < N; ++c)
+                for (int64_t r = 0; r < M; ++r) {
+                    float s = 0;
+                    k.vec_dot(K, &s, wbuf.data() + r * wrow, act.data() + c * arow);
+                    st.worst_ref = std::fmax(st.worst_ref, rel(s, r, c));
+                }
+            bool nan_gemm = false;
+            if (k.gemm) {
+                // odd sub-tiles exercise the remainder paths of the tile driver
+                for (int nr : {1, 3, 16, (int)M})
+                    for (int nc : {1, 2, 5, (int)N}) {
+                        std::vector<float> out((size_t)(nr * nc), NAN);
+                        k.gemm(K, nr, nc, wbuf.data(), wrow, act.data(), arow, out.data(), (size_t)nr);
+                        for (int c = 0; c < nc; ++c)
+                            for (int r = 0; r < nr; ++r) {
+                                nan_gemm |= std::isnan(out[c * nr + r]);
+                                st.worst_gemm = std::fmax(st.worst_gemm, rel(out[c * nr + r], r, c));
+                            }
+                    }
+            }
+            // mul_mat through tensors, two "threads" run one after the other
+            Tensor w, x, o;
+            w.type = t;
+            w.ne[0] = K;
+            w.ne[1] = M;
+            tensor_set_contiguous_strides(&w);
+            w.data = wbuf.data();
+            x.type = k.act_type;
+            x.ne[0] = K;
+            x.ne[1] = N;
+            tensor_set_contiguous_strides(&x);
+            x.data = act.data();
+            o.type = DType::F32;
+            o.ne[0] = M;
+            o.ne[1] = N;
+            tensor_set_contiguous_strides(&o);
+            std::vector<float> out((size_t)(M * N), NAN);
+            o.data = out.data();
+            bool variant = false;
+            bool nan = false;  // NaN comparisons leave fmax unchanged: check them explicitly
+            for (int nth : {1, 2}) {
+                std::fill(out.begin(), out.end(), NAN);
+                for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, nullptr);
+                for (float v : out) nan |= std::isnan(v);
+                const std::vector<float> first(out.begin(), out.begin() + M);
+                for (int64_t c = 0; c < N; ++c)
+                    for (int64_t r = 0; r < M; ++r) st.worst_mm = std::fmax(st.worst_mm, rel(out[c * M + r], r, c));
+                // single column: the decode path
+                x.ne[1] = o.ne[1] = 1;
+                std::fill(out.begin(), out.end(), NAN);
+                for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, nullptr);
+                // batch invariance: a column gets the same bits alone as in a batch
+                if (std::memcmp(first.data(), out.data(), (size_t)M * sizeof(float)) != 0) variant = true;
+                for (int64_t r = 0; r < M; ++r) {
+                    nan |= std::isnan(out[r]);
+                    st.worst_mm = std::fmax(st.worst_mm, rel(out[r], r, 0));
+                }
+                x.ne[1] = o.ne[1] = N;
+            }
+            const bool ok = st.convert_exact && st.worst_ref <= 1.0 && st.worst_gemm <= 1.0 &&
+                            st.worst_mm <= 1.0 && st.worst_f64 <= 1.0 && !nan && !nan_gemm && !variant;
+            if (!ok) ++failures;
+            char gemm_s[32];
+            if (st.has_gemm) std::snprintf(gemm_s, sizeof gemm_s, "%9.3f", st.worst_gemm);
+            else std::snprintf(gemm_s, sizeof gemm_s, "%9s", "-");
+            std::printf("%-5s %-7s %-9s %-8s %9.3f %s %9.3f %9.3f  %s%s\n", tt->name, isa_name(isa),
+                        native ? "native" : "fallback", st.convert_exact ? "exact" : "DIFFERS", st.worst_ref,
+                        gemm_s, st.worst_mm, st.worst_f64, ok ? "ok" : "FAIL",
+                        variant ? " (N=1 differs from batched)" : "");
+        }
+    }
+    std::printf("(columns: worst error / tolerance, pass <= 1; vec_dot/gemm/mul_mat vs scalar at 1e-5 of "
+                "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");
+    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
