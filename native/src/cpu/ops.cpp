@@ -162,7 +162,10 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
     mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.scratch);
 }
 
-void op_attention(const Tensor* t, int ith, int nth, float* scratch, size_t scratch_floats) {
+// Causal attention with an online softmax: one pass over the keys keeps a running
+// maximum and rescales the accumulator when it grows, so no scores buffer of n_kv
+// floats is needed however long the prompt is.
+void op_attention(const Tensor* t, int ith, int nth, float* scratch) {
     const Tensor* q = t->src[0];
     const Tensor* kc = t->src[1];
     const Tensor* vc = t->src[2];
@@ -172,29 +175,27 @@ void op_attention(const Tensor* t, int ith, int nth, float* scratch, size_t scra
     const int64_t n_head_kv = kc->ne[1];
     const int64_t group = n_head / n_head_kv;
     const Range r = split(n_tok * n_head, ith, nth);
-    float* acc = scratch;               // head_dim
-    float* scores = scratch + head_dim; // up to n_ctx
+    float* acc = scratch;  // head_dim
     for (int64_t idx = r.begin; idx < r.end; ++idx) {
         const int64_t j = idx / n_head, h = idx % n_head, hk = h / group;
         const int64_t n_kv = (int64_t)pos[j] + 1;
-        if ((size_t)(head_dim + n_kv) > scratch_floats) fail(EMBER_ERR_INTERNAL, "attention scratch too small");
         const float* qi = q->row<float>(h, j);
         float max = -INFINITY;
-        for (int64_t p = 0; p < n_kv; ++p) {
-            const uint16_t* kp = kc->row<uint16_t>(hk, p);
-            const float s = dot_f32_f16(qi, kp, head_dim) * scale;
-            scores[p] = s;
-            if (s > max) max = s;
-        }
         double sum = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] = 0.0f;
         for (int64_t p = 0; p < n_kv; ++p) {
-            const float e = std::exp(scores[p] - max);
-            scores[p] = e;
+            const float s = dot_f32_f16(qi, kc->row<uint16_t>(hk, p), head_dim) * scale;
+            if (s > max) {
+                const float rescale = std::exp(max - s);  // exp(-inf) = 0 on the first key
+                for (int64_t d = 0; d < head_dim; ++d) acc[d] *= rescale;
+                sum *= rescale;
+                max = s;
+            }
+            const float e = std::exp(s - max);
             sum += e;
+            axpy_f16(acc, vc->row<uint16_t>(hk, p), e, head_dim);
         }
         const float inv = (float)(1.0 / sum);
-        for (int64_t d = 0; d < head_dim; ++d) acc[d] = 0.0f;
-        for (int64_t p = 0; p < n_kv; ++p) axpy_f16(acc, vc->row<uint16_t>(hk, p), scores[p], head_dim);
         float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
         for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
     }
@@ -214,7 +215,7 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::SWIGLU: op_swiglu(t, ith, nth); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth); return;
-        case Op::ATTENTION: op_attention(t, ith, nth, p.scratch, p.scratch_floats); return;
+        case Op::ATTENTION: op_attention(t, ith, nth, p.scratch); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
