@@ -12,6 +12,11 @@ JOBS=${JOBS:-2}
 echo "== python dependencies"
 $PY -m pip install --quiet --disable-pip-version-check -r requirements-test.txt
 
+echo "== test assets (cached in ${EMBER_ASSET_DIR:-~/.cache/ember-assets})"
+$PY tools/fetch_assets.py all
+# llama.cpp's tokenizer suites, for the C++ suite runner (test_vocab_suites)
+export EMBER_VOCAB_DIR="$($PY tools/fetch_assets.py suites | awk '$1 == "vocab" {print $2}')"
+
 echo "== native build (release) + C++ tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=ON -DEMBER_WERROR=ON >/dev/null
 cmake --build build -j"$JOBS"
@@ -20,13 +25,12 @@ ctest --test-dir build --output-on-failure
 echo "== aarch64 cross build + C++ tests under qemu-user (NEON kernels vs scalar)"
 JOBS="$JOBS" ./scripts/test_aarch64.sh
 
-echo "== native build (AddressSanitizer + UBSan) for the malformed-file tests"
+echo "== native build (AddressSanitizer + UBSan): every C++ test, and the malformed-file runner"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TESTS=ON -DEMBER_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$JOBS" --target test_gguf_malformed
+cmake --build build-asan -j"$JOBS"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure
 export EMBER_ASAN_GGUF_CHECK="$PWD/build-asan/test_gguf_malformed"
-
-echo "== test assets (cached in ${EMBER_ASSET_DIR:-~/.cache/ember-assets})"
-$PY tools/fetch_assets.py all
 
 echo "== pytest"
 $PY -m pytest "$@"

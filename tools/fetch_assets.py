@@ -280,9 +280,9 @@ def _download(req: str, filename: str, sha: str) -> Path:
     if r.returncode != 0 or not target.is_file():
         # A clean machine may lack the sdist's build backend (scikit-build-core),
         # which pip needs to prepare metadata even with --no-deps.  The archive
-        # itself is usually saved before that step fails; if not, fetch it
-        # straight from PyPI's file host using the JSON API.
-        _log(f"pip download failed (rc={r.returncode}):\n{r.stdout[-2000:]}")
+        # itself is not kept when that step fails, so fetch it from the index's
+        # simple API instead (same file, same recorded sha256).
+        _log(f"pip download failed (rc={r.returncode}), falling back to the index API: {r.stdout.strip()[-300:]}")
         if not target.is_file():
             _download_direct(req, filename, target)
     got = sha256_file(target)
@@ -293,16 +293,26 @@ def _download(req: str, filename: str, sha: str) -> Path:
 
 
 def _download_direct(req: str, filename: str, target: Path) -> None:
+    """Fetch `filename` via the package index's simple API (PEP 691 JSON).
+
+    Used only when pip cannot (e.g. a clean machine without the sdist's build
+    backend); the caller verifies the recorded sha256 afterwards.
+    """
     import json
     import urllib.request
-    name, ver = req.split("==")
-    with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{ver}/json", timeout=60) as r:
-        meta = json.load(r)
-    url = next(u["url"] for u in meta["urls"] if u["filename"] == filename)
+    name = req.split("==")[0]
+    index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+    if not index.startswith(("http://", "https://")):
+        index = "https://pypi.org/simple"
+    r = urllib.request.Request(f"{index}/{name}/",
+                               headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(r, timeout=60) as resp:
+        files = json.load(resp)["files"]
+    url = next(f["url"] for f in files if f["filename"] == filename)
     _log(f"fetching {url}")
     tmp = target.with_suffix(target.suffix + ".part")
-    with urllib.request.urlopen(url, timeout=600) as r, open(tmp, "wb") as f:
-        shutil.copyfileobj(r, f, 1 << 20)
+    with urllib.request.urlopen(url, timeout=600) as resp, open(tmp, "wb") as f:
+        shutil.copyfileobj(resp, f, 1 << 20)
     tmp.replace(target)
 
 

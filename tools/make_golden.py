@@ -186,9 +186,20 @@ def position_stats(logits: np.ndarray, tokens: list[int]) -> dict[str, np.ndarra
     }
 
 
+def chat_template(model_meta: dict) -> tuple[str, str]:
+    """(template source, where it came from).  gemma-3-270m's GGUF carries no
+    template; Gemma 2 and 3 share the turn format, so use llama.cpp's gemma-2 one."""
+    if model_meta.get("tokenizer.chat_template"):
+        return model_meta["tokenizer.chat_template"], "gguf:tokenizer.chat_template"
+    if model_meta.get("general.architecture", "").startswith("gemma"):
+        name = "google-gemma-2-2b-it.jinja"
+        return (fetch_assets.templates_dir() / name).read_text(), "llama.cpp templates/" + name
+    raise KeyError("model has no tokenizer.chat_template")
+
+
 def render_chat(model_meta: dict, user_msg: str) -> str:
     import jinja2
-    tmpl = model_meta["tokenizer.chat_template"]
+    tmpl, _ = chat_template(model_meta)
     env = jinja2.Environment(loader=jinja2.BaseLoader(), trim_blocks=True, lstrip_blocks=True)
 
     def raise_exception(msg):
@@ -289,6 +300,29 @@ def run_perplexity(bin_dir: Path, model: Path, text: Path) -> dict:
                    % (PPL_TEXT, PPL_CTX, N_THREADS)}
 
 
+def refresh_meta_from_npz(meta: dict, models: dict[str, Path]) -> None:
+    """Derive meta["texts"] and per-variant add_bos / mean NLL from the npz files."""
+    import gguf
+    texts = {}
+    for k, p in models.items():
+        v = meta["variants"][k]
+        f = gguf.GGUFReader(p).fields.get("tokenizer.ggml.add_bos_token")
+        v["add_bos"] = bool(f.contents()) if f is not None else False
+        fam = "gemma3" if k == "gemma3" else "smollm2"
+        for tn, special in TEXT_FILES.items():
+            fn = GOLDEN / f"logits_{k}_{tn}.npz"
+            if not fn.is_file():
+                continue
+            with np.load(fn) as z:
+                toks, lp = z["tokens"], z["next_logprob"]
+            v.setdefault("mean_nll", {})[tn] = round(float(-lp[:-1].astype(np.float64).mean()), 6)
+            t = texts.setdefault(tn, {"file": f"tests/data/texts/{tn}.txt",
+                                      "parse_special": special, "n_tokens": {}, "tokens": {}})
+            t["n_tokens"][fam] = int(len(toks))
+            t["tokens"][fam] = toks.tolist()
+    meta["texts"] = texts
+
+
 def make_tokenizer_golden(path: Path, name: str) -> None:
     m = load(path, vocab_only=True, logits_all=False)
     cases = []
@@ -319,6 +353,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=None,
                     help="subset of: quantizer logits greedy perplexity tokens")
     ap.add_argument("--no-gemma", action="store_true")
+    ap.add_argument("--variants", nargs="*", default=None,
+                    help="restrict logits/greedy/perplexity to these variants")
     a = ap.parse_args()
     parts = set(a.only or ["quantizer", "logits", "greedy", "perplexity", "tokens"])
     GOLDEN.mkdir(parents=True, exist_ok=True)
@@ -351,12 +387,17 @@ def main() -> int:
             meta["variants"][k]["llama_cpp_quantize"] = r
 
     texts = {n: (TEXTS / f"{n}.txt").read_text() for n in TEXT_FILES}
+    run_models = {k: p for k, p in models.items() if not a.variants or k in a.variants}
+
+    def save_meta():
+        refresh_meta_from_npz(meta, models)
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+
+    save_meta()
 
     if "logits" in parts:
-        meta["texts"] = {}
-        for k, p in models.items():
+        for k, p in run_models.items():
             m = load(p)
-            meta["variants"][k]["add_bos"] = bool(m._model.add_bos_token())
             for tn, special in TEXT_FILES.items():
                 ids = m.tokenize(texts[tn].encode(), add_bos=True, special=special)
                 if len(ids) > N_CTX:
@@ -367,18 +408,14 @@ def main() -> int:
                 lg = np.array(m.scores[: len(ids)], dtype=np.float32)
                 st = position_stats(lg, ids)
                 np.savez_compressed(GOLDEN / f"logits_{k}_{tn}.npz", **st)
-                fam = "gemma3" if k == "gemma3" else "smollm2"
-                meta["texts"].setdefault(tn, {"file": f"tests/data/texts/{tn}.txt",
-                                              "parse_special": special})
-                meta["texts"][tn].setdefault("tokens", {})[fam] = list(map(int, ids))
                 nll = -st["next_logprob"][:-1].astype(np.float64)
-                meta["variants"][k].setdefault("mean_nll", {})[tn] = round(float(nll.mean()), 6)
                 log(f"logits {k}/{tn}: {len(ids)} tokens, mean NLL {nll.mean():.4f} "
                     f"({time.time() - t0:.1f}s)")
             del m
+        save_meta()
 
     if "greedy" in parts:
-        for k, p in models.items():
+        for k, p in run_models.items():
             m = load(p)
             md = special_texts(m)
             eog = eog_ids(m)
@@ -388,37 +425,42 @@ def main() -> int:
                 ids = m.tokenize(pr.encode(), add_bos=True, special=False)
                 g = greedy(m, ids, N_PREDICT, eog)
                 doc["cases"].append({"kind": "raw", "prompt": pr, "prompt_ids": ids, **g})
+            doc["chat_template_source"] = chat_template(md)[1]
             for um in CHAT_PROMPTS:
                 rendered = render_chat(md, um)
-                ids = m.tokenize(rendered.encode(), add_bos=True, special=True)
+                # a template that already emits the BOS text must not get a second BOS
+                add_special = not (md.get("_bos_text") and rendered.startswith(md["_bos_text"]))
+                ids = m.tokenize(rendered.encode(), add_bos=add_special, special=True)
                 g = greedy(m, ids, N_PREDICT, eog)
                 doc["cases"].append({"kind": "chat", "user": um, "prompt": rendered,
-                                     "prompt_ids": ids, **g})
+                                     "add_special": add_special, "prompt_ids": ids, **g})
             for pr in RUN_PROMPTS:
                 ids = m.tokenize(pr.encode(), add_bos=True, special=False)
                 g = greedy(m, ids, N_RUN, eog)
                 doc["run"].append({"prompt": pr, "n": N_RUN, "temp": 0, "prompt_ids": ids,
                                    "tokens": g["tokens"], "text": g["text"],
-                                   "first_near_tie": g["first_near_tie"]})
+                                   "gaps": g["gaps"], "first_near_tie": g["first_near_tie"],
+                                   "stopped_on_eog": g["stopped_on_eog"]})
             (GOLDEN / f"greedy_{k}.json").write_text(
                 json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
             log(f"greedy_{k}.json written")
             del m
 
     if "perplexity" in parts and a.llama_bin:
-        meta["perplexity"] = {"text": f"tests/data/texts/{PPL_TEXT}.txt", "ctx": PPL_CTX,
-                              "results": {}}
-        for k, p in models.items():
+        meta.setdefault("perplexity", {"results": {}})
+        meta["perplexity"].update({"text": f"tests/data/texts/{PPL_TEXT}.txt", "ctx": PPL_CTX})
+        for k, p in run_models.items():
             r = run_perplexity(a.llama_bin, p, TEXTS / f"{PPL_TEXT}.txt")
             meta["perplexity"]["results"][k] = r
             log(f"perplexity {k}: {r['ppl']} +/- {r['ppl_err']} over {r['n_chunks']} chunks")
+        save_meta()
 
     if "tokens" in parts:
         make_tokenizer_golden(variants["Q4_1"], "smollm2")
         if not a.no_gemma:
             make_tokenizer_golden(models["gemma3"], "gemma3")
 
-    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    save_meta()
     log(f"wrote {meta_path}")
     return 0
 

@@ -11,9 +11,21 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QFileDialog, QFrame, QHBoxLayout, QLabel,
-                               QMainWindow, QMenu, QMessageBox, QPlainTextEdit, QStackedWidget,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QPlainTextEdit,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from .. import native, paths, starter
 from ..engine import Session
@@ -21,9 +33,8 @@ from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
 from .settings_dialog import SettingsDialog
-from .widgets import (Banner, ChatView, Composer, MessageWidget, ModelCard, Sidebar,
-                      WelcomeView)
-from .workers import (GenerateWorker, GenRequest, LoadWorker, effective_n_ctx, human_bytes)
+from .widgets import Banner, ChatView, Composer, MessageWidget, ModelCard, Sidebar, WelcomeView
+from .workers import GenerateWorker, GenRequest, LoadWorker, effective_n_ctx, human_bytes
 
 log = logging.getLogger("ember.ui")
 
@@ -67,6 +78,7 @@ class MainWindow(QMainWindow):
     model_loaded = Signal(str)  # path
     model_failed = Signal(str)  # the error text shown
     generation_finished = Signal(dict)
+    reply_progress = Signal(int, str)  # message id, the reply so far (once per flushed batch)
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *,
                  open_model: str | None = None, restore_last: bool = True):
@@ -216,7 +228,7 @@ class MainWindow(QMainWindow):
 
         sb = self.statusBar()
         sb.setSizeGripEnabled(False)
-        self.status_tps = QLabel("—")
+        self.status_tps = QLabel("— t/s")
         self.status_tps.setObjectName("statusTokensPerSecond")
         self.status_tps.setToolTip("Prompt processing and generation speed of the last reply")
         self.status_ctx = QLabel("context —")
@@ -378,7 +390,7 @@ class MainWindow(QMainWindow):
         self.chat_view.clear()
         if self.current_conv is None:
             return
-        name = self.model_info["name"] if self.model_info else "Assistant"
+        name = self.model_info["short_name"] if self.model_info else "Assistant"
         for m in self.store.messages(self.current_conv):
             w = self._message_widget(m.id, m.role, m.content, m.created, m.complete, name)
             if self._gen and m.id == self._gen["msg_id"]:
@@ -546,7 +558,7 @@ class MainWindow(QMainWindow):
         self.settings.remember_model(info["path"])
         self._save_settings()
         self.setWindowTitle(f"Ember — {info['name']}")
-        self.status_ctx.setText(f"context 0 / {info['n_ctx']:,}")
+        self._status(self.status_ctx, f"context 0 / {info['n_ctx']:,}")
         self.welcome.set_recent(self.settings.recent_models)
         self._update_view()
         self.composer.input.setFocus()
@@ -640,7 +652,7 @@ class MainWindow(QMainWindow):
             history = self._history(conv_id)
             prefix = ""
             mid = self.store.add_message(conv_id, "assistant", "", complete=False)
-            w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
+            w = self._message_widget(mid, "assistant", "", name=self.model_info["short_name"])
         if w is not None:
             w.set_footer("")
             w.set_streaming(True)
@@ -670,7 +682,7 @@ class MainWindow(QMainWindow):
             self._gen["notice"] = info["notice"]
             self.notice_banner.show_message("Context window", info["notice"])
         if self.model_info:
-            self.status_ctx.setText(f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
+            self._status(self.status_ctx, f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
 
     def _on_chunk(self, text: str) -> None:
         g = self._gen
@@ -689,6 +701,7 @@ class MainWindow(QMainWindow):
         g["text"] += g["pending"]
         g["pending"] = ""
         self.store.update_message(g["msg_id"], content=g["text"])
+        self.reply_progress.emit(g["msg_id"], g["text"])
         if g["conv_id"] == self.current_conv:
             w = self.chat_view.widget_for(g["msg_id"])
             if w is not None:
@@ -741,9 +754,9 @@ class MainWindow(QMainWindow):
                 "The reply stopped because the conversation reached the context length. "
                 "Start a new chat or raise the context length in Settings.")
         if stats["generated_tokens"] or stats["prompt_seconds"]:
-            self.status_tps.setText(f"prompt {pp:.1f} t/s · generation {tg:.1f} t/s")
+            self._status(self.status_tps, f"prompt {pp:.1f} t/s · generation {tg:.1f} t/s")
         if self.model_info:
-            self.status_ctx.setText(f"context {stats['n_past']:,} / {self.model_info['n_ctx']:,}")
+            self._status(self.status_ctx, f"context {stats['n_past']:,} / {self.model_info['n_ctx']:,}")
         self._update_view()
         log.info("reply: %s", json.dumps(meta))
         self.generation_finished.emit(dict(stats, msg_id=g["msg_id"], text=g["text"]))
@@ -952,6 +965,11 @@ class MainWindow(QMainWindow):
         rss = process_memory()
         self.status_mem.setText(f"memory {human_bytes(rss)}" if rss else "memory —")
 
+    @staticmethod
+    def _status(label: QLabel, text: str) -> None:
+        label.setText(text)
+        label.setMinimumWidth(label.sizeHint().width())
+
     def show_log_location(self) -> None:
         QMessageBox.information(self, "Log file",
                                 f"Ember writes its log to:\n{self.log_path}\n\n"
@@ -966,6 +984,8 @@ class MainWindow(QMainWindow):
                           f"Log: {self.log_path}")
 
     def closeEvent(self, e) -> None:
+        if self._closing:
+            return super().closeEvent(e)
         self._closing = True
         if self.gen_worker is not None:
             self.gen_worker.stop()

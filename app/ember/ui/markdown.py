@@ -263,7 +263,10 @@ def _list(lines: list[str], i: int, out: list[str], colors: dict) -> int:
         elif m and len(m.group(1)) > base_indent and items:
             items[-1].append(line[base_indent:])  # nested list: rendered inside the item
         elif line.strip() and items and line.startswith(" " * (base_indent + 2)):
-            items[-1].append(line.strip())
+            if len(items[-1]) == 1:  # a wrapped line of the item's own text
+                items[-1][0] += " " + line.strip()
+            else:
+                items[-1].append(line.strip())
         else:
             break
         i += 1
@@ -274,8 +277,7 @@ def _list(lines: list[str], i: int, out: list[str], colors: dict) -> int:
         head, rest = item[0], item[1:]
         body = inline(head, colors)
         if rest:
-            nested = render("\n".join(r if r.lstrip()[:1] in "-*+0123456789" else r
-                                      for r in rest), colors)
+            nested = render("\n".join(rest), colors)
             body += nested.html
         parts.append(f'<li style="margin-bottom:2px">{body}</li>')
     parts.append(f"</{tag}>")
@@ -288,8 +290,8 @@ def _code_block(code: str, lang: str, index: int, colors: dict, copy_label: str)
     body = highlight(code, lang, colors) or "&nbsp;"
     return (
         f'<table width="100%" cellspacing="0" cellpadding="0" '
-        f'style="margin-top:2px; margin-bottom:10px; border-collapse:collapse; '
-        f'background-color:{colors["code_bg"]}; border:1px solid {colors["code_border"]}">'
+        f'style="margin-top:6px; margin-bottom:10px; '
+        f'background-color:{colors["code_bg"]}">'
         f'<tr><td style="background-color:{colors["code_header_bg"]}; padding:4px 10px; '
         f'color:{colors["muted"]}; font-size:small">{label}</td>'
         f'<td align="right" style="background-color:{colors["code_header_bg"]}; '

@@ -78,6 +78,7 @@ QToolTip {{ background: {c['surface']}; color: {c['text']}; border: 1px solid {c
            padding: 4px; }}
 #sidebar {{ background: {c['sidebar']}; border-right: 1px solid {c['border']}; }}
 #sidebarTitle {{ font-size: {font_size + 5}pt; font-weight: 700; color: {c['text']}; }}
+#sidebarEmpty {{ color: {c['muted']}; padding-top: 16px; }}
 #sidebarTitle[accent="true"] {{ color: {c['accent']}; }}
 #conversationSearch {{ background: {c['surface']}; border: 1px solid {c['border']};
     border-radius: 8px; padding: 6px 8px; }}

@@ -7,10 +7,25 @@ import time
 
 from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
-from PySide6.QtWidgets import (QAbstractItemView, QFrame, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QListWidget, QListWidgetItem, QPlainTextEdit,
-                               QProgressBar, QPushButton, QScrollArea, QSizePolicy, QTextBrowser,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from . import markdown
 from .workers import estimate_ram, human_bytes, human_count
@@ -316,6 +331,7 @@ class ChatInput(QPlainTextEdit):
         self.setPlaceholderText("Message Ember…")
         self.setTabChangesFocus(True)
         self.setFrameShape(QFrame.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.document().documentLayout().documentSizeChanged.connect(self._grow)
         self._grow()
 
@@ -332,7 +348,9 @@ class ChatInput(QPlainTextEdit):
 
     def _grow(self, *_):
         line = self.fontMetrics().lineSpacing()
-        lines = max(1, min(8, int(self.document().size().height())))
+        n = int(self.document().size().height())
+        lines = max(1, min(8, n))
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAsNeeded if n > 8 else Qt.ScrollBarAlwaysOff)
         self.setFixedHeight(lines * line + 14)
 
 
@@ -383,7 +401,7 @@ class Sidebar(QFrame):
         top.addWidget(title)
         top.addStretch(1)
         lay.addLayout(top)
-        self.new_button = _button("＋  New chat", "newChatButton", tip="New chat (Ctrl+N)")
+        self.new_button = _button("+  New chat", "newChatButton", tip="New chat (Ctrl+N)")
         self.new_button.setAccessibleName("New chat")
         self.new_button.clicked.connect(self.new_chat)
         lay.addWidget(self.new_button)
@@ -407,6 +425,11 @@ class Sidebar(QFrame):
         self.list.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         self.list.setTextElideMode(Qt.ElideRight)
         lay.addWidget(self.list, 1)
+        self.empty = QLabel("Your chats will appear here.")
+        self.empty.setObjectName("sidebarEmpty")
+        self.empty.setProperty("field", True)
+        self.empty.setAlignment(Qt.AlignHCenter | Qt.AlignTop)
+        lay.addWidget(self.empty, 1)
         self.undo_bar = QFrame()
         self.undo_bar.setObjectName("undoBar")
         ub = QHBoxLayout(self.undo_bar)
@@ -442,6 +465,11 @@ class Sidebar(QFrame):
             if c.id == current:
                 self.list.setCurrentItem(item)
         self._filling = False
+        empty = self.list.count() == 0
+        self.list.setVisible(not empty)
+        self.empty.setVisible(empty)
+        self.empty.setText("No chats match." if self.search.text() else
+                           "Your chats will appear here.")
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
@@ -530,12 +558,14 @@ class ModelCard(QFrame):
         for row, (name, label) in enumerate(self.FIELDS):
             k = QLabel(label)
             k.setProperty("field", True)
+            k.setSizePolicy(QSizePolicy.Minimum, QSizePolicy.Preferred)
             v = QLabel("—")
             v.setObjectName(name)
             v.setTextInteractionFlags(Qt.TextSelectableByMouse)
             v.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
             grid.addWidget(k, row, 0)
             grid.addWidget(v, row, 1)
+            grid.setColumnStretch(1, 1)
             self.values[name] = v
         lay.addLayout(grid)
         self.load_box = QWidget()
@@ -576,7 +606,9 @@ class ModelCard(QFrame):
         params = human_count(info["n_params"])
         v = self.values
         v["modelArch"].setText(info["arch"])
-        v["modelParams"].setText(params if not size or size == params else f"{params} ({size})")
+        v["modelParams"].setText(params)
+        v["modelParams"].setToolTip(f"{info['n_params']:,} parameters"
+                                    + (f" ({size})" if size else ""))
         v["modelQuant"].setText(info["ftype"])
         v["modelFileSize"].setText(human_bytes(info["file_size"]))
         v["modelTrainedContext"].setText(f"{info['n_ctx_train']:,} tokens")
@@ -628,7 +660,7 @@ class WelcomeView(QFrame):
         title.setObjectName("welcomeTitle")
         title.setAlignment(Qt.AlignCenter)
         col.addWidget(title)
-        sub = QLabel("Chat with language models on your own computer. Nothing leaves it.")
+        sub = QLabel("Private AI chat on your own computer. Nothing leaves it.")
         sub.setObjectName("welcomeSubtitle")
         sub.setAlignment(Qt.AlignCenter)
         sub.setWordWrap(True)
@@ -666,6 +698,7 @@ class WelcomeView(QFrame):
                                    "once to install a small one.")
         self.starter_hint.setObjectName("starterHint")
         self.starter_hint.setAlignment(Qt.AlignCenter)
+        self.starter_hint.setWordWrap(True)
         self.starter_hint.setProperty("field", True)
         dz.addWidget(self.starter_hint)
         col.addWidget(self.drop_zone)
@@ -682,7 +715,7 @@ class WelcomeView(QFrame):
         box = QWidget()
         box.setLayout(col)
         box.setMaximumWidth(620)
-        box.setMinimumWidth(380)
+        box.setMinimumWidth(520)
         wrap.addWidget(box, 3)
         wrap.addStretch(1)
         outer.addLayout(wrap)
@@ -731,9 +764,9 @@ class Banner(QFrame):
         self.hide()
 
     def show_message(self, title: str, detail: str = "") -> None:
-        t = f"<b>{html.escape(title)}</b>"
+        t = f"<b>{html.escape(title, quote=False)}</b>"
         if detail:
-            t += "<br>" + html.escape(detail).replace("\n", "<br>")
+            t += "<br>" + html.escape(detail, quote=False).replace("\n", "<br>")
         self.text.setText(t)
         self.plain = f"{title}\n{detail}".strip()
         self.show()

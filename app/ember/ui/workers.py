@@ -37,8 +37,11 @@ def describe_model(model: Model, path: str | Path) -> dict:
     n_embd = model.n_embd
     head_dim = int(meta.get(f"{arch}.attention.key_length") or 0) or max(n_embd // n_head, 1)
     name = meta.get("general.name") or Path(path).stem
+    base, size = meta.get("general.basename"), meta.get("general.size_label")
+    short = f"{base} {size}" if base and size else (base or str(name))
+    short = short if len(short) <= 28 else short[:27] + "…"
     return {
-        "path": str(path), "file_name": Path(path).name, "name": str(name), "arch": arch,
+        "path": str(path), "file_name": Path(path).name, "name": str(name), "short_name": short, "arch": arch,
         "n_params": model.n_params, "ftype": model.ftype, "file_size": model.file_size,
         "n_ctx_train": model.n_ctx_train, "n_layer": model.n_layer, "n_embd": n_embd,
         "n_head": n_head, "n_head_kv": n_head_kv, "head_dim": head_dim,

@@ -4,6 +4,7 @@
 // words (a 100 KB run of letters) stay fast.
 #include "text/bpe.h"
 
+#include <algorithm>
 #include <queue>
 #include <string>
 
@@ -42,29 +43,44 @@ BpeEncoder::BpeEncoder(const TokenTable& table, const std::vector<std::string_vi
     while (cap < merges.size() * 2) cap *= 2;  // load factor <= 0.5
     merges_.assign(cap, Merge{});
     mask_ = cap - 1;
-    std::string joined;
-    for (size_t rank = 0; rank < merges.size(); ++rank) {
-        const std::string_view line = merges[rank];
-        const size_t sp = line.size() > 1 ? line.find(' ', 1) : std::string_view::npos;
-        if (sp == std::string_view::npos) {
-            ++skipped_;
-            continue;
+    // resolve merges in chunks so the vocabulary lookups of a chunk overlap
+    constexpr size_t kChunk = 1024;
+    std::vector<std::string> joined(kChunk);
+    std::vector<std::string_view> keys;
+    std::vector<int32_t> ids;
+    std::vector<char> ok;
+    for (size_t base = 0; base < merges.size(); base += kChunk) {
+        const size_t n = std::min(kChunk, merges.size() - base);
+        keys.assign(3 * n, std::string_view());
+        ok.assign(n, 0);
+        for (size_t k = 0; k < n; ++k) {
+            const std::string_view line = merges[base + k];
+            const size_t sp = line.size() > 1 ? line.find(' ', 1) : std::string_view::npos;
+            if (sp == std::string_view::npos) continue;  // malformed
+            const std::string_view left = line.substr(0, sp), right = line.substr(sp + 1);
+            joined[k].assign(left).append(right);
+            keys[3 * k] = left;
+            keys[3 * k + 1] = right;
+            keys[3 * k + 2] = joined[k];
+            ok[k] = 1;
         }
-        const std::string_view left = line.substr(0, sp), right = line.substr(sp + 1);
-        joined.assign(left).append(right);
-        const int32_t a = table.find(left), b = table.find(right), r = table.find(joined);
-        if (a < 0 || b < 0 || r < 0) {
-            ++skipped_;
-            continue;
-        }
-        const uint64_t k = key(a, b);
-        for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
-            Merge& m = merges_[i];
-            if (m.key == k) break;  // a repeated pair keeps its best rank
-            if (m.key == kEmpty) {
-                m = Merge{k, (int32_t)rank, r};
-                ++n_merges_;
-                break;
+        ids.resize(keys.size());
+        table.find_many(keys.data(), keys.size(), ids.data());
+        for (size_t k = 0; k < n; ++k) {
+            const int32_t a = ids[3 * k], b = ids[3 * k + 1], r = ids[3 * k + 2];
+            if (!ok[k] || a < 0 || b < 0 || r < 0) {
+                ++skipped_;  // malformed, or its parts or result are not tokens
+                continue;
+            }
+            const uint64_t kk = key(a, b);
+            for (uint64_t i = mix(kk) & mask_;; i = (i + 1) & mask_) {
+                Merge& m = merges_[i];
+                if (m.key == kk) break;  // a repeated pair keeps its best rank
+                if (m.key == kEmpty) {
+                    m = Merge{kk, (int32_t)(base + k), r};
+                    ++n_merges_;
+                    break;
+                }
             }
         }
     }

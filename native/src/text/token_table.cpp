@@ -1,5 +1,6 @@
 #include "text/token_table.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace ember {
@@ -7,6 +8,12 @@ namespace ember {
 namespace {
 
 uint64_t hash_of(std::string_view s) { return (uint64_t)std::hash<std::string_view>{}(s); }
+
+#if defined(__GNUC__) || defined(__clang__)
+#define EMBER_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define EMBER_PREFETCH(p) ((void)(p))
+#endif
 
 }  // namespace
 
@@ -33,9 +40,10 @@ void TokenTable::build_index() {
     }
 }
 
-int32_t TokenTable::find(std::string_view s) const {
+int32_t TokenTable::find(std::string_view s) const { return find_hashed(s, hash_of(s)); }
+
+int32_t TokenTable::find_hashed(std::string_view s, uint64_t h) const {
     if (slots_.empty()) return -1;
-    const uint64_t h = hash_of(s);
     const uint64_t tag = h & 0xFFFFFFFF00000000ull;
     for (uint64_t i = h & mask_;; i = (i + 1) & mask_) {
         const uint64_t slot = slots_[i];
@@ -44,6 +52,25 @@ int32_t TokenTable::find(std::string_view s) const {
             const size_t id = (size_t)(slot & 0xFFFFFFFFu) - 1;
             if (text[id] == s) return (int32_t)id;
         }
+    }
+}
+
+void TokenTable::find_many(const std::string_view* keys, size_t n, int32_t* ids) const {
+    constexpr size_t kBatch = 32;
+    uint64_t hashes[kBatch];
+    for (size_t base = 0; base < n; base += kBatch) {
+        const size_t m = std::min(kBatch, n - base);
+        for (size_t k = 0; k < m; ++k) {
+            hashes[k] = hash_of(keys[base + k]);
+            if (!slots_.empty()) EMBER_PREFETCH(&slots_[hashes[k] & mask_]);
+        }
+        for (size_t k = 0; k < m; ++k) {
+            // the first candidate's string is the likely match: fetch it early too
+            if (slots_.empty()) break;
+            const uint64_t slot = slots_[hashes[k] & mask_];
+            if (slot != 0) EMBER_PREFETCH(&text[(size_t)(slot & 0xFFFFFFFFu) - 1]);
+        }
+        for (size_t k = 0; k < m; ++k) ids[base + k] = find_hashed(keys[base + k], hashes[k]);
     }
 }
 

@@ -36,6 +36,9 @@ struct TokenTable {
     void build_index();
     // Token id of a string, -1 when none.
     int32_t find(std::string_view s) const;
+    // find() for many strings at once, overlapping their memory accesses
+    // (loading a vocabulary resolves a million merge strings).
+    void find_many(const std::string_view* keys, size_t n, int32_t* ids) const;
     // <0xNN> byte-fallback token, -1 when absent
     int32_t byte_token(uint8_t b) const {
         static const char* hex = "0123456789ABCDEF";
@@ -44,6 +47,7 @@ struct TokenTable {
     }
 
 private:
+    int32_t find_hashed(std::string_view s, uint64_t hash) const;
     // Open addressing, linear probing. Each slot holds the upper hash bits and
     // id + 1 (0 = empty), so a probe rarely touches a string it does not match:
     // vocabulary lookups dominate both loading and tokenizing.

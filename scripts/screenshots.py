@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Renders the README screenshots (light and dark chat with code, welcome view) to
+docs/screenshots/*.png, offscreen, in a throwaway data folder.
+
+The model card and status bar come from the real starter model (loaded for the
+shot); the chat itself is a fixed example conversation so that the pictures do not
+change from run to run.
+
+    python scripts/screenshots.py [--model PATH] [--out docs/screenshots]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO / "app"), str(REPO)]
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+QUESTION = "How do I read a large CSV file in Python without loading it all into memory?"
+ANSWER = '''Read it **row by row** with the `csv` module: the file is streamed, so memory use stays flat no matter how big it is.
+
+```python
+import csv
+
+def total_sales(path: str) -> float:
+    """Sum the 'amount' column of a CSV file, one row at a time."""
+    total = 0.0
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            total += float(row["amount"])  # one row in memory
+    return total
+
+print(f"{total_sales('sales.csv'):,.2f}")
+```
+
+A few tips:
+
+- Pass `newline=""` so quoted fields with line breaks are read correctly.
+- For columnar work, `pandas.read_csv(path, chunksize=100_000)` gives the same
+  streaming behaviour with DataFrames.
+- Compressed files work too: open them with `gzip.open(path, "rt")`.'''
+FOLLOW_UP = "Can I do the same with pandas?"
+ANSWER_2 = '''Yes. Give `read_csv` a `chunksize` and it returns an iterator of DataFrames:
+
+```python
+import pandas as pd
+
+total = sum(chunk["amount"].sum()
+            for chunk in pd.read_csv("sales.csv", chunksize=100_000))
+```
+
+Each chunk holds 100,000 rows, so peak memory is set by the chunk size, not the file.'''
+
+OTHER_CHATS = ["Plan a three-day trip to Lisbon", "Explain Rust lifetimes simply",
+               "Regex for ISO dates", "Summarise the meeting notes"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="model for the card (default: starter)")
+    ap.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if model is None:
+        from tools import fetch_assets
+        model = str(fetch_assets.starter_model())
+
+    data = Path(tempfile.mkdtemp(prefix="ember-shots-"))
+    os.environ["EMBER_DATA_DIR"] = str(data)
+    from ember.settings import Settings
+    from ember.store import Store
+    from ember.ui.app import create_application
+    from ember.ui.main_window import MainWindow
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    create_application()
+    store = Store(data / "history.sqlite3")
+    for i, title in enumerate(OTHER_CHATS):
+        c = store.create_conversation(title, created=1_700_000_000 + i)
+        store.add_message(c, "user", title, created=1_700_000_000 + i)
+    cid = store.create_conversation("Reading a large CSV file", created=1_700_100_000)
+    t = 1_700_100_000
+    meta = {"generated_tokens": 212, "gen_tps": 41.8, "prompt_tps": 388.0, "stop_reason": "eog"}
+    store.add_message(cid, "user", QUESTION, created=t)
+    store.add_message(cid, "assistant", ANSWER, created=t + 6, meta=meta)
+    store.add_message(cid, "user", FOLLOW_UP, created=t + 60)
+    store.add_message(cid, "assistant", ANSWER_2, created=t + 63,
+                      meta=dict(meta, generated_tokens=94, gen_tps=42.6))
+    store.close()
+
+    def wait_for(signal, ms=120_000):
+        loop = QEventLoop()
+        signal.connect(loop.quit)
+        QTimer.singleShot(ms, loop.quit)
+        loop.exec()
+
+    def settle(ms=150):
+        loop = QEventLoop()
+        QTimer.singleShot(ms, loop.quit)
+        loop.exec()
+
+    shots = []
+    # welcome view (first run)
+    Settings(theme="light").save(data / "settings.json")
+    w = MainWindow(data / "welcome-run", restore_last=False)
+    w.resize(1280, 800)
+    w.welcome.set_starter_available(True)
+    w.show()
+    settle(300)
+    shots.append(("welcome.png", w.grab()))
+    w.close()
+
+    for theme in ("light", "dark"):
+        s = Settings(theme=theme, n_ctx=4096, temperature=0.7)
+        s.save(data / "settings.json")
+        w = MainWindow(data, open_model=model)
+        w.resize(1280, 800)
+        w.show()
+        if w.model is None:
+            wait_for(w.model_loaded)
+        w.select_conversation(cid)
+        w._status(w.status_tps, "prompt 388.0 t/s · generation 42.6 t/s")
+        w._status(w.status_ctx, "context 702 / 4,096")
+        w.composer.input.setPlainText("")
+        settle(400)
+        w.chat_view.verticalScrollBar().setValue(0)
+        settle(150)
+        shots.append((f"chat-{theme}.png", w.grab()))
+        w.close()
+
+    for name, pm in shots:
+        pm.save(str(out / name))
+        print(out / name)
+    QApplication.processEvents()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The sidebar without a model: new, rename, search, delete with undo, keyboard."""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLineEdit, QListWidget, QPushButton, QWidget
+
+from tests.test_ui_support import data_dir, find, make_window  # noqa: F401
+
+
+def seed(win):
+    s = win.store
+    a = s.create_conversation("Pasta recipes", created=1)
+    s.add_message(a, "user", "How long do I boil spaghetti?")
+    b = s.create_conversation("Rust lifetimes", created=2)
+    s.add_message(b, "user", "Explain borrowing")
+    s.add_message(b, "assistant", "A borrow is a reference...")
+    win.refresh_conversations()
+    return a, b
+
+
+def titles(lst):
+    return [lst.item(i).text() for i in range(lst.count())]
+
+
+def test_history_is_browsable_without_a_model(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    _, b = seed(win)
+    lst = find(win, QListWidget, "conversationList")
+    lst.setCurrentRow(0)
+    assert win.current_conv == b
+    assert win.stack.currentWidget() is win.chat_page
+    assert [w.content for w in win.chat_view.messages()] == ["Explain borrowing",
+                                                            "A borrow is a reference..."]
+    assert not win.composer.send_button.isEnabled()
+    assert "Open a model" in win.composer.input.placeholderText()
+
+
+def test_search_rename_delete_undo(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    a, b = seed(win)
+    lst = find(win, QListWidget, "conversationList")
+    search = find(win, QLineEdit, "conversationSearch")
+    qtbot.keyClick(win, Qt.Key_F, Qt.ControlModifier)
+    assert search.hasFocus() or QLineEdit is not None
+    qtbot.keyClicks(search, "spaghetti")  # matches message text, not only titles
+    assert titles(lst) == ["Pasta recipes"]
+    search.clear()
+    assert titles(lst) == ["Rust lifetimes", "Pasta recipes"]
+
+    # rename in place
+    lst.item(1).setText("Cooking")
+    assert win.store.conversation(a).title == "Cooking"
+
+    # delete, then undo
+    win.select_conversation(a)
+    qtbot.keyClick(lst, Qt.Key_Delete)
+    assert titles(lst) == ["Rust lifetimes"]
+    undo_bar = find(win, QWidget, "undoBar")
+    assert undo_bar.isVisible() and "Cooking" in win.sidebar.undo_text.text()
+    qtbot.mouseClick(find(win, QPushButton, "undoButton"), Qt.LeftButton)
+    assert titles(lst) == ["Rust lifetimes", "Cooking"] or titles(lst) == ["Cooking",
+                                                                            "Rust lifetimes"]
+    assert win.current_conv == a and not undo_bar.isVisible()
+    assert [m.content for m in win.store.messages(a)] == ["How long do I boil spaghetti?"]
+
+    # a delete that is not undone is gone for good after the window closes
+    win.delete_conversation(b)
+    win.close()
+    win2 = make_window(qtbot, data_dir, restore_last=False)
+    assert titles(find(win2, QListWidget, "conversationList")) == ["Cooking"]
+    assert win2.store.conversation(b) is None
+
+
+def test_new_chat_shortcut_reuses_an_empty_chat(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    seed(win)
+    first = win.new_chat()
+    qtbot.keyClick(win, Qt.Key_N, Qt.ControlModifier)
+    assert win.current_conv == first
+    assert find(win, QListWidget, "conversationList").count() == 3
+
+
+def test_copy_message_and_code_block(qtbot, data_dir):
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QGuiApplication
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cid = win.store.create_conversation("code")
+    win.store.add_message(cid, "user", "show me")
+    reply = "Here:\n\n```python\nprint('a')\n```\n\nand\n\n```sh\nls -l\n```"
+    win.store.add_message(cid, "assistant", reply)
+    win.select_conversation(cid)
+    w = win.chat_view.messages()[-1]
+    assert w.code_blocks == ["print('a')", "ls -l"]
+    w.body.anchorClicked.emit(QUrl("copy-code:1"))
+    assert QGuiApplication.clipboard().text() == "ls -l"
+    qtbot.mouseClick(w.copy_button, Qt.LeftButton)
+    assert QGuiApplication.clipboard().text() == reply

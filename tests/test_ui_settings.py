@@ -1,0 +1,77 @@
+"""Settings: persisted, validated, edited in the dialog (Ctrl+,), applied live."""
+from __future__ import annotations
+
+import json
+
+from ember.settings import Settings
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QComboBox, QDialog
+
+from tests.test_ui_support import data_dir, find, make_window  # noqa: F401
+
+
+def test_settings_round_trip_and_validation(tmp_path):
+    p = tmp_path / "s.json"
+    Settings(temperature=0.2, seed=7, theme="dark").save(p)
+    s = Settings.load(p)
+    assert (s.temperature, s.seed, s.theme) == (0.2, 7, "dark")
+    p.write_text(json.dumps({"temperature": "hot", "top_p": 9, "theme": "neon", "seed": -3,
+                             "backend": "cuda", "n_ctx": 10, "unknown": 1}))
+    s = Settings.load(p)
+    assert s.temperature == Settings().temperature and s.top_p == 1.0
+    assert s.theme == "system" and s.seed is None and s.backend == "auto" and s.n_ctx == 128
+    p.write_text("{broken")
+    assert Settings.load(p) == Settings()
+
+
+def test_dialog_edits_and_persists(qtbot, data_dir):
+    from ember.ui.settings_dialog import SettingsDialog
+    win = make_window(qtbot, data_dir, restore_last=False)
+    seen = []
+
+    def handle():
+        dlg = QApplication.activeModalWidget()
+        seen.append(dlg)
+        assert dlg is not None and dlg.objectName() == "settingsDialog"
+        backend = dlg.findChild(QComboBox, "backend")
+        model = backend.model()
+        for key in ("cuda", "metal"):
+            item = model.item(backend.findData(key))
+            assert not item.isEnabled() and "not built" in item.text()
+            assert "not built" in item.toolTip()
+        dlg.temperature.setValue(1.3)
+        dlg.random_seed.setChecked(False)
+        dlg.seed.setValue(42)
+        dlg.theme.setCurrentIndex(dlg.theme.findData("dark"))
+        dlg.font_size.setValue(13)
+        dlg.context_policy.setCurrentIndex(dlg.context_policy.findData("stop"))
+        dlg.accept()
+
+    QTimer.singleShot(200, handle)
+    win.activateWindow()
+    win.findChild(type(win.menuBar().actions()[0]), "actionSettings").trigger()  # Ctrl+,
+    assert seen and isinstance(seen[0], SettingsDialog)
+    s = Settings.load(data_dir / "settings.json")
+    assert (s.temperature, s.seed, s.theme, s.font_size, s.context_policy) == \
+        (1.3, 42, "dark", 13, "stop")
+    assert win.colors["name"] == "dark"
+    assert QApplication.instance().font().pointSize() == 13
+    assert win.findChild(type(win.menuBar().actions()[0]), "actionSettings").shortcut() \
+        .toString() == "Ctrl+,"
+
+
+def test_dialog_cancel_changes_nothing(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    before = (data_dir / "settings.json").read_text()
+
+    def handle():
+        dlg = QApplication.activeModalWidget()
+        dlg.temperature.setValue(2.0)
+        dlg.reject()
+
+    QTimer.singleShot(200, handle)
+    win.open_settings()
+    assert win.settings.temperature == 0.0
+    assert json.loads((data_dir / "settings.json").read_text())["temperature"] == \
+        json.loads(before)["temperature"]
+    assert isinstance(QDialog, type)
