@@ -102,19 +102,29 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -Inative/include packaging/windows/dll_smo
 mkdir -p "$WORK/modèle ü"
 MODEL="$WORK/modèle ü/smol ✓.gguf"
 ln "$STARTER" "$MODEL" 2>/dev/null || cp "$STARTER" "$MODEL"
-"$WORK/dll_smoke" "$PWD/$LINUX_LIB" "$MODEL" 8 > "$WORK/smoke_linux.txt"
-(cd "$BUILD_DIR" && wine dll_smoke.exe ember.dll "$(winpath "$MODEL")" 8) | tr -d '\r' > "$WORK/smoke_windows.txt"
-(cd "$BUILD_DIR" && EMBER_ISA=scalar wine dll_smoke.exe ember.dll "$(winpath "$MODEL")" 8) \
-    | tr -d '\r' > "$WORK/smoke_windows_scalar.txt"
-sed 's/^/  windows: /' "$WORK/smoke_windows.txt"
-diff -u "$WORK/smoke_linux.txt" "$WORK/smoke_windows.txt" \
-    || { echo "the Windows DLL's output differs from the Linux library's" >&2; exit 1; }
-diff -u "$WORK/smoke_linux.txt" "$WORK/smoke_windows_scalar.txt" \
-    || { echo "the Windows DLL's scalar kernels give other tokens" >&2; exit 1; }
-golden=$("$PY" -c 'import json,sys; r=json.load(open("tests/golden/greedy_Q4_1.json"))["run"][0]
-assert r["prompt"] == "The capital of France is"; print(*r["tokens"][:8])')
-got=$(sed -n 's/^greedy "The capital of France is": //p' "$WORK/smoke_windows.txt")
-[ "$got" = "$golden" ] || { echo "greedy tokens $got != llama.cpp's $golden" >&2; exit 1; }
-echo "greedy tokens match llama.cpp's golden ($golden); Linux and Windows outputs identical"
+smoke() {  # smoke ISA OUT: the same program on both systems, the same kernels
+    EMBER_ISA=$1 "$WORK/dll_smoke" "$PWD/$LINUX_LIB" "$MODEL" 8 > "$WORK/linux_$1.txt"
+    (cd "$BUILD_ABS" && EMBER_ISA=$1 wine dll_smoke.exe ember.dll "$(winpath "$MODEL")" 8) \
+        | tr -d '\r' > "$WORK/windows_$1.txt"
+    diff -u "$WORK/linux_$1.txt" "$WORK/windows_$1.txt" \
+        || { echo "the Windows DLL's output ($1 kernels) differs from the Linux library's" >&2; exit 1; }
+}
+smoke ""        # the best kernels this CPU has (EMBER_ISA unset)
+smoke scalar    # the reference kernels
+sed 's/^/  windows: /' "$WORK/windows_.txt"
+# llama.cpp's greedy tokens up to its first near-tie (later ones may flip with the kernels,
+# as in tests/test_greedy.py)
+read -r k golden < <("$PY" -c 'import json; r=json.load(open("tests/golden/greedy_Q4_1.json"))["run"][0]
+assert r["prompt"] == "The capital of France is"; t=r["first_near_tie"]
+k=8 if t is None else min(8, t)
+print(k, *r["tokens"][:8])')
+got=$(sed -n 's/^greedy "The capital of France is": //p' "$WORK/windows_.txt")
+[ "$k" = 0 ] || [ "$(echo "$got" | cut -d' ' -f1-"$k")" = "$(echo "$golden" | cut -d' ' -f1-"$k")" ] \
+    || { echo "greedy tokens $got differ from llama.cpp's $golden before its first near-tie ($k)" >&2; exit 1; }
+if [ "$got" = "$golden" ]; then
+    echo "greedy tokens = llama.cpp's golden ($golden); Linux and Windows outputs identical"
+else
+    echo "greedy tokens = llama.cpp's up to its near-tie at $k ($got vs $golden); Linux = Windows"
+fi
 
 echo "== [windows] all Windows checks passed ($((SECONDS - t_start)) s)"

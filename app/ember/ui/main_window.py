@@ -829,8 +829,13 @@ class MainWindow(QMainWindow):
     # ---- settings ---------------------------------------------------------------------------
     def open_settings(self) -> None:
         dlg = SettingsDialog(self.settings, self)
-        if dlg.exec():
-            self.apply_settings(dlg.result_settings())
+        try:
+            accepted = dlg.exec()
+            new = dlg.result_settings() if accepted else None
+        finally:
+            dlg.deleteLater()
+        if new is not None:
+            self.apply_settings(new)
 
     def apply_settings(self, new: Settings) -> None:
         old = self.settings

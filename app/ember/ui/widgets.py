@@ -193,7 +193,7 @@ class MessageWidget(QFrame):
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.content)
         self.copy_button.setText("Copied")
-        QTimer.singleShot(1200, lambda: self.copy_button.setText("Copy"))
+        QTimer.singleShot(1200, self.copy_button, lambda: self.copy_button.setText("Copy"))
 
     def _anchor(self, url: QUrl) -> None:
         s = url.toString()
@@ -313,7 +313,7 @@ class ChatView(QScrollArea):
 
     def scroll_to_bottom(self) -> None:
         self.follow = True
-        QTimer.singleShot(0, lambda: self.verticalScrollBar().setValue(
+        QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(
             self.verticalScrollBar().maximum()))
 
 
