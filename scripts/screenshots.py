@@ -87,12 +87,13 @@ def main() -> int:
         store.add_message(c, "user", title, created=1_700_000_000 + i)
     cid = store.create_conversation("Reading a large CSV file", created=1_700_100_000)
     t = 1_700_100_000
-    meta = {"generated_tokens": 212, "gen_tps": 41.8, "prompt_tps": 388.0, "stop_reason": "eog"}
+    # the conversation is an illustration; no speed figures are invented for it
+    meta = {"generated_tokens": 212, "stop_reason": "eog"}
     store.add_message(cid, "user", QUESTION, created=t)
     store.add_message(cid, "assistant", ANSWER, created=t + 6, meta=meta)
     store.add_message(cid, "user", FOLLOW_UP, created=t + 60)
     store.add_message(cid, "assistant", ANSWER_2, created=t + 63,
-                      meta=dict(meta, generated_tokens=94, gen_tps=42.6))
+                      meta=dict(meta, generated_tokens=94))
     store.close()
 
     def wait_for(signal, ms=120_000):
@@ -126,7 +127,6 @@ def main() -> int:
         if w.model is None:
             wait_for(w.model_loaded)
         w.select_conversation(cid)
-        w._status(w.status_tps, "prompt 388.0 t/s · generation 42.6 t/s")
         w._status(w.status_ctx, "context 702 / 4,096")
         w.composer.input.setPlainText("")
         settle(400)
