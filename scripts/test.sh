@@ -25,6 +25,10 @@ ctest --test-dir build --output-on-failure
 echo "== aarch64 cross build + C++ tests under qemu-user (NEON kernels vs scalar)"
 JOBS="$JOBS" ./scripts/test_aarch64.sh
 
+echo "== Windows cross build (mingw-w64) + C++ tests and a DLL smoke test under wine"
+echo "   (scripts/test_windows.sh installs g++-mingw-w64-x86-64-posix and wine with apt-get)"
+JOBS="$JOBS" PYTHON="$PY" ./scripts/test_windows.sh
+
 echo "== native build (AddressSanitizer + UBSan): every C++ test, and the malformed-file runner"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TESTS=ON -DEMBER_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$JOBS"

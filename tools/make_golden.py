@@ -429,7 +429,8 @@ def main() -> int:
             for um in CHAT_PROMPTS:
                 rendered = render_chat(md, um)
                 # a template that already emits the BOS text must not get a second BOS
-                add_special = not (md.get("_bos_text") and rendered.startswith(md["_bos_text"]))
+                add_special = not (m._model.add_bos_token() and md.get("_bos_text")
+                                   and rendered.startswith(md["_bos_text"]))
                 ids = m.tokenize(rendered.encode(), add_bos=add_special, special=True)
                 g = greedy(m, ids, N_PREDICT, eog)
                 doc["cases"].append({"kind": "chat", "user": um, "prompt": rendered,

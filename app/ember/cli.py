@@ -263,6 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     p = argparse.ArgumentParser(prog="ember", description="Offline chat with local GGUF models.")
     p.add_argument("--version", action="version", version=f"ember {__version__}")
+    p.add_argument("--self-test", nargs="?", const="", default=None, metavar="MODEL",
+                   help="load a model (default: the starter model) in the app, generate a few "
+                        "tokens and exit 0 on success, 1 on failure")
     sub = p.add_subparsers(dest="command")
 
     r = sub.add_parser("run", help="generate text from a prompt (text to stdout)")
@@ -325,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
                                 seed=None, system=None)
         return _run(cmd_default, ns)
     args = parser.parse_args(argv)
+    if args.self_test is not None:
+        from . import selftest
+        return selftest.main(args.self_test or None)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

@@ -101,7 +101,7 @@ static void test_memory_plan() {
             CHECK(disjoint);
         }
     // and the values are right: cur_{k+1} = (cur_k + 2) + cur_k
-    CpuBackend cpu(2, n, 16, Isa::SCALAR);
+    CpuBackend cpu(2, n, Isa::SCALAR);
     CHECK(cpu.compute(g, nullptr));
     double want = 1.0;
     for (int i = 0; i < 20; ++i) want = 2 * want + 2;
@@ -152,7 +152,7 @@ static void test_elementwise_ops() {
     g.finalize({sw});
     AlignedBuffer buf(g.buffer_size());
     g.bind(buf.data());
-    CpuBackend cpu(2, n, 16, Isa::SCALAR);
+    CpuBackend cpu(2, n, Isa::SCALAR);
     CHECK(cpu.compute(g, nullptr));
     for (int64_t r = 0; r < rows; ++r) {
         double ss = 0;

@@ -141,6 +141,20 @@ const DotKernels& dot_kernels(DType type, Isa isa) {
     return tables().scalar[(uint32_t)DType::F32];  // unreachable for known types
 }
 
+const AttentionKernels& attention_kernels(Isa isa) {
+    struct Both {
+        AttentionKernels scalar, avx2;
+        Both() {
+            scalar.dot_f32_f16 = dot_f32_f16;
+            scalar.axpy_f16 = axpy_f16;
+            avx2 = scalar;
+            register_avx2_attention(avx2);
+        }
+    };
+    static const Both k;
+    return (isa == Isa::AVX2 || isa == Isa::AVX512) ? k.avx2 : k.scalar;
+}
+
 // Eight independent accumulators: lets the compiler keep the adds in flight (and
 // vectorize) without reassociating a single running sum.
 float dot_f32(const float* a, const float* b, int64_t n) {

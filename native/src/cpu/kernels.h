@@ -54,6 +54,14 @@ void register_avx2_kernels(KernelTable& t);
 void register_avx512_kernels(KernelTable& t);
 void register_neon_kernels(KernelTable& t);
 
+// Attention's inner loops over the F16 KV cache, per ISA level.
+struct AttentionKernels {
+    float (*dot_f32_f16)(const float* a, const uint16_t* b, int64_t n) = nullptr;
+    void (*axpy_f16)(float* y, const uint16_t* x, float a, int64_t n) = nullptr;  // y += a * x
+};
+const AttentionKernels& attention_kernels(Isa isa);
+void register_avx2_attention(AttentionKernels& k);  // no change when built without AVX2
+
 // Shared scalar helpers.
 float dot_f32(const float* a, const float* b, int64_t n);
 float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);

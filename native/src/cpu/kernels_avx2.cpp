@@ -754,7 +754,37 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
         for (int c = 0; c < nc; ++c) VecDot(n, s + c * lds + r, W + r * ws, A + c * as);
 }
 
+// q . k over the F16 cache with F16C: 16 values per step in two accumulators.
+float dot_f32_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+        const __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), b0, acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), b1, acc1);
+    }
+    float s = hsum(_mm256_add_ps(acc0, acc1));
+    for (; i < n; ++i) s += a[i] * f16(b[i]);
+    return s;
+}
+
+void axpy_f16_avx2(float* y, const uint16_t* x, float a, int64_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, xv, _mm256_loadu_ps(y + i)));
+    }
+    for (; i < n; ++i) y[i] += a * f16(x[i]);
+}
+
 }  // namespace
+
+void register_avx2_attention(AttentionKernels& k) {
+    k.dot_f32_f16 = dot_f32_f16_avx2;
+    k.axpy_f16 = axpy_f16_avx2;
+}
 
 void register_avx2_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 3, 4>};
@@ -778,6 +808,7 @@ void register_avx2_kernels(KernelTable& t) {
 
 namespace ember {
 void register_avx2_kernels(KernelTable&) {}
+void register_avx2_attention(AttentionKernels&) {}
 }  // namespace ember
 
 #endif

@@ -165,7 +165,8 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
 // Causal attention with an online softmax: one pass over the keys keeps a running
 // maximum and rescales the accumulator when it grows, so no scores buffer of n_kv
 // floats is needed however long the prompt is.
-void op_attention(const Tensor* t, int ith, int nth, float* scratch) {
+void op_attention(const Tensor* t, int ith, int nth, float* scratch, Isa isa) {
+    const AttentionKernels& ak = attention_kernels(isa);
     const Tensor* q = t->src[0];
     const Tensor* kc = t->src[1];
     const Tensor* vc = t->src[2];
@@ -184,7 +185,7 @@ void op_attention(const Tensor* t, int ith, int nth, float* scratch) {
         double sum = 0.0;
         for (int64_t d = 0; d < head_dim; ++d) acc[d] = 0.0f;
         for (int64_t p = 0; p < n_kv; ++p) {
-            const float s = dot_f32_f16(qi, kc->row<uint16_t>(hk, p), head_dim) * scale;
+            const float s = ak.dot_f32_f16(qi, kc->row<uint16_t>(hk, p), head_dim) * scale;
             if (s > max) {
                 const float rescale = std::exp(max - s);  // exp(-inf) = 0 on the first key
                 for (int64_t d = 0; d < head_dim; ++d) acc[d] *= rescale;
@@ -193,7 +194,7 @@ void op_attention(const Tensor* t, int ith, int nth, float* scratch) {
             }
             const float e = std::exp(s - max);
             sum += e;
-            axpy_f16(acc, vc->row<uint16_t>(hk, p), e, head_dim);
+            ak.axpy_f16(acc, vc->row<uint16_t>(hk, p), e, head_dim);
         }
         const float inv = (float)(1.0 / sum);
         float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
@@ -215,7 +216,7 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::SWIGLU: op_swiglu(t, ith, nth); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth); return;
-        case Op::ATTENTION: op_attention(t, ith, nth, p.scratch); return;
+        case Op::ATTENTION: op_attention(t, ith, nth, p.scratch, p.isa); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
@@ -234,11 +235,10 @@ size_t work_size(const Graph& graph, Isa isa) {
     return need;
 }
 
-CpuBackend::CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx, Isa isa)
+CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
     : pool_(n_threads), isa_(isa), scratch_((size_t)pool_.size()) {
-    // mul_mat's reference path holds a block of dequantized rows; attention needs
-    // head_dim + n_ctx floats
-    const size_t floats = (size_t)std::max<int64_t>(kMulMatRowBlock * max_row, max_ctx + max_row) + 64;
+    // attention's accumulator: head_dim floats (the online softmax needs no per-key buffer)
+    const size_t floats = (size_t)(max_row + 64);
     for (auto& s : scratch_) s.buf.resize(floats * sizeof(float));
 }
 

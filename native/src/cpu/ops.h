@@ -33,8 +33,8 @@ struct ComputeParams {
 
 class CpuBackend {
 public:
-    // max_row: the longest weight row (elements); max_ctx: KV length for attention scores.
-    CpuBackend(int n_threads, int64_t max_row, int64_t max_ctx, Isa isa);
+    // max_row: the longest activation row (elements), for per-thread scratch.
+    CpuBackend(int n_threads, int64_t max_row, Isa isa);
     int n_threads() const { return pool_.size(); }
     Isa isa() const { return isa_; }
     // Runs every node in order. cancel (may be null) is polled between nodes;

@@ -30,7 +30,7 @@ Context::Context(const Model& model, const ContextOptions& opts)
       backend_(choose_threads(opts.n_threads),
                std::max<int64_t>({model.hparams().n_embd, model.hparams().n_ff,
                                   (int64_t)model.hparams().head_dim * model.hparams().n_head}),
-               choose_n_ctx(model, opts.n_ctx), opts.isa >= 0 ? (Isa)opts.isa : active_isa()) {
+               opts.isa >= 0 ? (Isa)opts.isa : active_isa()) {
     if (!model.has_weights()) fail(EMBER_ERR_INVALID_ARGUMENT, "the model was loaded without weights");
     if (n_ctx_ < 1 || n_ctx_ > (1 << 20)) fail(EMBER_ERR_INVALID_ARGUMENT, "n_ctx must be in 1..1048576");
     const HParams& h = model.hparams();

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Ember vs llama.cpp, side by side on the same machine and the same GGUF files.
+
+Runs `ember bench --json` and llama.cpp's `llama-bench -o json` alternately (so both see
+the same machine load), several rounds, and prints pp/tg tokens per second and the
+ratio Ember / llama.cpp per model. llama-bench is a dev-only reference: build it from the
+llama-cpp-python 0.3.36 sdist (see tests/golden/README.md) and pass --llama-bench.
+
+    python benchmarks/compare_llamacpp.py --llama-bench /path/to/llama-bench \\
+        -m model-Q4_1.gguf -m model-Q4_0.gguf ... [-p 512] [-n 128] [-t 2] [--rounds 3] \\
+        [--markdown docs/PERFORMANCE.md]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_ember(model: Path, p: int, n: int, t: int, reps: int) -> dict:
+    cmd = [sys.executable, "-m", "ember", "bench", "-m", str(model), "-p", str(p), "-n", str(n),
+           "-t", str(t), "-r", str(reps), "--json"]
+    env = {"PYTHONPATH": str(ROOT / "app")}
+    import os
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         env={**os.environ, **env}).stdout
+    data = json.loads(out.strip().splitlines()[-1])
+    return {"pp": data["results"][f"pp{p}"]["mean"], "tg": data["results"][f"tg{n}"]["mean"],
+            "bound": data["tg_bound_tps"], "bw": data["read_bandwidth_gbs"],
+            "load_s": data["load_seconds"], "system": data["system"]}
+
+
+def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int) -> dict:
+    cmd = [str(bench), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t), "-r", str(reps),
+           "-o", "json"]
+    rows = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    res = {}
+    for r in rows:
+        key = "pp" if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0 else "tg"
+        res[key] = r["avg_ts"]
+    return res
+
+
+def cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", action="append", required=True, type=Path)
+    ap.add_argument("--llama-bench", required=True, type=Path)
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("-t", type=int, default=2)
+    ap.add_argument("-r", "--reps", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2, help="alternations of the two programs")
+    ap.add_argument("--markdown", type=Path, help="append the table to this file")
+    a = ap.parse_args()
+
+    rows = []
+    for model in a.model:
+        ours, theirs = [], []
+        for _ in range(a.rounds):
+            ours.append(run_ember(model, a.p, a.n, a.t, a.reps))
+            theirs.append(run_llama(a.llama_bench, model, a.p, a.n, a.t, a.reps))
+        med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
+        row = {"model": model.name, "ember_pp": med(ours, "pp"), "ember_tg": med(ours, "tg"),
+               "llama_pp": med(theirs, "pp"), "llama_tg": med(theirs, "tg"),
+               "bound": med(ours, "bound"), "system": ours[0]["system"]}
+        rows.append(row)
+        print(f"{row['model']}: pp{a.p} {row['ember_pp']:.1f} vs {row['llama_pp']:.1f} "
+              f"({row['ember_pp'] / row['llama_pp']:.2f}x), tg{a.n} {row['ember_tg']:.1f} vs "
+              f"{row['llama_tg']:.1f} ({row['ember_tg'] / row['llama_tg']:.2f}x)", flush=True)
+
+    head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads, {rows[0]['system']}\n\n"
+            f"| model | Ember pp{a.p} | llama.cpp pp{a.p} | ratio | Ember tg{a.n} | llama.cpp tg{a.n} "
+            f"| ratio | tg bound |\n|---|---|---|---|---|---|---|---|\n")
+    lines = [f"| {r['model']} | {r['ember_pp']:.1f} | {r['llama_pp']:.1f} | "
+             f"{r['ember_pp'] / r['llama_pp']:.2f}x | {r['ember_tg']:.1f} | {r['llama_tg']:.1f} | "
+             f"{r['ember_tg'] / r['llama_tg']:.2f}x | {r['bound']:.0f} |" for r in rows]
+    table = head + "\n".join(lines) + "\n"
+    print(table)
+    if a.markdown:
+        with open(a.markdown, "a", encoding="utf-8") as f:
+            f.write(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

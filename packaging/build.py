@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Builds Ember's packaged app on this OS (Linux, Windows, macOS), the one script CI and
+release use:
+
+  1. the engine library with CMake (Release, no tests; an existing build folder is reused),
+  2. the icons (packaging/make_icons.py),
+  3. PyInstaller with packaging/ember.spec (onefile; on macOS also Ember.app),
+  4. prints each artifact's size and the cold start of `ember --version` (3 fresh runs),
+  5. with --smoke: `--version`, `run` greedy text against llama.cpp's golden (console
+     builds), and `--self-test` (the app offscreen: model load, a streamed reply).
+
+    python packaging/build.py [--with-starter] [--console] [--smoke] [--model PATH]
+
+Needs: CMake + a C++ compiler, and `pip install -r packaging/requirements.txt` (PyInstaller,
+PySide6, numpy, jinja2, platformdirs). Writes dist/ and build/pyinstaller/; a summary goes to
+dist/build-info.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+WIN, MAC = sys.platform == "win32", sys.platform == "darwin"
+LIB_NAME = "ember.dll" if WIN else "libember.dylib" if MAC else "libember.so"
+STARTER_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+sys.path.insert(0, str(REPO / "app"))  # ember.__version__, the engine for golden text
+
+
+def log(msg: str) -> None:
+    print(f"[build] {msg}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    log("$ " + " ".join(str(c) for c in cmd))
+    return subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def human(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def tree_size(p: Path) -> int:
+    if p.is_file():
+        return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+# ---- 1. the engine --------------------------------------------------------------------
+def build_native(build_dir: Path, jobs: int) -> Path:
+    cache = build_dir / "CMakeCache.txt"
+    if cache.is_file() and "CMAKE_TOOLCHAIN_FILE" in cache.read_text(errors="replace"):
+        raise SystemExit(f"{build_dir} is a cross build; pass another --native-build-dir")
+    if not cache.is_file():
+        gen = ["-G", "Ninja"] if shutil.which("ninja") and not WIN else []
+        run(["cmake", "-S", REPO, "-B", build_dir, *gen, "-DCMAKE_BUILD_TYPE=Release",
+             "-DEMBER_TESTS=OFF"])
+    run(["cmake", "--build", build_dir, "--config", "Release", "--target", "ember",
+         "-j", str(jobs)])
+    found = [p for p in (build_dir / "Release" / LIB_NAME, build_dir / LIB_NAME) if p.is_file()]
+    if not found:
+        raise SystemExit(f"no {LIB_NAME} under {build_dir} after the build")
+    return found[0]
+
+
+def find_starter(explicit: str | None) -> Path | None:
+    if explicit:
+        return Path(explicit)
+    assets = Path(os.environ.get("EMBER_ASSET_DIR") or Path.home() / ".cache" / "ember-assets")
+    for p in (assets / "starter" / STARTER_FILE,):
+        if p.is_file():
+            return p
+    from ember import starter
+    return starter.installed()
+
+
+# ---- 3. PyInstaller -------------------------------------------------------------------
+def pyinstaller(lib: Path, icons: Path, dist: Path, work: Path, starter: Path | None,
+                console: bool, no_app: bool, uncompressed: bool) -> None:
+    args = ["--native-lib", lib, "--icons", icons]
+    if uncompressed:
+        args.append("--uncompressed")
+    if starter:
+        args += ["--with-starter", starter]
+    if console:
+        args.append("--console")
+    if no_app:
+        args.append("--no-app")
+    run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
+         "--distpath", dist, "--workpath", work, REPO / "packaging" / "ember.spec", "--", *args])
+
+
+def artifacts(dist: Path) -> dict[str, Path]:
+    out = {}
+    for name in ("ember", "Ember.exe", "Ember.app"):
+        p = dist / name
+        if p.exists():
+            out[name] = p
+    return out
+
+
+def program(dist: Path) -> Path:
+    """The onefile program (what the smoke tests and the cold start measure)."""
+    return dist / ("Ember.exe" if WIN else "ember")
+
+
+# ---- 4. cold start --------------------------------------------------------------------
+def _children_cpu() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def cold_start(exe: Path, runs: int) -> tuple[list[float], list[float]]:
+    """Wall time (and CPU time, where known) of `exe --version`, each run a fresh process
+    (a onefile build unpacks itself each time; the first run also reads it from disk)."""
+    times, cpu = [], []
+    for _ in range(runs):
+        c0 = _children_cpu()
+        t0 = time.perf_counter()
+        r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=300,
+                           check=False)
+        times.append(time.perf_counter() - t0)
+        cpu.append(_children_cpu() - c0)
+        if r.returncode != 0:
+            raise SystemExit(f"{exe} --version failed ({r.returncode}): {r.stderr[-2000:]}")
+    return times, cpu
+
+
+# ---- 5. smoke tests ---------------------------------------------------------------------
+def smoke(exe: Path, model: Path | None, console: bool) -> dict:
+    res: dict = {}
+    env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
+    r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=300,
+                           check=False)
+    if r.returncode != 0:
+        raise SystemExit(f"smoke: --version failed: {r.stderr[-2000:]}")
+    if console:
+        from ember import __version__
+        if r.stdout.strip() != f"ember {__version__}":
+            raise SystemExit(f"smoke: --version printed {r.stdout!r}")
+        log(f"smoke: --version -> {r.stdout.strip()}")
+    res["version"] = "ok"
+    if model is None:
+        log("smoke: no starter model; `run` and `--self-test` skipped")
+        return res
+    if console:
+        golden = json.loads((REPO / "tests" / "golden" / "greedy_Q4_1.json").read_text())
+        case = golden["run"][0]
+        n = 8
+        r = subprocess.run([str(exe), "run", "-m", str(model), "-p", case["prompt"], "-n", str(n),
+                            "--temp", "0"], capture_output=True, text=True, timeout=600,
+                           env=env, encoding="utf-8", check=False)
+        if r.returncode != 0:
+            raise SystemExit(f"smoke: run failed ({r.returncode}): {r.stderr[-2000:]}")
+        out = r.stdout.removesuffix("\n")
+        # llama.cpp's text, from the engine's own detokenizer (the source tree's build)
+        from ember.engine import Model
+        vocab = Model(model, vocab_only=True)
+        tie = case.get("first_near_tie")
+        k = n if tie is None else min(n, tie)
+        want_prefix = vocab.detokenize(case["tokens"][:k])
+        want_full = vocab.detokenize(case["tokens"][:n])
+        if not out.startswith(want_prefix):
+            raise SystemExit(f"smoke: run printed {out!r}; llama.cpp's greedy text starts "
+                             f"{want_prefix!r}")
+        exact = out == want_full
+        log(f"smoke: run -> {out!r} ({'= llama.cpp greedy, all ' + str(n) + ' tokens' if exact else 'llama.cpp prefix up to its near-tie'})")
+        res["run"] = {"text": out, "golden_exact": exact}
+    t0 = time.perf_counter()
+    r = subprocess.run([str(exe), "--self-test", str(model)], capture_output=True, text=True,
+                       timeout=600, env=env, encoding="utf-8", errors="replace", check=False)
+    dt = time.perf_counter() - t0
+    line = next((ln for ln in (r.stdout + r.stderr).splitlines() if "self-test:" in ln), "")
+    if r.returncode != 0:
+        raise SystemExit(f"smoke: --self-test failed ({r.returncode}):\n{r.stdout[-3000:]}\n"
+                         f"{r.stderr[-3000:]}")
+    log(f"smoke: --self-test exit 0 in {dt:.1f} s: {line or '(windowed: no output)'}")
+    res["self_test"] = {"seconds": round(dt, 2), "line": line}
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--with-starter", nargs="?", const="auto", default=None, metavar="MODEL",
+                    help="bundle the starter model (default: from the asset cache / installed)")
+    ap.add_argument("--console", action="store_true",
+                    help="a console Ember.exe on Windows (the onefile is one elsewhere)")
+    ap.add_argument("--no-app", action="store_true", help="macOS: skip Ember.app")
+    ap.add_argument("--uncompressed", action="store_true",
+                    help="store the libraries uncompressed: a ~2.5x bigger file whose start "
+                         "skips inflating them")
+    ap.add_argument("--native-build-dir", default="build",
+                    help="CMake build folder of the engine (reused when configured)")
+    ap.add_argument("--native-lib", default=None, help="use this engine library, build nothing")
+    ap.add_argument("--dist", default="dist")
+    ap.add_argument("--work", default="build/pyinstaller")
+    ap.add_argument("--runs", type=int, default=3, help="cold-start runs of --version")
+    ap.add_argument("--smoke", action="store_true", help="smoke-test the result")
+    ap.add_argument("--model", default=None, help="model for --smoke (default: the starter)")
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("JOBS", "2")))
+    a = ap.parse_args(argv)
+    os.chdir(REPO)
+    t_all = time.perf_counter()
+
+    lib = Path(a.native_lib) if a.native_lib else build_native(Path(a.native_build_dir), a.jobs)
+    lib = lib.resolve()
+    log(f"engine: {lib} ({human(lib.stat().st_size)})")
+
+    work = Path(a.work).resolve()
+    icons = work / "icons"
+    run([sys.executable, REPO / "packaging" / "make_icons.py", icons],
+        env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
+
+    starter = None
+    if a.with_starter:
+        starter = find_starter(None if a.with_starter == "auto" else a.with_starter)
+        if starter is None or not starter.is_file():
+            raise SystemExit("--with-starter: no starter model (run `python tools/fetch_assets.py "
+                             "starter` or `ember fetch-starter`, or pass its path)")
+        log(f"bundling the starter model {starter} ({human(starter.stat().st_size)})")
+
+    dist = Path(a.dist).resolve()
+    t0 = time.perf_counter()
+    pyinstaller(lib, icons, dist, work, starter, a.console, a.no_app, a.uncompressed)
+    log(f"PyInstaller took {time.perf_counter() - t0:.0f} s")
+
+    console = a.console or not WIN
+    info: dict = {"os": platform.system(), "machine": platform.machine(),
+                  "python": platform.python_version(), "with_starter": bool(starter),
+                  "uncompressed": a.uncompressed,
+                  "console": console, "artifacts": {}}
+    for name, p in artifacts(dist).items():
+        size = tree_size(p)
+        info["artifacts"][name] = size
+        log(f"artifact: {p} {human(size)}")
+    exe = program(dist)
+    times, cpu = cold_start(exe, a.runs)
+    info["cold_start_s"] = [round(t, 3) for t in times]
+    info["cold_start_cpu_s"] = [round(t, 3) for t in cpu]
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    log("cold start of `{} --version`: {} (median {:.2f} s; CPU {:.2f} s{})".format(
+        exe.name, ", ".join(f"{t:.2f} s" for t in times), statistics.median(times),
+        statistics.median(cpu), load))
+    if MAC and (dist / "Ember.app").is_dir():
+        app_exe = dist / "Ember.app" / "Contents" / "MacOS" / "Ember"
+        t, _ = cold_start(app_exe, a.runs)
+        info["app_cold_start_s"] = [round(x, 3) for x in t]
+        log(f"cold start of Ember.app --version: median {statistics.median(t):.2f} s")
+
+    if a.smoke:
+        model = Path(a.model) if a.model else (starter or find_starter(None))
+        info["smoke"] = smoke(exe, model, console)
+    info["build_seconds"] = round(time.perf_counter() - t_all, 1)
+    (dist / "build-info.json").write_text(json.dumps(info, indent=1))
+    log(f"done in {info['build_seconds']:.0f} s; summary in {dist / 'build-info.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
