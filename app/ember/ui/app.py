@@ -10,7 +10,8 @@ from PySide6.QtWidgets import QApplication
 
 from .. import paths
 
-RESOURCES = Path(__file__).resolve().parents[3] / "resources"
+# resources/ beside the repository's app/ folder, or inside a PyInstaller bundle
+RESOURCES = Path(getattr(sys, "_MEIPASS", Path(__file__).resolve().parents[3])) / "resources"
 
 
 def app_icon() -> QIcon:
