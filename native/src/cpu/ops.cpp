@@ -256,6 +256,7 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
         p.isa = isa_;
         p.pool = nth > 1 ? &pool_ : nullptr;
         for (size_t i = 0; i < nodes.size(); ++i) {
+            if (nodes[i]->op == Op::VIEW) continue;  // no work, so no barrier either
             compute_node(nodes[i], p);
             // Only thread 0 reads the flag, so every thread sees the same decision after the barrier.
             if (ith == 0 && cancel && *cancel) cancelled.store(true, std::memory_order_relaxed);
