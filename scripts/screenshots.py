@@ -127,7 +127,6 @@ def main() -> int:
         if w.model is None:
             wait_for(w.model_loaded)
         w.select_conversation(cid)
-        w._status(w.status_ctx, "context 702 / 4,096")
         w.composer.input.setPlainText("")
         settle(400)
         w.chat_view.verticalScrollBar().setValue(0)

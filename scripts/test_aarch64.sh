@@ -11,6 +11,7 @@
 #   AARCH64_CXX_FLAGS  optimisation flags of the cross build (default -O2 -DNDEBUG)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/apt.sh
 
 BUILD_DIR=${BUILD_DIR:-build-aarch64}
 JOBS=${JOBS:-2}
@@ -20,13 +21,7 @@ command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 if ((${#need[@]})); then
     echo "== installing ${need[*]}"
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then
-        command -v sudo >/dev/null || { echo "need root or sudo to install ${need[*]}" >&2; exit 1; }
-        SUDO=sudo
-    fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    apt_install "${need[@]}"
 fi
 
 echo "== aarch64 cross build ($BUILD_DIR)"

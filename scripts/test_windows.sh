@@ -17,6 +17,7 @@
 #   PYTHON     python with the test requirements (default python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/apt.sh
 
 BUILD_DIR=${BUILD_DIR:-build-mingw}
 JOBS=${JOBS:-2}
@@ -32,13 +33,7 @@ command -v x86_64-w64-mingw32-gcc-posix >/dev/null || need+=(gcc-mingw-w64-x86-6
 command -v wine >/dev/null || need+=(wine wine64)
 if ((${#need[@]})); then
     echo "== [windows] installing ${need[*]} (apt-get)"
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then
-        command -v sudo >/dev/null || { echo "need root or sudo to install ${need[*]}" >&2; exit 1; }
-        SUDO=sudo
-    fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    apt_install "${need[@]}"
 fi
 
 echo "== [windows] mingw-w64 cross build ($BUILD_DIR)"
