@@ -255,29 +255,42 @@ inline void tile_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* 
 // Four weight rows x C columns. The four rows' int32 block sums are folded together
 // with two rounds of hadd into one vector [r0 r1 r2 r3 | r0 r1 r2 r3], so the
 // int->float conversion and the scale multiply-add are paid once per four block dots.
+// The four rows' f16 scales are gathered in registers (going through memory here
+// costs a store-forwarding stall per block), and the min term of the offset types runs
+// in its own accumulator so the two dependency chains overlap.
+inline __m128i pack_u16x4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return _mm_insert_epi32(_mm_cvtsi32_si128((int)(a | (b << 16))), (int)(c | (d << 16)), 1);
+}
 template <class D, int C>
 inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
                          size_t lds) {
     using B = typename D::Block;
     using A = ActBlock<D>;
-    __m256 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    __m256 acc[C], macc[C];
+    for (int c = 0; c < C; ++c) acc[c] = macc[c] = _mm256_setzero_ps();
+    const B* x0 = reinterpret_cast<const B*>(w);
+    const B* x1 = reinterpret_cast<const B*>(w + ws);
+    const B* x2 = reinterpret_cast<const B*>(w + 2 * ws);
+    const B* x3 = reinterpret_cast<const B*>(w + 3 * ws);
+    const uint8_t* ahead = w + 8 * ws;  // the next four rows: keep the stream ahead of the loads
     for (int64_t i = 0; i < nb; ++i) {
-        __m256i q[4], qa[4];
-        alignas(16) uint16_t dh[8], mh[8];
-        for (int r = 0; r < 4; ++r) {
-            const B& b = reinterpret_cast<const B*>(w + r * ws)[i];
-            q[r] = D::dec(b);
-            if constexpr (D::kSigned) qa[r] = _mm256_sign_epi8(q[r], q[r]);
-            dh[r] = dh[r + 4] = b.d;
-            if constexpr (D::kMin) {
-                mh[r] = b.m;
-                mh[r + 4] = 0;  // the min term is added once, in the low half
-            }
+        if constexpr (C == 1) {
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + i * sizeof(B)), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + ws + i * sizeof(B)), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * ws + i * sizeof(B)), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + 3 * ws + i * sizeof(B)), _MM_HINT_T0);
         }
-        const __m256 wd = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
+        __m256i q[4], qa[4];
+        q[0] = D::dec(x0[i]);
+        q[1] = D::dec(x1[i]);
+        q[2] = D::dec(x2[i]);
+        q[3] = D::dec(x3[i]);
+        if constexpr (D::kSigned)
+            for (int r = 0; r < 4; ++r) qa[r] = _mm256_sign_epi8(q[r], q[r]);
+        const __m128i dh = pack_u16x4(x0[i].d, x1[i].d, x2[i].d, x3[i].d);
+        const __m256 wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
         __m256 wm = _mm256_setzero_ps();
-        if constexpr (D::kMin) wm = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(mh)));
+        if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(x0[i].m, x1[i].m, x2[i].m, x3[i].m));  // [m0..m3 | 0]
         for (int c = 0; c < C; ++c) {
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
             const __m256i av = loadu256(y.qs);
@@ -288,11 +301,12 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
             }
             const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
-            if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[c]);
+            if constexpr (D::kMin) macc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), macc[c]);
         }
     }
     for (int c = 0; c < C; ++c) {
-        const __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
+        __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
+        if constexpr (D::kMin) v = _mm_add_ps(v, _mm256_castps256_ps128(macc[c]));
         _mm_storeu_ps(s + c * lds, v);
     }
 }
@@ -332,14 +346,17 @@ void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void
 // ---- float weights: F32 activations ---------------------------------------------------
 
 struct LoadF32 {
+    static constexpr int kBytes = 4;
     static __m256 load(const uint8_t* p, int64_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p) + i); }
 };
 struct LoadF16 {
+    static constexpr int kBytes = 2;
     static __m256 load(const uint8_t* p, int64_t i) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
     }
 };
 struct LoadBF16 {
+    static constexpr int kBytes = 2;
     static __m256 load(const uint8_t* p, int64_t i) {
         const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
@@ -388,6 +405,11 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
+        if constexpr (C == 1) {  // decoding streams the weights once: fetch the next rows ahead
+            if ((i * L::kBytes) % 64 == 0)
+                for (int r = 0; r < R; ++r)
+                    _mm_prefetch(reinterpret_cast<const char*>(w + (R + r) * ws + i * L::kBytes), _MM_HINT_T0);
+        }
         __m256 wv[R];
         for (int r = 0; r < R; ++r) wv[r] = L::load(w + r * ws, i);
         for (int c = 0; c < C; ++c) {
@@ -735,7 +757,13 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
     if (nc == 1) {  // decoding: unpacking would cost more than it saves; VecDot matches ktile4
-        for (int r = 0; r < nr; ++r) VecDot(n, s + r, W + r * ws, A);
+        const size_t row = (size_t)nbk * sizeof(B);
+        for (int r = 0; r < nr; ++r) {
+            // the row after next, so the stream stays ahead of the loads
+            for (size_t off = 0; off < row; off += 64)
+                _mm_prefetch(reinterpret_cast<const char*>(W + (r + 2) * ws + off), _MM_HINT_T0);
+            VecDot(n, s + r, W + r * ws, A);
+        }
         return;
     }
     thread_local std::vector<KPanel> panel;  // grows to the longest row once per thread
