@@ -7,6 +7,7 @@
 //   4. mul_mat (row split across threads, column chunks) equals the reference, and a
 //      column computed alone has the same bits as in a batch (decode == prefill).
 // Prints a table; exits nonzero on any failure. Portable: no ISA-specific code here.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -227,9 +228,14 @@ int main() {
             o.data = out.data();
             bool variant = false;
             bool nan = false;  // NaN comparisons leave fmax unchanged: check them explicitly
-            for (int nth : {1, 2}) {
+            // 1 and 2 threads with a static split, then 2 and 3 taking chunks from a shared
+            // counter (run one after the other here, so the first takes every chunk)
+            for (int mode : {1, 2, -2, -3}) {
+                const int nth = mode < 0 ? -mode : mode;
+                std::atomic<int64_t> next{0};
+                std::atomic<int64_t>* chunks = mode < 0 ? &next : nullptr;
                 std::fill(out.begin(), out.end(), NAN);
-                for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, nullptr);
+                for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, chunks);
                 for (float v : out) nan |= std::isnan(v);
                 const std::vector<float> first(out.begin(), out.begin() + M);
                 for (int64_t c = 0; c < N; ++c)
@@ -237,7 +243,8 @@ int main() {
                 // single column: the decode path
                 x.ne[1] = o.ne[1] = 1;
                 std::fill(out.begin(), out.end(), NAN);
-                for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, nullptr);
+                next = 0;
+                for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, chunks);
                 // batch invariance: a column gets the same bits alone as in a batch
                 if (std::memcmp(first.data(), out.data(), (size_t)M * sizeof(float)) != 0) variant = true;
                 for (int64_t r = 0; r < M; ++r) {

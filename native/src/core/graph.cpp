@@ -227,6 +227,24 @@ void Graph::finalize(const std::vector<Tensor*>& outputs) {
         }
     }
 
+    // Regroup by depth (a stable sort, so still a topological order): nodes that do not
+    // depend on each other, such as the Q, K and V products of a layer, end up next to
+    // each other, and the backend can run them without a barrier in between. Views cost
+    // nothing, so they sit at their source's depth.
+    std::unordered_map<const Tensor*, int> depth;
+    {
+        for (Tensor* t : order_) {
+            int d = 0;
+            for (Tensor* s : t->src) {
+                auto it = s ? depth.find(s) : depth.end();
+                if (it != depth.end()) d = std::max(d, it->second + (t->op == Op::VIEW ? 0 : 1));
+            }
+            depth[t] = d;
+        }
+        std::stable_sort(order_.begin(), order_.end(),
+                         [&](const Tensor* a, const Tensor* b) { return depth[a] < depth[b]; });
+    }
+
     // liveness: last node index that reads each storage tensor
     std::unordered_map<Tensor*, size_t> last_use;
     for (size_t i = 0; i < order_.size(); ++i) {
@@ -241,6 +259,7 @@ void Graph::finalize(const std::vector<Tensor*>& outputs) {
     offsets_.clear();
     std::unordered_map<Tensor*, size_t> offset_of;
     std::vector<std::vector<Tensor*>> frees(order_.size() + 1);
+    size_t group_begin = 0;
     for (size_t i = 0; i < order_.size(); ++i) {
         Tensor* t = order_[i];
         if (t->op != Op::VIEW && t->op != Op::KV_STORE) {  // those have no storage of their own
@@ -251,9 +270,16 @@ void Graph::finalize(const std::vector<Tensor*>& outputs) {
             auto it = last_use.find(t);
             frees[it == last_use.end() ? i : it->second].push_back(t);
         }
-        // release what dies at this node (after this node's output is placed)
-        for (Tensor* d : frees[i]) alloc.release(offset_of[d], d->n_bytes());
-        frees[i].clear();
+        // Release what died in this depth group once the whole group is placed (the
+        // group's nodes may run at the same time, so none may overwrite what another
+        // of them still reads).
+        if (i + 1 == order_.size() || depth[order_[i + 1]] != depth[t]) {
+            for (size_t j = group_begin; j <= i; ++j) {
+                for (Tensor* d : frees[j]) alloc.release(offset_of[d], d->n_bytes());
+                frees[j].clear();
+            }
+            group_begin = i + 1;
+        }
     }
     buffer_size_ = alloc.peak();
 }

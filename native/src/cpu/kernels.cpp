@@ -181,22 +181,18 @@ void axpy_f16(float* y, const uint16_t* x, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
-void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
-             float* /*scratch*/) {
-    const int64_t K = w->ne[0], M = w->ne[1], N = x->ne[1];
-    const DotKernels& k = dot_kernels(w->type, isa);
-    // rows split across threads in whole blocks of kMulMatRowBlock
-    const int64_t blocks = (M + kMulMatRowBlock - 1) / kMulMatRowBlock;
-    const int64_t per = (blocks + nth - 1) / nth;
-    const int64_t r_begin = per * ith * kMulMatRowBlock;
-    const int64_t r_end = r_begin + per * kMulMatRowBlock < M ? r_begin + per * kMulMatRowBlock : M;
-    if (r_begin >= r_end) return;
+namespace {
+
+// Rows [r_begin, r_end) of out = w^T x.
+void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
+                  int64_t r_end) {
+    const int64_t K = w->ne[0], N = x->ne[1];
     const size_t lds = out->nb[1] / sizeof(float);
     if (k.gemm) {
         // Also for N == 1: the tile kernels give each (row, column) the same operations
         // whatever N is, so one-token decoding and batched prefill agree bit for bit.
-        // Cache blocking: a chunk of activation columns (kept in L2) against the thread's
-        // rows kMulMatRowBlock at a time (kept in L1); the tile kernel reuses each loaded
+        // Cache blocking: a chunk of activation columns (kept in L2) against the rows
+        // kMulMatRowBlock at a time (kept in L1); the tile kernel reuses each loaded
         // block across its register tile.
         constexpr int64_t kColChunk = 64;
         for (int64_t c0 = 0; c0 < N; c0 += kColChunk) {
@@ -216,6 +212,34 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
             for (int64_t r = r0; r < r1; ++r) k.vec_dot(K, o + r, w->row(r), a);
         }
     }
+}
+
+}  // namespace
+
+void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
+             std::atomic<int64_t>* next_chunk) {
+    const int64_t M = w->ne[1];
+    const DotKernels& k = dot_kernels(w->type, isa);
+    const int64_t blocks = (M + kMulMatRowBlock - 1) / kMulMatRowBlock;
+    if (next_chunk && nth > 1) {
+        // About eight chunks per thread (fewer, larger ones for long rows x many columns
+        // would not balance better: the work per row is the same for every row).
+        int64_t per = blocks / (8 * (int64_t)nth);
+        if (per < 1) per = 1;
+        for (;;) {
+            const int64_t b = next_chunk->fetch_add(per, std::memory_order_relaxed);
+            if (b >= blocks) return;
+            const int64_t r0 = b * kMulMatRowBlock;
+            const int64_t r1 = (b + per) * kMulMatRowBlock < M ? (b + per) * kMulMatRowBlock : M;
+            mul_mat_rows(k, w, x, out, r0, r1);
+        }
+    }
+    // rows split across threads in whole blocks of kMulMatRowBlock
+    const int64_t per = (blocks + nth - 1) / nth;
+    const int64_t r_begin = per * ith * kMulMatRowBlock;
+    const int64_t r_end = r_begin + per * kMulMatRowBlock < M ? r_begin + per * kMulMatRowBlock : M;
+    if (r_begin >= r_end) return;
+    mul_mat_rows(k, w, x, out, r_begin, r_end);
 }
 
 }  // namespace ember

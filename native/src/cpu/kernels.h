@@ -4,6 +4,7 @@
 // The scalar level is the reference every SIMD level is tested against.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -69,9 +70,13 @@ void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
 
 constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one thread
 
-// out[M, N] = w[K, M]^T x[K, N], x already in the kernel's activation format; weight
-// rows are split across threads. scratch is unused (kept for the caller's interface).
+// out[M, N] = w[K, M]^T x[K, N], x already in the kernel's activation format. Weight rows
+// are split across threads: statically (next_chunk null: thread ith takes the ith share)
+// or dynamically, each thread taking the next chunk of rows from *next_chunk (which
+// starts at 0) until none are left, so a thread slowed down by the machine does less.
+// Chunks start at multiples of kMulMatRowBlock, so a row's result never depends on the
+// split or the thread count.
 void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
-             float* scratch);
+             std::atomic<int64_t>* next_chunk = nullptr);
 
 }  // namespace ember

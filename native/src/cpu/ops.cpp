@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -134,24 +138,33 @@ void op_kv_store(const Tensor* t, int ith, int nth) {
     }
 }
 
+// Whether a MUL_MAT node converts its activations into the work buffer, given what the
+// previous product left there (updated in `converted`). Mirrors op_mul_mat's decision.
+bool converts(const Tensor* t, Isa isa, const Tensor*& converted, DType& converted_type) {
+    const DotKernels& k = dot_kernels(t->src[0]->type, isa);
+    if (k.act_type == DType::F32) return false;
+    if (converted == t->src[1] && converted_type == k.act_type) return false;
+    converted = t->src[1];
+    converted_type = k.act_type;
+    return true;
+}
+
 void op_mul_mat(const Tensor* t, ComputeParams& p) {
     const Tensor* w = t->src[0];
     const Tensor* x = t->src[1];
     const DotKernels& k = dot_kernels(w->type, p.isa);
     if (k.act_type == DType::F32) {
-        mul_mat(w, x, t, p.ith, p.nth, p.isa, p.scratch);
+        mul_mat(w, x, t, p.ith, p.nth, p.isa, p.next_chunk);
         return;
     }
     // Convert the activations once into the shared work buffer (all threads take a
     // share of the columns), unless the previous product already did.
     const TypeTraits* at = type_traits((uint32_t)k.act_type);
     const size_t act_row = (size_t)row_bytes(*at, x->ne[0]);
-    if (p.converted != x || p.converted_type != k.act_type) {
+    if (converts(t, p.isa, p.converted, p.converted_type)) {
         const Range r = split(x->ne[1], p.ith, p.nth);
         for (int64_t c = r.begin; c < r.end; ++c) k.convert(x->row<float>(c), p.work + c * act_row, x->ne[0]);
         if (p.pool) p.pool->barrier();
-        p.converted = x;
-        p.converted_type = k.act_type;
     }
     Tensor xa;
     xa.type = k.act_type;
@@ -159,7 +172,7 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
     xa.ne[1] = x->ne[1];
     tensor_set_contiguous_strides(&xa);
     xa.data = p.work;
-    mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.scratch);
+    mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.next_chunk);
 }
 
 // Causal attention with an online softmax: one pass over the keys keeps a running
@@ -235,6 +248,90 @@ size_t work_size(const Graph& graph, Isa isa) {
     return need;
 }
 
+namespace {
+
+struct ByteRange {
+    const uint8_t* lo;
+    const uint8_t* hi;  // one past the last byte
+    bool overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
+};
+
+// The bytes a tensor's elements span, whatever its strides.
+ByteRange extent(const Tensor* t) {
+    const TypeTraits* tt = type_traits((uint32_t)t->type);
+    const uint8_t* lo = static_cast<const uint8_t*>(t->data);
+    size_t span = tt->block_size == 1 ? (size_t)(t->ne[0] - 1) * t->nb[0] + (size_t)tt->block_bytes
+                                      : (size_t)row_bytes(*tt, t->ne[0]);
+    for (int d = 1; d < 4; ++d) span += (size_t)(t->ne[d] - 1) * t->nb[d];
+    return {lo, lo + span};
+}
+
+const Tensor* storage_of(const Tensor* t) {
+    while (t->op == Op::VIEW) t = t->src[0];
+    return t;
+}
+
+}  // namespace
+
+std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
+    const auto& nodes = graph.nodes();
+    std::vector<uint8_t> plan(nodes.size(), 0);
+    // What the nodes since the last barrier produced, wrote and read.
+    std::vector<const Tensor*> produced;
+    std::vector<ByteRange> written, read;
+    bool work_in_use = false;  // a product since the last barrier reads the work buffer
+    const Tensor* converted = nullptr;
+    DType converted_type = DType::F32;
+    auto clear = [&] {
+        produced.clear();
+        written.clear();
+        read.clear();
+        work_in_use = false;
+    };
+    bool first = true;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        const Tensor* t = nodes[i];
+        if (t->op == Op::VIEW || t->op == Op::NONE) continue;
+        std::vector<ByteRange> reads, writes;
+        bool need = false;
+        for (const Tensor* s : t->src) {
+            if (!s) continue;
+            const Tensor* st = storage_of(s);
+            for (const Tensor* p : produced) need |= p == st;  // read after write
+            if (st->op != Op::KV_STORE && s->data) reads.push_back(extent(s));
+        }
+        if (t->op == Op::KV_STORE) {
+            writes.push_back(extent(t->src[2]));
+            writes.push_back(extent(t->src[3]));
+        } else if (t->data) {
+            writes.push_back(extent(t));
+        }
+        for (const ByteRange& r : reads)
+            for (const ByteRange& w : written) need |= r.overlaps(w);  // aliasing views
+        for (const ByteRange& w : writes) {
+            for (const ByteRange& o : written) need |= w.overlaps(o);  // write after write
+            for (const ByteRange& o : read) need |= w.overlaps(o);     // write after read (reused buffers)
+        }
+        bool uses_work = false, conv = false;
+        if (t->op == Op::MUL_MAT) {
+            conv = converts(t, isa, converted, converted_type);
+            uses_work = conv || dot_kernels(t->src[0]->type, isa).act_type != DType::F32;
+            need |= conv && work_in_use;  // converting would overwrite what others still read
+        }
+        if (need && !first) {
+            plan[i] = 1;
+            clear();
+        }
+        first = false;
+        if (conv) clear();  // the conversion ends with a barrier of its own
+        produced.push_back(t);
+        written.insert(written.end(), writes.begin(), writes.end());
+        read.insert(read.end(), reads.begin(), reads.end());
+        work_in_use |= uses_work;
+    }
+    return plan;
+}
+
 CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
     : pool_(n_threads), isa_(isa), scratch_((size_t)pool_.size()) {
     // attention's accumulator: head_dim floats (the online softmax needs no per-key buffer)
@@ -244,8 +341,16 @@ CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
 
 bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
     work_.resize(work_size(graph, isa_) + 64);  // grows only: no allocation in the token loop
-    std::atomic<bool> cancelled{false};
     const auto& nodes = graph.nodes();
+    // A barrier only where a node needs what another thread may still be producing or
+    // reading; the plan costs a pass over the nodes, small next to computing them.
+    const std::vector<uint8_t> plan = barrier_plan(graph, isa_);
+    if (chunks_.size() < nodes.size()) chunks_ = std::vector<std::atomic<int64_t>>(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) chunks_[i].store(0, std::memory_order_relaxed);
+    // Cancellation: thread 0 polls the flag and names the barrier after which everyone
+    // stops; every thread checks right after passing a barrier, so all stop at the same one.
+    constexpr int64_t kNever = INT64_MAX;
+    std::atomic<int64_t> stop_at{kNever};
     pool_.run([&](int ith, int nth) {
         ComputeParams p;
         p.ith = ith;
@@ -255,16 +360,21 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
         p.work = work_.data();
         p.isa = isa_;
         p.pool = nth > 1 ? &pool_ : nullptr;
+        int64_t passed = 0;  // barriers passed, the same count on every thread
+        auto sync = [&]() {
+            if (ith == 0 && cancel && *cancel && stop_at.load(std::memory_order_relaxed) == kNever)
+                stop_at.store(passed, std::memory_order_relaxed);
+            pool_.barrier();
+            return stop_at.load(std::memory_order_relaxed) <= passed++;
+        };
         for (size_t i = 0; i < nodes.size(); ++i) {
             if (nodes[i]->op == Op::VIEW) continue;  // no work, so no barrier either
+            if (plan[i] && sync()) return;
+            p.next_chunk = &chunks_[i];
             compute_node(nodes[i], p);
-            // Only thread 0 reads the flag, so every thread sees the same decision after the barrier.
-            if (ith == 0 && cancel && *cancel) cancelled.store(true, std::memory_order_relaxed);
-            pool_.barrier();
-            if (cancelled.load(std::memory_order_relaxed)) return;
         }
     });
-    return !cancelled.load();
+    return stop_at.load() == kNever;
 }
 
 }  // namespace ember

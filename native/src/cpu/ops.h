@@ -2,6 +2,7 @@
 // across the thread pool's threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct ComputeParams {
     // products of the same input convert it once.
     const Tensor* converted = nullptr;
     DType converted_type = DType::F32;
+    std::atomic<int64_t>* next_chunk = nullptr;  // this node's shared row-chunk counter
 };
 
 class CpuBackend {
@@ -46,10 +48,16 @@ private:
     Isa isa_;
     std::vector<ThreadScratch> scratch_;
     AlignedBuffer work_;
+    std::vector<std::atomic<int64_t>> chunks_;  // per node, for dynamic row splits
 };
 
 // Bytes of the shared work buffer a graph needs at an ISA level.
 size_t work_size(const Graph& graph, Isa isa);
+// Per node: whether the threads must meet at a barrier before it (1) because it reads
+// what a node since the last barrier wrote, or overwrites what one read or wrote
+// (the memory plan reuses buffers), or needs the shared work buffer another product
+// still reads. The first node never needs one.
+std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa);
 // One node on one thread.
 void compute_node(const Tensor* t, ComputeParams& p);
 
