@@ -1,5 +1,6 @@
 #include "cpu/kernels.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -147,6 +148,9 @@ const AttentionKernels& attention_kernels(Isa isa) {
         Both() {
             scalar.dot_f32_f16 = dot_f32_f16;
             scalar.axpy_f16 = axpy_f16;
+            scalar.exp_sub_sum = exp_sub_sum;
+            scalar.scores = attn_scores;
+            scalar.accumulate = attn_accumulate;
             avx2 = scalar;
             register_avx2_attention(avx2);
         }
@@ -179,6 +183,23 @@ float dot_f32_f16(const float* a, const uint16_t* b, int64_t n) {
 
 void axpy_f16(float* y, const uint16_t* x, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
+}
+
+void attn_scores(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale, float* out) {
+    for (int64_t j = 0; j < nk; ++j) out[j] = dot_f32_f16(q, k + j * stride, d) * scale;
+}
+
+void attn_accumulate(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d) {
+    for (int64_t j = 0; j < nk; ++j) axpy_f16(acc, v + j * stride, w[j], d);
+}
+
+float exp_sub_sum(float* s, int64_t n, float max) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        s[i] = std::exp(s[i] - max);
+        sum += s[i];
+    }
+    return sum;
 }
 
 namespace {

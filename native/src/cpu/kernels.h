@@ -59,6 +59,14 @@ void register_neon_kernels(KernelTable& t);
 struct AttentionKernels {
     float (*dot_f32_f16)(const float* a, const uint16_t* b, int64_t n) = nullptr;
     void (*axpy_f16)(float* y, const uint16_t* x, float a, int64_t n) = nullptr;  // y += a * x
+    // s[i] = exp(s[i] - max) for i < n; returns their sum
+    float (*exp_sub_sum)(float* s, int64_t n, float max) = nullptr;
+    // out[j] = scale * dot(q, k + j * stride) over d elements, for j < nk (a block of keys)
+    void (*scores)(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale,
+                   float* out) = nullptr;
+    // acc += sum over j < nk of w[j] * (v + j * stride), d elements (a block of values)
+    void (*accumulate)(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk,
+                       int64_t d) = nullptr;
 };
 const AttentionKernels& attention_kernels(Isa isa);
 void register_avx2_attention(AttentionKernels& k);  // no change when built without AVX2
@@ -67,6 +75,9 @@ void register_avx2_attention(AttentionKernels& k);  // no change when built with
 float dot_f32(const float* a, const float* b, int64_t n);
 float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
 void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
+float exp_sub_sum(float* s, int64_t n, float max);
+void attn_scores(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale, float* out);
+void attn_accumulate(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d);
 
 constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one thread
 

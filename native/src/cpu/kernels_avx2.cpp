@@ -807,11 +807,122 @@ void axpy_f16_avx2(float* y, const uint16_t* x, float a, int64_t n) {
     for (; i < n; ++i) y[i] += a * f16(x[i]);
 }
 
+inline __m256 load_h8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// Four keys at a time, each with its own accumulator; the four sums are folded with
+// hadd. Heads of other sizes than a multiple of 8 take the one-key kernel.
+void attn_scores_avx2(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale,
+                      float* out) {
+    if (d % 8 != 0) {
+        for (int64_t j = 0; j < nk; ++j) out[j] = dot_f32_f16_avx2(q, k + j * stride, d) * scale;
+        return;
+    }
+    int64_t j = 0;
+    for (; j + 4 <= nk; j += 4) {
+        const uint16_t* k0 = k + j * stride;
+        const uint16_t* k1 = k0 + stride;
+        const uint16_t* k2 = k1 + stride;
+        const uint16_t* k3 = k2 + stride;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+               a3 = _mm256_setzero_ps();
+        for (int64_t i = 0; i < d; i += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + i);
+            a0 = _mm256_fmadd_ps(qv, load_h8(k0 + i), a0);
+            a1 = _mm256_fmadd_ps(qv, load_h8(k1 + i), a1);
+            a2 = _mm256_fmadd_ps(qv, load_h8(k2 + i), a2);
+            a3 = _mm256_fmadd_ps(qv, load_h8(k3 + i), a3);
+        }
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        _mm_storeu_ps(out + j, _mm_mul_ps(s4, _mm_set1_ps(scale)));
+    }
+    for (; j < nk; ++j) {
+        const uint16_t* kj = k + j * stride;
+        __m256 a = _mm256_setzero_ps();
+        for (int64_t i = 0; i < d; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_h8(kj + i), a);
+        // the same fold as above, so a key's score does not depend on its place in the block
+        const __m256 z = _mm256_setzero_ps();
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, z), _mm256_hadd_ps(z, z));
+        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        out[j] = _mm_cvtss_f32(s4) * scale;
+    }
+}
+
+// The accumulator stays in registers across the block: 32 floats at a time.
+void attn_accumulate_avx2(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d) {
+    int64_t i = 0;
+    for (; i + 32 <= d; i += 32) {
+        __m256 a0 = _mm256_loadu_ps(acc + i), a1 = _mm256_loadu_ps(acc + i + 8), a2 = _mm256_loadu_ps(acc + i + 16),
+               a3 = _mm256_loadu_ps(acc + i + 24);
+        for (int64_t j = 0; j < nk; ++j) {
+            const uint16_t* vj = v + j * stride + i;
+            const __m256 wj = _mm256_broadcast_ss(w + j);
+            a0 = _mm256_fmadd_ps(wj, load_h8(vj), a0);
+            a1 = _mm256_fmadd_ps(wj, load_h8(vj + 8), a1);
+            a2 = _mm256_fmadd_ps(wj, load_h8(vj + 16), a2);
+            a3 = _mm256_fmadd_ps(wj, load_h8(vj + 24), a3);
+        }
+        _mm256_storeu_ps(acc + i, a0);
+        _mm256_storeu_ps(acc + i + 8, a1);
+        _mm256_storeu_ps(acc + i + 16, a2);
+        _mm256_storeu_ps(acc + i + 24, a3);
+    }
+    if (i < d)
+        for (int64_t j = 0; j < nk; ++j) axpy_f16_avx2(acc + i, v + j * stride + i, w[j], d - i);
+}
+
+// exp(x) for 8 floats: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so n ln2 is
+// exact), a degree-6 polynomial for exp(r) (coefficients from Cephes' expf, within
+// about 1 ulp), and 2^n put into the exponent bits. Inputs are <= 0 here; below -87
+// the result flushes towards 0.
+inline __m256 exp8(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+float exp_sub_sum_avx2(float* s, int64_t n, float max) {
+    const __m256 m = _mm256_set1_ps(max);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m));
+        _mm256_storeu_ps(s + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    if (i < n) {  // the tail through the same polynomial, so every key gets the same function
+        alignas(32) float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int64_t j = i; j < n; ++j) t[j - i] = s[j] - max;
+        __m256 e = exp8(_mm256_load_ps(t));
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), lane));
+        e = _mm256_and_ps(e, keep);
+        _mm256_store_ps(t, e);
+        for (int64_t j = i; j < n; ++j) s[j] = t[j - i];
+        acc = _mm256_add_ps(acc, e);
+    }
+    return hsum(acc);
+}
+
 }  // namespace
 
 void register_avx2_attention(AttentionKernels& k) {
     k.dot_f32_f16 = dot_f32_f16_avx2;
     k.axpy_f16 = axpy_f16_avx2;
+    k.exp_sub_sum = exp_sub_sum_avx2;
+    k.scores = attn_scores_avx2;
+    k.accumulate = attn_accumulate_avx2;
 }
 
 void register_avx2_kernels(KernelTable& t) {

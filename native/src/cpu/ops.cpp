@@ -175,11 +175,16 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
     mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.next_chunk);
 }
 
-// Causal attention with an online softmax: one pass over the keys keeps a running
-// maximum and rescales the accumulator when it grows, so no scores buffer of n_kv
-// floats is needed however long the prompt is.
-void op_attention(const Tensor* t, int ith, int nth, float* scratch, Isa isa) {
-    const AttentionKernels& ak = attention_kernels(isa);
+// Causal attention with an online softmax over blocks of keys: the scores of a block
+// are computed, the running maximum raised (rescaling the accumulator) once per block,
+// and the block's exponentials taken together, so no buffer of n_kv scores is needed
+// however long the prompt is. Work items are (token, head) pairs handed out one by one
+// from the node's counter: causal rows differ in length, so a static split would leave
+// one thread waiting. A token's result does not depend on the batch it is in.
+constexpr int64_t kAttnBlock = 32;
+
+void op_attention(const Tensor* t, ComputeParams& p) {
+    const AttentionKernels& ak = attention_kernels(p.isa);
     const Tensor* q = t->src[0];
     const Tensor* kc = t->src[1];
     const Tensor* vc = t->src[2];
@@ -188,30 +193,43 @@ void op_attention(const Tensor* t, int ith, int nth, float* scratch, Isa isa) {
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
     const int64_t n_head_kv = kc->ne[1];
     const int64_t group = n_head / n_head_kv;
-    const Range r = split(n_tok * n_head, ith, nth);
-    float* acc = scratch;  // head_dim
-    for (int64_t idx = r.begin; idx < r.end; ++idx) {
-        const int64_t j = idx / n_head, h = idx % n_head, hk = h / group;
+    if ((size_t)(head_dim + kAttnBlock) > p.scratch_floats) fail(EMBER_ERR_INTERNAL, "attention scratch too small");
+    float* acc = p.scratch;                 // head_dim
+    float* score = p.scratch + head_dim;    // kAttnBlock
+    // keys (and values) of one head at consecutive positions, in elements
+    const size_t kv_stride = kc->nb[2] / sizeof(uint16_t);
+    if (vc->nb[2] != kc->nb[2]) fail(EMBER_ERR_INTERNAL, "attention: K and V cache layouts differ");
+    auto one = [&](int64_t it) {
+        const int64_t j = it / n_head, h = it % n_head, hk = h / group;
         const int64_t n_kv = (int64_t)pos[j] + 1;
         const float* qi = q->row<float>(h, j);
         float max = -INFINITY;
         double sum = 0.0;
         for (int64_t d = 0; d < head_dim; ++d) acc[d] = 0.0f;
-        for (int64_t p = 0; p < n_kv; ++p) {
-            const float s = ak.dot_f32_f16(qi, kc->row<uint16_t>(hk, p), head_dim) * scale;
-            if (s > max) {
-                const float rescale = std::exp(max - s);  // exp(-inf) = 0 on the first key
+        for (int64_t k0 = 0; k0 < n_kv; k0 += kAttnBlock) {
+            const int64_t nk = n_kv - k0 < kAttnBlock ? n_kv - k0 : kAttnBlock;
+            ak.scores(qi, kc->row<uint16_t>(hk, k0), kv_stride, nk, head_dim, scale, score);
+            float bmax = -INFINITY;
+            for (int64_t k = 0; k < nk; ++k) bmax = score[k] > bmax ? score[k] : bmax;
+            if (bmax > max) {
+                const float rescale = std::exp(max - bmax);  // exp(-inf) = 0 on the first block
                 for (int64_t d = 0; d < head_dim; ++d) acc[d] *= rescale;
                 sum *= rescale;
-                max = s;
+                max = bmax;
             }
-            const float e = std::exp(s - max);
-            sum += e;
-            ak.axpy_f16(acc, vc->row<uint16_t>(hk, p), e, head_dim);
+            sum += ak.exp_sub_sum(score, nk, max);
+            ak.accumulate(acc, vc->row<uint16_t>(hk, k0), kv_stride, score, nk, head_dim);
         }
         const float inv = (float)(1.0 / sum);
         float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
         for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+    };
+    const int64_t items = n_tok * n_head;
+    if (p.next_chunk) {
+        for (int64_t it; (it = p.next_chunk->fetch_add(1, std::memory_order_relaxed)) < items;) one(it);
+    } else {
+        const Range r = split(items, p.ith, p.nth);
+        for (int64_t it = r.begin; it < r.end; ++it) one(it);
     }
 }
 
@@ -229,7 +247,7 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::SWIGLU: op_swiglu(t, ith, nth); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth); return;
-        case Op::ATTENTION: op_attention(t, ith, nth, p.scratch, p.isa); return;
+        case Op::ATTENTION: op_attention(t, p); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
