@@ -432,6 +432,29 @@ void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void*
         n, nr, nc, w, ws, a, as, s, lds);
 }
 
+// 16-bit weights for several columns: the rows are widened to F32 once (into a per-thread
+// buffer that stays in L2) instead of once per column tile, then the F32 tiles run on
+// them. Widening is exact, so every (row, column) gets the same operations and bits as
+// through the 16-bit tiles.
+template <class L>
+void gemm_wide(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+               size_t lds) {
+    if (nc < 4) {
+        gemm_float<L, 3, 4>(n, nr, nc, w, ws, a, as, s, lds);
+        return;
+    }
+    thread_local std::vector<float> wide;
+    if (wide.size() < (size_t)(nr * n)) wide.resize((size_t)(nr * n));
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    for (int r = 0; r < nr; ++r) {
+        float* dst = wide.data() + (size_t)r * (size_t)n;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, L::load(W + r * ws, i));
+        for (; i < n; ++i) dst[i] = scalar_w<L>(W + r * ws, i);
+    }
+    gemm_float<LoadF32, 3, 4>(n, nr, nc, wide.data(), (size_t)n * sizeof(float), a, as, s, lds);
+}
+
 // ---- K-quants x Q8_K --------------------------------------------------------------------
 
 // One super-block's float update, in exactly the operations ktile4 (the prefill tile)
@@ -927,8 +950,8 @@ void register_avx2_attention(AttentionKernels& k) {
 
 void register_avx2_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 3, 4>};
-    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_float<LoadF16>, gemm_float<LoadF16, 3, 4>};
-    t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_float<LoadBF16, 3, 4>};
+    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_float<LoadF16>, gemm_wide<LoadF16>};
+    t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_wide<LoadBF16>};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>};
     t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ5_0>, gemm_legacy<DecQ5_0, 4>};
     t[(int)DType::Q8_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ8_0>, gemm_legacy<DecQ8_0, 4>};

@@ -1,0 +1,102 @@
+// Kernel throughput, one thread: the tile (prefill) and one-column (decode) matrix
+// products for every weight type at every ISA level this CPU has, in GOP/s (2 x M x K x
+// N operations over the best of several timed runs). Built with the native tests:
+//     build/bench_kernels [M K N]
+// Numbers are for comparing kernels with each other on one machine in one run; the
+// end-to-end comparison with llama.cpp is benchmarks/compare_llamacpp.py.
+#include <chrono>
+#include <functional>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/fp16.h"
+#include "core/tensor.h"
+#include "cpu/kernels.h"
+#include "quant/types.h"
+
+using namespace ember;
+
+namespace {
+
+double best_seconds(int reps, const std::function<void()>& f) {
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        f();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (s < best) best = s;
+    }
+    return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int64_t M = argc > 3 ? std::atoll(argv[1]) : 1536;
+    const int64_t K = argc > 3 ? std::atoll(argv[2]) : 576;
+    const int64_t N = argc > 3 ? std::atoll(argv[3]) : 128;
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::printf("M=%lld K=%lld N=%lld, one thread, GOP/s\n", (long long)M, (long long)K, (long long)N);
+    std::printf("%-6s %-7s %10s %10s\n", "type", "isa", "tile", "one-col");
+    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                           DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
+                           DType::Q6_K};
+    for (DType t : types) {
+        const TypeTraits* tt = type_traits((uint32_t)t);
+        if (K % tt->block_size) continue;
+        const size_t wrow = (size_t)row_bytes(*tt, K);
+        std::vector<uint8_t> wbuf(wrow * (size_t)M);
+        std::vector<float> f((size_t)K);
+        for (int64_t r = 0; r < M; ++r) {
+            for (auto& x : f) x = 0.05f * nd(rng);
+            if (tt->quantize) tt->quantize(f.data(), wbuf.data() + r * wrow, K);
+            else if (t == DType::F32) std::memcpy(wbuf.data() + r * wrow, f.data(), wrow);
+            else if (t != DType::F16 && t != DType::BF16)  // no reference quantizer: random blocks
+                for (size_t b = 0; b < wrow; ++b) wbuf[r * wrow + b] = (uint8_t)(rng() & 0x7f);
+            else
+                for (int64_t i = 0; i < K; ++i) {
+                    const uint16_t h = fp32_to_fp16(f[(size_t)i]);  // F16 and BF16: finite 16-bit values
+                    std::memcpy(wbuf.data() + r * wrow + 2 * i, &h, 2);
+                }
+        }
+        for (Isa isa : {Isa::SCALAR, Isa::AVX2, Isa::AVX512, Isa::NEON}) {
+            if (!isa_supported(isa) || (isa != Isa::SCALAR && !dot_kernels_exact(t, isa))) continue;
+            const DotKernels& k = dot_kernels(t, isa);
+            const TypeTraits* at = type_traits((uint32_t)k.act_type);
+            const size_t arow = (size_t)row_bytes(*at, K);
+            std::vector<uint8_t> act(arow * (size_t)N);
+            for (int64_t c = 0; c < N; ++c) {
+                for (auto& x : f) x = nd(rng);
+                if (k.convert) k.convert(f.data(), act.data() + c * arow, K);
+                else std::memcpy(act.data() + c * arow, f.data(), arow);
+            }
+            Tensor w, x, o;
+            w.type = t;
+            w.ne[0] = K;
+            w.ne[1] = M;
+            tensor_set_contiguous_strides(&w);
+            w.data = wbuf.data();
+            x.type = k.act_type;
+            x.ne[0] = K;
+            x.ne[1] = N;
+            tensor_set_contiguous_strides(&x);
+            x.data = act.data();
+            o.ne[0] = M;
+            o.ne[1] = N;
+            tensor_set_contiguous_strides(&o);
+            std::vector<float> out((size_t)(M * N));
+            o.data = out.data();
+            const int reps = isa == Isa::SCALAR ? 1 : 5;
+            const double s_tile = best_seconds(reps, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
+            x.ne[1] = o.ne[1] = 1;
+            const double s_one = best_seconds(reps * 20, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
+            std::printf("%-6s %-7s %10.1f %10.1f\n", tt->name, isa_name(isa), 2e-9 * M * K * N / s_tile,
+                        2e-9 * M * K / s_one);
+        }
+    }
+    return 0;
+}
