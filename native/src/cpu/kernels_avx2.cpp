@@ -130,27 +130,35 @@ inline __m256i bits32(const uint8_t* p) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 
+// kOffset: the signed value is dec_u() - kOffset, with dec_u() unsigned (the tiles use
+// that form: maddubs takes the unsigned side directly and the offset comes off through
+// the activation block sum, which leaves fewer registers live than the sign trick).
 struct DecQ4_0 {
     using Block = BlockQ4_0;
     static constexpr bool kSigned = true, kMin = false;
-    static __m256i dec(const Block& b) { return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8)); }
+    static constexpr int kOffset = 8;
+    static __m256i dec_u(const Block& b) { return nibbles32(b.qs); }
+    static __m256i dec(const Block& b) { return _mm256_sub_epi8(dec_u(b), _mm256_set1_epi8(8)); }
 };
 struct DecQ4_1 {
     using Block = BlockQ4_1;
     static constexpr bool kSigned = false, kMin = true;
+    static constexpr int kOffset = 0;
     static __m256i dec(const Block& b) { return nibbles32(b.qs); }
 };
 struct DecQ5_0 {
     using Block = BlockQ5_0;
     static constexpr bool kSigned = true, kMin = false;
-    static __m256i dec(const Block& b) {
-        const __m256i hi = _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10));
-        return _mm256_sub_epi8(_mm256_or_si256(nibbles32(b.qs), hi), _mm256_set1_epi8(16));
+    static constexpr int kOffset = 16;
+    static __m256i dec_u(const Block& b) {
+        return _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10)));
     }
+    static __m256i dec(const Block& b) { return _mm256_sub_epi8(dec_u(b), _mm256_set1_epi8(16)); }
 };
 struct DecQ5_1 {
     using Block = BlockQ5_1;
     static constexpr bool kSigned = false, kMin = true;
+    static constexpr int kOffset = 0;
     static __m256i dec(const Block& b) {
         return _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10)));
     }
@@ -158,6 +166,7 @@ struct DecQ5_1 {
 struct DecQ8_0 {
     using Block = BlockQ8_0;
     static constexpr bool kSigned = true, kMin = false;
+    static constexpr int kOffset = 0;  // the full int8 range: the sign trick
     static __m256i dec(const Block& b) { return loadu256(b.qs); }
 };
 
@@ -256,8 +265,8 @@ inline void tile_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* 
 // with two rounds of hadd into one vector [r0 r1 r2 r3 | r0 r1 r2 r3], so the
 // int->float conversion and the scale multiply-add are paid once per four block dots.
 // The four rows' f16 scales are gathered in registers (going through memory here
-// costs a store-forwarding stall per block), and the min term of the offset types runs
-// in its own accumulator so the two dependency chains overlap.
+// costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
+// for C = 4 (spilled accumulators cost a store-to-load round trip per block).
 inline __m128i pack_u16x4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
     return _mm_insert_epi32(_mm_cvtsi32_si128((int)(a | (b << 16))), (int)(c | (d << 16)), 1);
 }
@@ -266,13 +275,14 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
                          size_t lds) {
     using B = typename D::Block;
     using A = ActBlock<D>;
-    __m256 acc[C], macc[C];
-    for (int c = 0; c < C; ++c) acc[c] = macc[c] = _mm256_setzero_ps();
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
     const B* x0 = reinterpret_cast<const B*>(w);
     const B* x1 = reinterpret_cast<const B*>(w + ws);
     const B* x2 = reinterpret_cast<const B*>(w + 2 * ws);
     const B* x3 = reinterpret_cast<const B*>(w + 3 * ws);
-    const uint8_t* ahead = w + 8 * ws;  // the next four rows: keep the stream ahead of the loads
+    const B* xr[4] = {x0, x1, x2, x3};
+    const uint8_t* ahead = w + 8 * ws;  // eight rows on: keeps the decode stream ahead of the loads
     for (int64_t i = 0; i < nb; ++i) {
         if constexpr (C == 1) {
             _mm_prefetch(reinterpret_cast<const char*>(ahead + i * sizeof(B)), _MM_HINT_T0);
@@ -280,13 +290,16 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
             _mm_prefetch(reinterpret_cast<const char*>(ahead + 2 * ws + i * sizeof(B)), _MM_HINT_T0);
             _mm_prefetch(reinterpret_cast<const char*>(ahead + 3 * ws + i * sizeof(B)), _MM_HINT_T0);
         }
-        __m256i q[4], qa[4];
-        q[0] = D::dec(x0[i]);
-        q[1] = D::dec(x1[i]);
-        q[2] = D::dec(x2[i]);
-        q[3] = D::dec(x3[i]);
-        if constexpr (D::kSigned)
-            for (int r = 0; r < 4; ++r) qa[r] = _mm256_sign_epi8(q[r], q[r]);
+        // q: the unsigned weights (offset types, Q4_1, Q5_1) or |w| (Q8_0, whose signs are
+        // re-read from the block, in L1, in the column loop): four registers, not eight
+        __m256i q[4];
+        for (int r = 0; r < 4; ++r) {
+            if constexpr (D::kOffset > 0) q[r] = D::dec_u(xr[r][i]);
+            else if constexpr (D::kSigned) {
+                const __m256i w8 = D::dec(xr[r][i]);
+                q[r] = _mm256_sign_epi8(w8, w8);
+            } else q[r] = D::dec(xr[r][i]);
+        }
         const __m128i dh = pack_u16x4(x0[i].d, x1[i].d, x2[i].d, x3[i].d);
         const __m256 wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
         __m256 wm = _mm256_setzero_ps();
@@ -295,18 +308,26 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
             const __m256i av = loadu256(y.qs);
             __m256i p[4];
-            for (int r = 0; r < 4; ++r) {
-                if constexpr (D::kSigned) p[r] = dot_s8(qa[r], q[r], av);
-                else p[r] = dot_u8(q[r], av);
+            if constexpr (D::kOffset > 0) {
+                // sum (u - off) a = sum u a - off sum a, lane by lane: the same int32 lanes as the sign trick
+                const __m256i off = dot_u8(_mm256_set1_epi8((char)D::kOffset), av);
+                for (int r = 0; r < 4; ++r) p[r] = _mm256_sub_epi32(dot_u8(q[r], av), off);
+            } else if constexpr (D::kSigned) {
+                for (int r = 0; r < 4; ++r)
+                    p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][i]))),
+                                             _mm256_set1_epi16(1));
+            } else {
+                for (int r = 0; r < 4; ++r) p[r] = dot_u8(q[r], av);
             }
             const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
-            if constexpr (D::kMin) macc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), macc[c]);
+            // the min term into the same accumulator: a longer dependency chain, but the loop is
+            // bound by its instruction count, and four more live registers would spill
+            if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[c]);
         }
     }
     for (int c = 0; c < C; ++c) {
-        __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
-        if constexpr (D::kMin) v = _mm_add_ps(v, _mm256_castps256_ps128(macc[c]));
+        const __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
         _mm_storeu_ps(s + c * lds, v);
     }
 }
