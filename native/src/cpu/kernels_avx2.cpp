@@ -577,6 +577,29 @@ void vec_dot_q3_k(int64_t n, float* s, const void* w, const void* a) {
     *s = acc.result();
 }
 
+// Q4_K/Q5_K's twelve scale bytes as 32-bit words: the eight 6-bit scales end up in
+// bytes 0-7 and the eight 6-bit mins in bytes 8-15 (the same values k_scale_min_ref
+// gives, four at a time: low six bits of bytes 0-3 / 4-7, and for groups 4-7 a low
+// nibble from bytes 8-11 with the top two bits of bytes 0-3 / 4-7 above it).
+inline void k_scales_mins(const uint8_t* scales, uint32_t u[4]) {
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    std::memcpy(u, scales, 12);
+    const uint32_t b0 = u[0], b4 = u[1], b8 = u[2];
+    u[0] = b0 & low6;                                   // scales 0-3
+    u[1] = (b8 & low4) | (((b0 >> 6) & low2) << 4);     // scales 4-7
+    u[2] = b4 & low6;                                   // mins 0-3
+    u[3] = ((b8 >> 4) & low4) | (((b4 >> 6) & low2) << 4);  // mins 4-7
+}
+
+// sum over the eight 32-groups of min * (its two 16-sums), split as groups 0-3 / 4-7
+inline void k_min_sums(const uint32_t u[4], const int16_t* bsums, int* lo, int* hi) {
+    const __m256i g = _mm256_madd_epi16(loadu256(bsums), _mm256_set1_epi16(1));  // 32-group sums
+    const __m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)));
+    const __m256i p = _mm256_mullo_epi32(g, m);
+    *lo = hsum_lo(p);
+    *hi = hsum_hi(p);
+}
+
 template <bool kQ5>
 void vec_dot_q45_k(int64_t n, float* s, const void* w, const void* a) {
     using B = typename std::conditional<kQ5, BlockQ5_K, BlockQ4_K>::type;
@@ -585,10 +608,11 @@ void vec_dot_q45_k(int64_t n, float* s, const void* w, const void* a) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     KAcc acc;
     for (int64_t i = 0; i < n / QK_K; ++i) {
-        int sc[8], mn[8];
-        for (int g = 0; g < 8; ++g) k_scale_min_ref(x[i].scales, g, &sc[g], &mn[g]);
-        int imin[2] = {0, 0};  // 16-groups 0-7 / 8-15
-        for (int g = 0; g < 8; ++g) imin[g / 4] += mn[g] * y[i].bsums[2 * g] + mn[g] * y[i].bsums[2 * g + 1];
+        uint32_t u[4];
+        k_scales_mins(x[i].scales, u);
+        const uint8_t* sc = reinterpret_cast<const uint8_t*>(u);
+        int imin[2];
+        k_min_sums(u, y[i].bsums, &imin[0], &imin[1]);
         __m256i hv = _mm256_setzero_si256();
         if constexpr (kQ5) hv = loadu256(x[i].qh);
         __m256i isum = _mm256_setzero_si256();
@@ -616,8 +640,15 @@ void vec_dot_q6_k(int64_t n, float* s, const void* w, const void* a) {
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const int8_t* sc = x[i].scales;
         // q - 32: the -32 goes through the activation sums (even groups: low halves)
-        int corr[2] = {0, 0};
-        for (int g = 0; g < 16; ++g) corr[g & 1] += sc[g] * y[i].bsums[g];
+        int corr[2];
+        {
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+            const __m256i bs = loadu256(y[i].bsums);
+            const __m256i even = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32(0x0000ffff)), bs);
+            const __m256i odd = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32((int)0xffff0000u)), bs);
+            corr[0] = hsum_i32(even);
+            corr[1] = hsum_i32(odd);
+        }
         __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < 2; ++c) {
             const __m256i l0 = loadu256(x[i].ql + 64 * c), l1 = loadu256(x[i].ql + 64 * c + 32);
