@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -28,20 +29,27 @@ def run_ember(model: Path, p: int, n: int, t: int, reps: int) -> dict:
     cmd = [sys.executable, "-m", "ember", "bench", "-m", str(model), "-p", str(p), "-n", str(n),
            "-t", str(t), "-r", str(reps), "--json"]
     env = {"PYTHONPATH": str(ROOT / "app")}
-    import os
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, **env}).stdout
     data = json.loads(out.strip().splitlines()[-1])
     return {"pp": data["results"][f"pp{p}"]["mean"], "tg": data["results"][f"tg{n}"]["mean"],
             "bound": data["tg_bound_tps"], "bw": data["read_bandwidth_gbs"],
-            "load_s": data["load_seconds"], "system": data["system"]}
+            "load_s": data["load_seconds"], "system": data["system"],
+            "rss": data.get("peak_rss_bytes") or 0}
 
 
 def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int) -> dict:
     cmd = [str(bench), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t), "-r", str(reps),
            "-o", "json"]
-    rows = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    res = {}
+    # wait4 gives this child's own peak RSS (Linux and macOS)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"llama-bench failed: {cmd}")
+    rows = json.loads(out)
+    res = {"rss": usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)}
     for r in rows:
         key = "pp" if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0 else "tg"
         res[key] = r["avg_ts"]
@@ -79,7 +87,9 @@ def main() -> int:
         med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
         row = {"model": model.name, "ember_pp": med(ours, "pp"), "ember_tg": med(ours, "tg"),
                "llama_pp": med(theirs, "pp"), "llama_tg": med(theirs, "tg"),
-               "bound": med(ours, "bound"), "system": ours[0]["system"]}
+               "bound": med(ours, "bound"), "system": ours[0]["system"],
+               "ember_rss": max(x["rss"] for x in ours), "llama_rss": max(x["rss"] for x in theirs),
+               "ember_load": med(ours, "load_s")}
         rows.append(row)
         print(f"{row['model']}: pp{a.p} {row['ember_pp']:.1f} vs {row['llama_pp']:.1f} "
               f"({row['ember_pp'] / row['llama_pp']:.2f}x), tg{a.n} {row['ember_tg']:.1f} vs "
@@ -87,10 +97,13 @@ def main() -> int:
 
     head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads, {rows[0]['system']}\n\n"
             f"| model | Ember pp{a.p} | llama.cpp pp{a.p} | ratio | Ember tg{a.n} | llama.cpp tg{a.n} "
-            f"| ratio | tg bound |\n|---|---|---|---|---|---|---|---|\n")
+            f"| ratio | tg bound | peak RSS Ember / llama.cpp (MiB) |\n"
+            f"|---|---|---|---|---|---|---|---|---|\n")
+    mib = lambda b: f"{b / 2**20:.0f}" if b else "?"  # noqa: E731
     lines = [f"| {r['model']} | {r['ember_pp']:.1f} | {r['llama_pp']:.1f} | "
              f"{r['ember_pp'] / r['llama_pp']:.2f}x | {r['ember_tg']:.1f} | {r['llama_tg']:.1f} | "
-             f"{r['ember_tg'] / r['llama_tg']:.2f}x | {r['bound']:.0f} |" for r in rows]
+             f"{r['ember_tg'] / r['llama_tg']:.2f}x | {r['bound']:.0f} | "
+             f"{mib(r['ember_rss'])} / {mib(r['llama_rss'])} |" for r in rows]
     table = head + "\n".join(lines) + "\n"
     print(table)
     if a.markdown:

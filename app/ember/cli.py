@@ -151,6 +151,16 @@ def _read_bandwidth_gbs(seconds: float = 0.6) -> float:
     return best
 
 
+def _peak_rss_bytes() -> int | None:
+    """This process's peak resident set so far (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
+
+
 def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
     """pp: n_prompt tokens in one decode from an empty cache; tg: n_gen one-token decodes.
     Like llama-bench: random token ids, one warm-up run, then reps timed runs."""
@@ -196,13 +206,14 @@ def cmd_bench(args) -> int:
     tied = not any(t.name == "output.weight" for t in model.tensors())
     weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
     res = bench_model(model, args.n_prompt, args.n_gen, args.reps)
+    peak_rss = _peak_rss_bytes()  # before the bandwidth probe, whose buffer is not the model's
     bw = _read_bandwidth_gbs()
     bound = bw * 1e9 / weight_bytes
     info = native.decode_str(native.lib().ember_system_info())
     out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
            "threads": model.n_threads or None, "system": info, "load_seconds": load_s,
            "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
-           "tg_bound_tps": bound,
+           "tg_bound_tps": bound, "peak_rss_bytes": peak_rss,
            "results": {k: {"mean": m, "sd": s} for k, (m, s) in res.items()}}
     if args.json:
         print(json.dumps(out))
@@ -213,6 +224,8 @@ def cmd_bench(args) -> int:
         print(f"| {k} | {m:.2f} ± {s:.2f} |")
     print(f"weights read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s;"
           f" decode bound ~{bound:.0f} t/s", file=sys.stderr)
+    rss = f"; peak RSS {peak_rss / 2**20:.0f} MiB" if peak_rss else ""
+    print(f"load {load_s:.2f} s{rss}", file=sys.stderr)
     tg = [m for k, (m, s) in res.items() if k.startswith("tg")]
     if tg:
         print(f"tg at {100 * tg[0] / bound:.0f}% of the bandwidth bound", file=sys.stderr)

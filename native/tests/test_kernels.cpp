@@ -7,6 +7,7 @@
 //   4. mul_mat (row split across threads, column chunks) equals the reference, and a
 //      column computed alone has the same bits as in a batch (decode == prefill).
 // Prints a table; exits nonzero on any failure. Portable: no ISA-specific code here.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -100,6 +101,77 @@ int64_t act_block(DType act) {
 }
 
 }  // namespace
+
+// Attention's and SwiGLU's kernels at each level against float64 (the scalar level
+// included): scores, exponentials with their sum, the value accumulation, silu(g) * u.
+int check_attention_kernels(const Isa* levels) {
+    int failures = 0;
+    const int64_t d = 64, nk = 29;  // a block that is not a multiple of the four-key kernel
+    const size_t stride = 3 * d;    // keys of one head sit between other heads' keys
+    std::vector<float> q(d), acc0(d), w(nk), g(203), u(203);
+    std::vector<uint16_t> kv(stride * nk);
+    std::uniform_real_distribution<float> un(-1.0f, 1.0f);
+    for (auto& x : q) x = un(rng);
+    for (auto& x : acc0) x = un(rng);
+    for (auto& h : kv) h = fp32_to_fp16(un(rng));
+    for (auto& x : w) x = 0.5f + 0.5f * un(rng);
+    for (size_t i = 0; i < g.size(); ++i) {
+        g[i] = 12.0f * un(rng);
+        u[i] = un(rng);
+    }
+    g[0] = -100.0f;  // far outside the exponential's range, both ways
+    g[1] = 100.0f;
+    for (int li = 0; li < 4; ++li) {
+        const Isa isa = levels[li];
+        if (!isa_supported(isa)) continue;
+        const AttentionKernels& ak = attention_kernels(isa);
+        double worst = 0.0;
+        auto rel = [&](double got, double want, double mag) {
+            worst = std::fmax(worst, std::fabs(got - want) / (1e-6 * mag + 1e-30));
+        };
+        std::vector<float> sc(nk);
+        ak.scores(q.data(), kv.data(), stride, nk, d, 0.125f, sc.data());
+        for (int64_t j = 0; j < nk; ++j) {
+            double want = 0, mag = 0;
+            for (int64_t i = 0; i < d; ++i) {
+                const double p = (double)q[i] * fp16_to_fp32(kv[j * stride + i]);
+                want += p;
+                mag += std::fabs(p);
+            }
+            rel(sc[j], 0.125 * want, 0.125 * mag);
+        }
+        std::vector<float> e(sc);
+        const float mx = *std::max_element(sc.begin(), sc.end());
+        const float sum = ak.exp_sub_sum(e.data(), nk, mx);
+        double want_sum = 0;
+        for (int64_t j = 0; j < nk; ++j) {
+            const double x = std::exp((double)sc[j] - mx);
+            want_sum += x;
+            rel(e[j], x, 2.0 * x);  // the exponential within 2 ulp-ish (1e-6 relative)
+        }
+        rel(sum, want_sum, 2.0 * want_sum);
+        std::vector<float> acc(acc0);
+        ak.accumulate(acc.data(), kv.data(), stride, w.data(), nk, d);
+        for (int64_t i = 0; i < d; ++i) {
+            double want = acc0[i], mag = std::fabs(acc0[i]);
+            for (int64_t j = 0; j < nk; ++j) {
+                want += (double)w[j] * fp16_to_fp32(kv[j * stride + i]);
+                mag += std::fabs((double)w[j] * fp16_to_fp32(kv[j * stride + i]));
+            }
+            rel(acc[i], want, mag);
+        }
+        std::vector<float> y(g.size());
+        ak.swiglu(g.data(), u.data(), y.data(), (int64_t)g.size());
+        for (size_t i = 0; i < g.size(); ++i) {
+            const double want = (double)g[i] / (1.0 + std::exp(-(double)g[i])) * u[i];
+            rel(y[i], want, 4.0 * std::fabs(want) + 1e-30);
+        }
+        const bool ok = worst <= 1.0 && std::isfinite(worst);
+        std::printf("attention/swiglu %-7s worst %.3f  %s\n", isa_name(isa), worst, ok ? "ok" : "FAIL");
+        if (!ok) ++failures;
+    }
+    return failures;
+}
 
 int main() {
     const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
@@ -267,6 +339,7 @@ int main() {
     }
     std::printf("(columns: worst error / tolerance, pass <= 1; vec_dot/gemm/mul_mat vs scalar at 1e-5 of "
                 "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");
+    failures += check_attention_kernels(levels);
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

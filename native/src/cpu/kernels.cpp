@@ -151,6 +151,7 @@ const AttentionKernels& attention_kernels(Isa isa) {
             scalar.exp_sub_sum = exp_sub_sum;
             scalar.scores = attn_scores;
             scalar.accumulate = attn_accumulate;
+            scalar.swiglu = swiglu_f32;
             avx2 = scalar;
             register_avx2_attention(avx2);
         }
@@ -191,6 +192,10 @@ void attn_scores(const float* q, const uint16_t* k, size_t stride, int64_t nk, i
 
 void attn_accumulate(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d) {
     for (int64_t j = 0; j < nk; ++j) axpy_f16(acc, v + j * stride, w[j], d);
+}
+
+void swiglu_f32(const float* g, const float* u, float* y, int64_t n) {
+    for (int64_t k = 0; k < n; ++k) y[k] = (g[k] / (1.0f + std::exp(-g[k]))) * u[k];
 }
 
 float exp_sub_sum(float* s, int64_t n, float max) {

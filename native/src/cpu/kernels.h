@@ -55,7 +55,7 @@ void register_avx2_kernels(KernelTable& t);
 void register_avx512_kernels(KernelTable& t);
 void register_neon_kernels(KernelTable& t);
 
-// Attention's inner loops over the F16 KV cache, per ISA level.
+// Attention's inner loops over the F16 KV cache (and the SwiGLU activation), per ISA level.
 struct AttentionKernels {
     float (*dot_f32_f16)(const float* a, const uint16_t* b, int64_t n) = nullptr;
     void (*axpy_f16)(float* y, const uint16_t* x, float a, int64_t n) = nullptr;  // y += a * x
@@ -67,6 +67,8 @@ struct AttentionKernels {
     // acc += sum over j < nk of w[j] * (v + j * stride), d elements (a block of values)
     void (*accumulate)(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk,
                        int64_t d) = nullptr;
+    // y = silu(g) * u over n elements (the gated FFN's activation)
+    void (*swiglu)(const float* g, const float* u, float* y, int64_t n) = nullptr;
 };
 const AttentionKernels& attention_kernels(Isa isa);
 void register_avx2_attention(AttentionKernels& k);  // no change when built without AVX2
@@ -76,6 +78,7 @@ float dot_f32(const float* a, const float* b, int64_t n);
 float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
 void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
 float exp_sub_sum(float* s, int64_t n, float max);
+void swiglu_f32(const float* g, const float* u, float* y, int64_t n);
 void attn_scores(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale, float* out);
 void attn_accumulate(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d);
 

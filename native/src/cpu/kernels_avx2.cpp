@@ -464,16 +464,22 @@ void gemm_wide(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         gemm_float<L, 3, 4>(n, nr, nc, w, ws, a, as, s, lds);
         return;
     }
+    // eight rows at a time: with their F32 copy (and a few activation columns) in L1
+    constexpr int kRows = 8;
     thread_local std::vector<float> wide;
-    if (wide.size() < (size_t)(nr * n)) wide.resize((size_t)(nr * n));
+    if (wide.size() < (size_t)(kRows * n)) wide.resize((size_t)(kRows * n));
     const uint8_t* W = static_cast<const uint8_t*>(w);
-    for (int r = 0; r < nr; ++r) {
-        float* dst = wide.data() + (size_t)r * (size_t)n;
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, L::load(W + r * ws, i));
-        for (; i < n; ++i) dst[i] = scalar_w<L>(W + r * ws, i);
+    for (int r0 = 0; r0 < nr; r0 += kRows) {
+        const int rows = nr - r0 < kRows ? nr - r0 : kRows;
+        for (int r = 0; r < rows; ++r) {
+            const uint8_t* src = W + (size_t)(r0 + r) * ws;
+            float* dst = wide.data() + (size_t)r * (size_t)n;
+            int64_t i = 0;
+            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, L::load(src, i));
+            for (; i < n; ++i) dst[i] = scalar_w<L>(src, i);
+        }
+        gemm_float<LoadF32, 4, 3>(n, rows, nc, wide.data(), (size_t)n * sizeof(float), a, as, s + r0, lds);
     }
-    gemm_float<LoadF32, 3, 4>(n, nr, nc, wide.data(), (size_t)n * sizeof(float), a, as, s, lds);
 }
 
 // ---- K-quants x Q8_K --------------------------------------------------------------------
@@ -967,6 +973,23 @@ inline __m256 exp8(__m256 x) {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+// silu(g) * u = g / (1 + exp(-g)) * u. exp8 clamps its argument at -87, so for g > 87
+// the denominator is 1 (silu(g) = g, as in float); for g < -88 exp(-g) overflows to inf in
+// float and silu is -0; here it is g / (1 + e^87), which is as good as 0.
+void swiglu_avx2(const float* g, const float* u, float* y, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + k);
+        __m256 e = exp8(_mm256_xor_ps(gv, sign));
+        // exp8 is meant for arguments <= 0 here; -g can be large and positive
+        e = _mm256_blendv_ps(e, _mm256_set1_ps(INFINITY),
+                             _mm256_cmp_ps(gv, _mm256_set1_ps(-88.0f), _CMP_LT_OQ));
+        _mm256_storeu_ps(y + k, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + k)));
+    }
+    for (; k < n; ++k) y[k] = (g[k] / (1.0f + std::exp(-g[k]))) * u[k];
+}
+
 float exp_sub_sum_avx2(float* s, int64_t n, float max) {
     const __m256 m = _mm256_set1_ps(max);
     __m256 acc = _mm256_setzero_ps();
@@ -998,10 +1021,11 @@ void register_avx2_attention(AttentionKernels& k) {
     k.exp_sub_sum = exp_sub_sum_avx2;
     k.scores = attn_scores_avx2;
     k.accumulate = attn_accumulate_avx2;
+    k.swiglu = swiglu_avx2;
 }
 
 void register_avx2_kernels(KernelTable& t) {
-    t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 3, 4>};
+    t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 4, 3>};
     t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_float<LoadF16>, gemm_wide<LoadF16>};
     t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_wide<LoadBF16>};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>};

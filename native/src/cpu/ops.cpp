@@ -73,19 +73,12 @@ void op_add(const Tensor* t, int ith, int nth) {
     }
 }
 
-void op_swiglu(const Tensor* t, int ith, int nth) {
+void op_swiglu(const Tensor* t, int ith, int nth, Isa isa) {
     const Tensor* g = t->src[0];
     const Tensor* u = t->src[1];
+    const auto swiglu = attention_kernels(isa).swiglu;
     const Range r = split(g->n_rows(), ith, nth);
-    for (int64_t i = r.begin; i < r.end; ++i) {
-        const float* gi = g->row<float>(i);
-        const float* ui = u->row<float>(i);
-        float* yi = t->row<float>(i);
-        for (int64_t k = 0; k < g->ne[0]; ++k) {
-            const float x = gi[k];
-            yi[k] = (x / (1.0f + std::exp(-x))) * ui[k];
-        }
-    }
+    for (int64_t i = r.begin; i < r.end; ++i) swiglu(g->row<float>(i), u->row<float>(i), t->row<float>(i), g->ne[0]);
 }
 
 void op_rope(const Tensor* t, int ith, int nth) {
@@ -244,7 +237,7 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::RMS_NORM_MUL: op_rms_norm_mul(t, ith, nth); return;
         case Op::MUL_MAT: op_mul_mat(t, p); return;
         case Op::ADD: op_add(t, ith, nth); return;
-        case Op::SWIGLU: op_swiglu(t, ith, nth); return;
+        case Op::SWIGLU: op_swiglu(t, ith, nth, p.isa); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth); return;
         case Op::ATTENTION: op_attention(t, p); return;
