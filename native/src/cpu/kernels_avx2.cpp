@@ -282,7 +282,7 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
     const B* x2 = reinterpret_cast<const B*>(w + 2 * ws);
     const B* x3 = reinterpret_cast<const B*>(w + 3 * ws);
     const B* xr[4] = {x0, x1, x2, x3};
-    const uint8_t* ahead = w + 8 * ws;  // eight rows on: keeps the decode stream ahead of the loads
+    const uint8_t* ahead = w + 16 * ws;  // sixteen rows on: keeps the decode stream ahead of the loads
     for (int64_t i = 0; i < nb; ++i) {
         if constexpr (C == 1) {
             _mm_prefetch(reinterpret_cast<const char*>(ahead + i * sizeof(B)), _MM_HINT_T0);
@@ -425,17 +425,25 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        if constexpr (C == 1) {  // decoding streams the weights once: fetch the next rows ahead
+    if constexpr (C == 1) {
+        // Decoding streams the weights once: fetch the rows after next ahead, and use each
+        // weight vector as it is loaded (holding all R first would spill the accumulators).
+        const float* av = reinterpret_cast<const float*>(a);
+        for (; i + 8 <= n; i += 8) {
             if ((i * L::kBytes) % 64 == 0)
                 for (int r = 0; r < R; ++r)
-                    _mm_prefetch(reinterpret_cast<const char*>(w + (R + r) * ws + i * L::kBytes), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(w + (2 * R + r) * ws + i * L::kBytes), _MM_HINT_T0);
+            const __m256 x = _mm256_loadu_ps(av + i);
+            for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(L::load(w + r * ws, i), x, acc[r][0]);
         }
-        __m256 wv[R];
-        for (int r = 0; r < R; ++r) wv[r] = L::load(w + r * ws, i);
-        for (int c = 0; c < C; ++c) {
-            const __m256 av = _mm256_loadu_ps(reinterpret_cast<const float*>(a + c * as) + i);
-            for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            __m256 wv[R];
+            for (int r = 0; r < R; ++r) wv[r] = L::load(w + r * ws, i);
+            for (int c = 0; c < C; ++c) {
+                const __m256 av = _mm256_loadu_ps(reinterpret_cast<const float*>(a + c * as) + i);
+                for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+            }
         }
     }
     for (int r = 0; r < R; ++r)
@@ -449,7 +457,7 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
 template <class L, int R, int C>
 void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                 size_t lds) {
-    tile_driver<R, C, 8, tile_float<L, R, C>, tile_float<L, 1, C>, tile_float<L, 8, 1>, tile_float<L, 1, 1>>(
+    tile_driver<R, C, 4, tile_float<L, R, C>, tile_float<L, 1, C>, tile_float<L, 4, 1>, tile_float<L, 1, 1>>(
         n, nr, nc, w, ws, a, as, s, lds);
 }
 
