@@ -357,11 +357,54 @@ void tile_driver(int64_t nb, int nr, int nc, const void* w, size_t ws, const voi
     }
 }
 
+// The 4- and 5-bit types unpacked for prefill: 32 unsigned bytes per block (the values
+// D::dec_u gives) with the block's scales. A row is unpacked once per call instead of
+// once per column tile; the tiles then read plain bytes. Same integers, same scale
+// operations: the results are those of the packed blocks, bit for bit.
+template <class D>
+struct Unpacked {
+    struct Block {
+        uint16_t d, m;
+        uint8_t qs[QK];
+    };
+    static constexpr bool kSigned = D::kSigned, kMin = D::kMin;
+    static constexpr int kOffset = D::kOffset;
+    static __m256i dec_u(const Block& b) { return loadu256(b.qs); }
+    static __m256i dec(const Block& b) {
+        if constexpr (kOffset > 0) return _mm256_sub_epi8(loadu256(b.qs), _mm256_set1_epi8((char)kOffset));
+        else return loadu256(b.qs);
+    }
+    static void unpack(const typename D::Block& x, Block& b) {
+        b.d = x.d;
+        if constexpr (kMin) b.m = x.m;
+        else b.m = 0;
+        if constexpr (kOffset > 0) _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs), D::dec_u(x));
+        else _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs), D::dec(x));
+    }
+};
+
 template <class D, int C>
 void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                  size_t lds) {
+    const int64_t nb = n / QK;
+    if constexpr (!std::is_same<D, DecQ8_0>::value) {  // Q8_0's blocks are bytes already
+        if (nc >= C) {
+            using U = Unpacked<D>;
+            using UB = typename U::Block;
+            thread_local std::vector<UB> panel;
+            if (panel.size() < (size_t)(nr * nb)) panel.resize((size_t)(nr * nb));
+            const uint8_t* W = static_cast<const uint8_t*>(w);
+            for (int r = 0; r < nr; ++r) {
+                const auto* x = reinterpret_cast<const typename D::Block*>(W + (size_t)r * ws);
+                for (int64_t i = 0; i < nb; ++i) U::unpack(x[i], panel[(size_t)(r * nb + i)]);
+            }
+            tile_driver<4, C, 4, tile4_legacy<U, C>, tile_legacy<U, 1, C>, tile4_legacy<U, 1>, tile_legacy<U, 1, 1>>(
+                nb, nr, nc, panel.data(), (size_t)nb * sizeof(UB), a, as, s, lds);
+            return;
+        }
+    }
     tile_driver<4, C, 4, tile4_legacy<D, C>, tile_legacy<D, 1, C>, tile4_legacy<D, 1>, tile_legacy<D, 1, 1>>(
-        n / QK, nr, nc, w, ws, a, as, s, lds);
+        nb, nr, nc, w, ws, a, as, s, lds);
 }
 
 // ---- float weights: F32 activations ---------------------------------------------------
@@ -446,12 +489,29 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
             }
         }
     }
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c) {
+    // Horizontal sums four rows at a time (one hadd tree for four accumulators: with
+    // short rows the epilogue is a good part of a tile's time). Rows in groups of four
+    // are always summed this way, whatever C is, so the bits do not depend on N.
+    for (int c = 0; c < C; ++c) {
+        int r = 0;
+        for (; r + 4 <= R; r += 4) {
+            const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[r][c], acc[r + 1][c]),
+                                            _mm256_hadd_ps(acc[r + 2][c], acc[r + 3][c]));
+            alignas(16) float t4[4];
+            _mm_store_ps(t4, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+            for (int k = 0; k < 4; ++k) {
+                float t = t4[k];
+                for (int64_t j = i; j < n; ++j)
+                    t += scalar_w<L>(w + (r + k) * ws, j) * reinterpret_cast<const float*>(a + c * as)[j];
+                s[c * lds + r + k] = t;
+            }
+        }
+        for (; r < R; ++r) {
             float t = hsum(acc[r][c]);
             for (int64_t j = i; j < n; ++j) t += scalar_w<L>(w + r * ws, j) * reinterpret_cast<const float*>(a + c * as)[j];
             s[c * lds + r] = t;
         }
+    }
 }
 
 template <class L, int R, int C>
@@ -469,7 +529,7 @@ template <class L>
 void gemm_wide(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                size_t lds) {
     if (nc < 4) {
-        gemm_float<L, 3, 4>(n, nr, nc, w, ws, a, as, s, lds);
+        gemm_float<L, 4, 3>(n, nr, nc, w, ws, a, as, s, lds);
         return;
     }
     // eight rows at a time: with their F32 copy (and a few activation columns) in L1
