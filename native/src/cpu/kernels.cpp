@@ -248,9 +248,11 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
     const DotKernels& k = dot_kernels(w->type, isa);
     const int64_t blocks = (M + kMulMatRowBlock - 1) / kMulMatRowBlock;
     if (next_chunk && nth > 1) {
-        // About eight chunks per thread (fewer, larger ones for long rows x many columns
-        // would not balance better: the work per row is the same for every row).
-        int64_t per = blocks / (8 * (int64_t)nth);
+        // About eight chunks per thread for prefill. Decoding streams the weights from
+        // memory: two chunks per thread keep each thread's reads (and its prefetches)
+        // in long contiguous runs while still letting a stalled thread hand work over.
+        const int64_t per_thread = x->ne[1] == 1 ? 2 : 8;
+        int64_t per = blocks / (per_thread * (int64_t)nth);
         if (per < 1) per = 1;
         for (;;) {
             const int64_t b = next_chunk->fetch_add(per, std::memory_order_relaxed);
