@@ -462,6 +462,9 @@ void vec_dot_float(int64_t n, float* s, const void* w, const void* a) {
     *s = r;
 }
 
+// Decoding without software prefetch runs at about 75% of the speed with it here; the
+// distance (four tiles ahead) was the best of one, two, four and eight tiles.
+constexpr bool kFloatPrefetch = true;
 template <class L, int R, int C>
 inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s, size_t lds) {
     __m256 acc[R][C];
@@ -469,13 +472,13 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
         for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
     int64_t i = 0;
     if constexpr (C == 1) {
-        // Decoding streams the weights once: fetch the rows after next ahead, and use each
+        // Decoding streams the weights once: fetch rows four tiles ahead, and use each
         // weight vector as it is loaded (holding all R first would spill the accumulators).
         const float* av = reinterpret_cast<const float*>(a);
         for (; i + 8 <= n; i += 8) {
-            if ((i * L::kBytes) % 64 == 0)
+            if (kFloatPrefetch && (i * L::kBytes) % 64 == 0)
                 for (int r = 0; r < R; ++r)
-                    _mm_prefetch(reinterpret_cast<const char*>(w + (2 * R + r) * ws + i * L::kBytes), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(w + (4 * R + r) * ws + i * L::kBytes), _MM_HINT_T0);
             const __m256 x = _mm256_loadu_ps(av + i);
             for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(L::load(w + r * ws, i), x, acc[r][0]);
         }
