@@ -74,22 +74,10 @@ int main(int argc, char** argv) {
                 if (k.convert) k.convert(f.data(), act.data() + c * arow, K);
                 else std::memcpy(act.data() + c * arow, f.data(), arow);
             }
-            Tensor w, x, o;
-            w.type = t;
-            w.ne[0] = K;
-            w.ne[1] = M;
-            tensor_set_contiguous_strides(&w);
-            w.data = wbuf.data();
-            x.type = k.act_type;
-            x.ne[0] = K;
-            x.ne[1] = N;
-            tensor_set_contiguous_strides(&x);
-            x.data = act.data();
-            o.ne[0] = M;
-            o.ne[1] = N;
-            tensor_set_contiguous_strides(&o);
             std::vector<float> out((size_t)(M * N));
-            o.data = out.data();
+            const Tensor w = tensor_2d(t, K, M, wbuf.data());
+            Tensor x = tensor_2d(k.act_type, K, N, act.data());
+            Tensor o = tensor_2d(DType::F32, M, N, out.data());
             const int reps = isa == Isa::SCALAR ? 1 : 5;
             const double s_tile = best_seconds(reps, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
             x.ne[1] = o.ne[1] = 1;

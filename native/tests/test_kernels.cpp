@@ -281,23 +281,10 @@ int main() {
                     }
             }
             // mul_mat through tensors, two "threads" run one after the other
-            Tensor w, x, o;
-            w.type = t;
-            w.ne[0] = K;
-            w.ne[1] = M;
-            tensor_set_contiguous_strides(&w);
-            w.data = wbuf.data();
-            x.type = k.act_type;
-            x.ne[0] = K;
-            x.ne[1] = N;
-            tensor_set_contiguous_strides(&x);
-            x.data = act.data();
-            o.type = DType::F32;
-            o.ne[0] = M;
-            o.ne[1] = N;
-            tensor_set_contiguous_strides(&o);
             std::vector<float> out((size_t)(M * N), NAN);
-            o.data = out.data();
+            const Tensor w = tensor_2d(t, K, M, wbuf.data());
+            Tensor x = tensor_2d(k.act_type, K, N, act.data());
+            Tensor o = tensor_2d(DType::F32, M, N, out.data());
             bool variant = false;
             bool nan = false;  // NaN comparisons leave fmax unchanged: check them explicitly
             // 1 and 2 threads with a static split, then 2 and 3 taking chunks from a shared

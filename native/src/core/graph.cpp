@@ -1,6 +1,7 @@
 #include "core/graph.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <unordered_map>
 
@@ -199,6 +200,8 @@ Tensor* Graph::attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* po
 }
 
 void Graph::finalize(const std::vector<Tensor*>& outputs) {
+    static std::atomic<uint64_t> next_id{1};
+    id_ = next_id.fetch_add(1, std::memory_order_relaxed);
     order_.clear();
     // iterative DFS post-order
     std::unordered_map<Tensor*, int> state;  // 1 visiting, 2 done

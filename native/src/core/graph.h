@@ -46,6 +46,9 @@ public:
     void bind(uint8_t* base);
     const std::vector<Tensor*>& nodes() const { return order_; }
     size_t node_count() const { return order_.size(); }
+    // Unique per finalize() in this process (never 0): lets a backend cache what it
+    // derives from a graph, such as its barrier plan, without hashing the nodes.
+    uint64_t id() const { return id_; }
 
 private:
     Tensor* new_tensor(DType type, const int64_t ne[4]);
@@ -56,6 +59,7 @@ private:
     std::vector<Tensor*> planned_;     // tensors with a planned offset
     std::vector<size_t> offsets_;
     size_t buffer_size_ = 0;
+    uint64_t id_ = 0;
 };
 
 }  // namespace ember

@@ -9,6 +9,16 @@ void tensor_set_contiguous_strides(Tensor* t) {
     for (int i = 2; i < 4; ++i) t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
 }
 
+Tensor tensor_2d(DType type, int64_t ne0, int64_t ne1, void* data) {
+    Tensor t;
+    t.type = type;
+    t.ne[0] = ne0;
+    t.ne[1] = ne1;
+    tensor_set_contiguous_strides(&t);
+    t.data = data;
+    return t;
+}
+
 size_t Tensor::n_bytes() const {
     const TypeTraits* tt = type_traits((uint32_t)type);
     return (size_t)row_bytes(*tt, ne[0]) * (size_t)n_rows();

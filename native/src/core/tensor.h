@@ -57,5 +57,7 @@ struct Tensor {
 
 // Sets nb[] for a contiguous layout of t->type and t->ne.
 void tensor_set_contiguous_strides(Tensor* t);
+// A contiguous [ne0, ne1] tensor over data the caller owns (no graph, no op).
+Tensor tensor_2d(DType type, int64_t ne0, int64_t ne1, void* data);
 
 }  // namespace ember

@@ -159,12 +159,7 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
         for (int64_t c = r.begin; c < r.end; ++c) k.convert(x->row<float>(c), p.work + c * act_row, x->ne[0]);
         if (p.pool) p.pool->barrier();
     }
-    Tensor xa;
-    xa.type = k.act_type;
-    xa.ne[0] = x->ne[0];
-    xa.ne[1] = x->ne[1];
-    tensor_set_contiguous_strides(&xa);
-    xa.data = p.work;
+    const Tensor xa = tensor_2d(k.act_type, x->ne[0], x->ne[1], p.work);
     mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.next_chunk);
 }
 
@@ -354,8 +349,13 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
     work_.resize(work_size(graph, isa_) + 64);  // grows only: no allocation in the token loop
     const auto& nodes = graph.nodes();
     // A barrier only where a node needs what another thread may still be producing or
-    // reading; the plan costs a pass over the nodes, small next to computing them.
-    const std::vector<uint8_t> plan = barrier_plan(graph, isa_);
+    // reading. The plan compares byte ranges of the graph's tensors; rebinding the graph
+    // to a grown buffer moves all intermediates together, so the plan stays valid.
+    if (plan_graph_ != graph.id()) {
+        plan_ = barrier_plan(graph, isa_);
+        plan_graph_ = graph.id();
+    }
+    const std::vector<uint8_t>& plan = plan_;
     if (chunks_.size() < nodes.size()) chunks_ = std::vector<std::atomic<int64_t>>(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) chunks_[i].store(0, std::memory_order_relaxed);
     // Cancellation: thread 0 polls the flag and names the barrier after which everyone

@@ -49,6 +49,10 @@ private:
     std::vector<ThreadScratch> scratch_;
     AlignedBuffer work_;
     std::vector<std::atomic<int64_t>> chunks_;  // per node, for dynamic row splits
+    // barrier_plan of the graph last computed (the token loop reuses one graph, so the
+    // plan is made once per shape, not per token)
+    uint64_t plan_graph_ = 0;
+    std::vector<uint8_t> plan_;
 };
 
 // Bytes of the shared work buffer a graph needs at an ISA level.
