@@ -1,7 +1,7 @@
 // Kernel throughput, one thread: the tile (prefill) and one-column (decode) matrix
 // products for every weight type at every ISA level this CPU has, in GOP/s (2 x M x K x
 // N operations over the best of several timed runs). Built with the native tests:
-//     build/bench_kernels [M K N]
+//     build/bench_kernels [M K N [TYPE [REPS]]]   (TYPE: one type name, e.g. F16)
 // Numbers are for comparing kernels with each other on one machine in one run; the
 // end-to-end comparison with llama.cpp is benchmarks/compare_llamacpp.py.
 #include <chrono>
@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
     const int64_t M = argc > 3 ? std::atoll(argv[1]) : 1536;
     const int64_t K = argc > 3 ? std::atoll(argv[2]) : 576;
     const int64_t N = argc > 3 ? std::atoll(argv[3]) : 128;
+    const char* only = argc > 4 ? argv[4] : nullptr;  // one type, for perf stat / perf record
+    const int reps_fast = argc > 5 ? std::atoi(argv[5]) : 5;
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::printf("M=%lld K=%lld N=%lld, one thread, GOP/s\n", (long long)M, (long long)K, (long long)N);
@@ -47,7 +49,7 @@ int main(int argc, char** argv) {
                            DType::Q6_K};
     for (DType t : types) {
         const TypeTraits* tt = type_traits((uint32_t)t);
-        if (K % tt->block_size) continue;
+        if (K % tt->block_size || (only && std::strcmp(only, tt->name) != 0)) continue;
         const size_t wrow = (size_t)row_bytes(*tt, K);
         std::vector<uint8_t> wbuf(wrow * (size_t)M);
         std::vector<float> f((size_t)K);
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
             const Tensor w = tensor_2d(t, K, M, wbuf.data());
             Tensor x = tensor_2d(k.act_type, K, N, act.data());
             Tensor o = tensor_2d(DType::F32, M, N, out.data());
-            const int reps = isa == Isa::SCALAR ? 1 : 5;
+            if (only && isa == Isa::SCALAR) continue;
+            const int reps = isa == Isa::SCALAR ? 1 : reps_fast;
             const double s_tile = best_seconds(reps, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
             x.ne[1] = o.ne[1] = 1;
             const double s_one = best_seconds(reps * 20, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });

@@ -483,12 +483,14 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
             for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(L::load(w + r * ws, i), x, acc[r][0]);
         }
     } else {
+        // The C activation vectors stay in registers and each weight vector is used as
+        // it loads: R*C accumulators + C + 1 registers (16 for 4x3), R + C loads.
         for (; i + 8 <= n; i += 8) {
-            __m256 wv[R];
-            for (int r = 0; r < R; ++r) wv[r] = L::load(w + r * ws, i);
-            for (int c = 0; c < C; ++c) {
-                const __m256 av = _mm256_loadu_ps(reinterpret_cast<const float*>(a + c * as) + i);
-                for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+            __m256 av[C];
+            for (int c = 0; c < C; ++c) av[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(a + c * as) + i);
+            for (int r = 0; r < R; ++r) {
+                const __m256 wv = L::load(w + r * ws, i);
+                for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, av[c], acc[r][c]);
             }
         }
     }
@@ -500,8 +502,13 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
         for (; r + 4 <= R; r += 4) {
             const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[r][c], acc[r + 1][c]),
                                             _mm256_hadd_ps(acc[r + 2][c], acc[r + 3][c]));
+            const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+            if (i == n) {  // no tail: the four sums are the results
+                _mm_storeu_ps(s + c * lds + r, h4);
+                continue;
+            }
             alignas(16) float t4[4];
-            _mm_store_ps(t4, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+            _mm_store_ps(t4, h4);
             for (int k = 0; k < 4; ++k) {
                 float t = t4[k];
                 for (int64_t j = i; j < n; ++j)
