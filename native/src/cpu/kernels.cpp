@@ -219,8 +219,16 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
         // whatever N is, so one-token decoding and batched prefill agree bit for bit.
         // Cache blocking: a chunk of activation columns (kept in L2) against the rows
         // kMulMatRowBlock at a time (kept in L1); the tile kernel reuses each loaded
-        // block across its register tile.
-        constexpr int64_t kColChunk = 64;
+        // block across its register tile. 60 columns: a multiple of every tile width
+        // (3 for floats, 4 for the block types), so only the last chunk has leftovers.
+        constexpr int64_t kColChunk = 60;
+        if (N == 1) {
+            // Decoding reuses nothing across rows: one call for the whole range, so any
+            // per-call set-up (widening the activation row) happens once.
+            k.gemm(K, (int)(r_end - r_begin), 1, w->row(r_begin), w->nb[1], x->row(0), x->nb[1],
+                   out->row<float>(0) + r_begin, lds);
+            return;
+        }
         for (int64_t c0 = 0; c0 < N; c0 += kColChunk) {
             const int nc = (int)(N - c0 < kColChunk ? N - c0 : kColChunk);
             for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {

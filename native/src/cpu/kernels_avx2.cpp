@@ -443,29 +443,39 @@ float scalar_w<LoadBF16>(const uint8_t* p, int64_t i) {
     return bf16_to_fp32(h);
 }
 
-template <class L>
+// L loads the weights, A the activations (F32, or F16 for F16 weights).
+template <class L, class A = LoadF32>
 void vec_dot_float(int64_t n, float* s, const void* w, const void* a) {
     const uint8_t* x = static_cast<const uint8_t*>(w);
-    const float* y = static_cast<const float*>(a);
+    const uint8_t* y = static_cast<const uint8_t*>(a);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
            acc3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(L::load(x, i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(L::load(x, i + 8), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(L::load(x, i + 16), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(L::load(x, i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+        acc0 = _mm256_fmadd_ps(L::load(x, i), A::load(y, i), acc0);
+        acc1 = _mm256_fmadd_ps(L::load(x, i + 8), A::load(y, i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(L::load(x, i + 16), A::load(y, i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(L::load(x, i + 24), A::load(y, i + 24), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(L::load(x, i), _mm256_loadu_ps(y + i), acc0);
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(L::load(x, i), A::load(y, i), acc0);
     float r = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) r += scalar_w<L>(x, i) * y[i];
+    for (; i < n; ++i) r += scalar_w<L>(x, i) * scalar_w<A>(y, i);
     *s = r;
+}
+
+void convert_row_f16_avx2(const float* x, void* y, int64_t n) {
+    uint16_t* h = static_cast<uint16_t*>(y);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
 }
 
 // Decoding without software prefetch runs at about 75% of the speed with it here; the
 // distance (four tiles ahead) was the best of one, two, four and eight tiles.
 constexpr bool kFloatPrefetch = true;
-template <class L, int R, int C>
+template <class L, int R, int C, class A = LoadF32>
 inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s, size_t lds) {
     __m256 acc[R][C];
     for (int r = 0; r < R; ++r)
@@ -474,12 +484,11 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
     if constexpr (C == 1) {
         // Decoding streams the weights once: fetch rows four tiles ahead, and use each
         // weight vector as it is loaded (holding all R first would spill the accumulators).
-        const float* av = reinterpret_cast<const float*>(a);
         for (; i + 8 <= n; i += 8) {
             if (kFloatPrefetch && (i * L::kBytes) % 64 == 0)
                 for (int r = 0; r < R; ++r)
                     _mm_prefetch(reinterpret_cast<const char*>(w + (4 * R + r) * ws + i * L::kBytes), _MM_HINT_T0);
-            const __m256 x = _mm256_loadu_ps(av + i);
+            const __m256 x = A::load(a, i);
             for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(L::load(w + r * ws, i), x, acc[r][0]);
         }
     } else {
@@ -487,7 +496,7 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
         // it loads: R*C accumulators + C + 1 registers (16 for 4x3), R + C loads.
         for (; i + 8 <= n; i += 8) {
             __m256 av[C];
-            for (int c = 0; c < C; ++c) av[c] = _mm256_loadu_ps(reinterpret_cast<const float*>(a + c * as) + i);
+            for (int c = 0; c < C; ++c) av[c] = A::load(a + c * as, i);
             for (int r = 0; r < R; ++r) {
                 const __m256 wv = L::load(w + r * ws, i);
                 for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, av[c], acc[r][c]);
@@ -512,26 +521,41 @@ inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a,
             for (int k = 0; k < 4; ++k) {
                 float t = t4[k];
                 for (int64_t j = i; j < n; ++j)
-                    t += scalar_w<L>(w + (r + k) * ws, j) * reinterpret_cast<const float*>(a + c * as)[j];
+                    t += scalar_w<L>(w + (r + k) * ws, j) * scalar_w<A>(a + c * as, j);
                 s[c * lds + r + k] = t;
             }
         }
         for (; r < R; ++r) {
             float t = hsum(acc[r][c]);
-            for (int64_t j = i; j < n; ++j) t += scalar_w<L>(w + r * ws, j) * reinterpret_cast<const float*>(a + c * as)[j];
+            for (int64_t j = i; j < n; ++j) t += scalar_w<L>(w + r * ws, j) * scalar_w<A>(a + c * as, j);
             s[c * lds + r] = t;
         }
     }
 }
 
-template <class L, int R, int C>
+template <class L, int R, int C, class A = LoadF32>
 void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                 size_t lds) {
-    tile_driver<R, C, 4, tile_float<L, R, C>, tile_float<L, 1, C>, tile_float<L, 4, 1>, tile_float<L, 1, 1>>(
-        n, nr, nc, w, ws, a, as, s, lds);
+    if constexpr (!std::is_same<A, LoadF32>::value) {
+        if (nc == 1) {
+            // Decoding: widen the one activation row to F32 first (exact, so the bits are
+            // those of the batched tiles); converting it again for every four rows would
+            // make the converts, not the weight stream, the limit.
+            thread_local std::vector<float> wide;
+            if (wide.size() < (size_t)n) wide.resize((size_t)n);
+            const uint8_t* src = static_cast<const uint8_t*>(a);
+            int64_t i = 0;
+            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(wide.data() + i, A::load(src, i));
+            for (; i < n; ++i) wide[(size_t)i] = scalar_w<A>(src, i);
+            gemm_float<L, R, C, LoadF32>(n, nr, 1, w, ws, wide.data(), (size_t)n * sizeof(float), s, lds);
+            return;
+        }
+    }
+    tile_driver<R, C, 4, tile_float<L, R, C, A>, tile_float<L, 1, C, A>, tile_float<L, 4, 1, A>,
+                tile_float<L, 1, 1, A>>(n, nr, nc, w, ws, a, as, s, lds);
 }
 
-// 16-bit weights for several columns: the rows are widened to F32 once (into a per-thread
+// BF16 weights for several columns: the rows are widened to F32 once (into a per-thread
 // buffer that stays in L2) instead of once per column tile, then the F32 tiles run on
 // them. Widening is exact, so every (row, column) gets the same operations and bits as
 // through the 16-bit tiles.
@@ -1104,7 +1128,10 @@ void register_avx2_attention(AttentionKernels& k) {
 
 void register_avx2_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 4, 3>};
-    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_float<LoadF16>, gemm_wide<LoadF16>};
+    // F16 weights read F16 activations (as in ggml): 16-byte loads for both operands, so
+    // the tiles' loads keep up with the FMAs even when a tile's rows are in L2.
+    t[(int)DType::F16] = {DType::F16, convert_row_f16_avx2, vec_dot_float<LoadF16, LoadF16>,
+                          gemm_float<LoadF16, 4, 3, LoadF16>};
     t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_wide<LoadBF16>};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>};
     t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ5_0>, gemm_legacy<DecQ5_0, 4>};

@@ -75,27 +75,6 @@ void vec_dot_f32(int64_t n, float* s, const void* wv, const void* av) {
     *s = sum;
 }
 
-void vec_dot_f16(int64_t n, float* s, const void* wv, const void* av) {
-    const uint16_t* w = static_cast<const uint16_t*>(wv);
-    const float* a = static_cast<const float*>(av);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        // FCVTL is exact for every binary16 value, subnormals included
-        const float16x8_t h0 = vreinterpretq_f16_u16(vld1q_u16(w + i));
-        const float16x8_t h1 = vreinterpretq_f16_u16(vld1q_u16(w + i + 8));
-        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(h0)), vld1q_f32(a + i));
-        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(h0), vld1q_f32(a + i + 4));
-        acc2 = vfmaq_f32(acc2, vcvt_f32_f16(vget_low_f16(h1)), vld1q_f32(a + i + 8));
-        acc3 = vfmaq_f32(acc3, vcvt_high_f32_f16(h1), vld1q_f32(a + i + 12));
-    }
-    for (; i + 4 <= n; i += 4)
-        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(w + i))), vld1q_f32(a + i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
-    for (; i < n; ++i) sum += fp16_to_fp32(w[i]) * a[i];
-    *s = sum;
-}
-
 void vec_dot_bf16(int64_t n, float* s, const void* wv, const void* av) {
     const uint16_t* w = static_cast<const uint16_t*>(wv);
     const float* a = static_cast<const float*>(av);
@@ -118,7 +97,7 @@ struct LoadF32 {
     static float32x4_t load(const void* p, int64_t i) { return vld1q_f32(static_cast<const float*>(p) + i); }
     static float one(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
 };
-struct LoadF16 {
+struct LoadF16 {  // FCVTL is exact for every binary16 value, subnormals included
     static float32x4_t load(const void* p, int64_t i) {
         return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(static_cast<const uint16_t*>(p) + i)));
     }
@@ -133,7 +112,8 @@ struct LoadBF16 {
 
 // Tile of float dot products: each weight row is loaded (and for F16/BF16 widened) once per
 // four activation columns instead of once per column; four accumulators, one per column.
-template <typename L>
+// L loads the weights, A the activations (F32, or F16 for F16 weights).
+template <typename L, typename A = LoadF32>
 void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                 size_t lds) {
     const uint8_t* wb = static_cast<const uint8_t*>(w);
@@ -142,30 +122,53 @@ void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void*
         const void* wr = wb + (size_t)r * ws;
         int c = 0;
         for (; c + 4 <= nc; c += 4) {
-            const float* x[4];
-            for (int j = 0; j < 4; ++j) x[j] = reinterpret_cast<const float*>(ab + (size_t)(c + j) * as);
+            const void* x[4];
+            for (int j = 0; j < 4; ++j) x[j] = ab + (size_t)(c + j) * as;
             float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
             int64_t i = 0;
             for (; i + 4 <= n; i += 4) {
                 const float32x4_t wv = L::load(wr, i);
-                for (int j = 0; j < 4; ++j) acc[j] = vfmaq_f32(acc[j], wv, vld1q_f32(x[j] + i));
+                for (int j = 0; j < 4; ++j) acc[j] = vfmaq_f32(acc[j], wv, A::load(x[j], i));
             }
             for (int j = 0; j < 4; ++j) {
                 float sum = vaddvq_f32(acc[j]);
-                for (int64_t k = i; k < n; ++k) sum += L::one(wr, k) * x[j][k];
+                for (int64_t k = i; k < n; ++k) sum += L::one(wr, k) * A::one(x[j], k);
                 s[(size_t)(c + j) * lds + (size_t)r] = sum;
             }
         }
         for (; c < nc; ++c) {
-            const float* x = reinterpret_cast<const float*>(ab + (size_t)c * as);
+            const void* x = ab + (size_t)c * as;
             float32x4_t acc = vdupq_n_f32(0);
             int64_t i = 0;
-            for (; i + 4 <= n; i += 4) acc = vfmaq_f32(acc, L::load(wr, i), vld1q_f32(x + i));
+            for (; i + 4 <= n; i += 4) acc = vfmaq_f32(acc, L::load(wr, i), A::load(x, i));
             float sum = vaddvq_f32(acc);
-            for (; i < n; ++i) sum += L::one(wr, i) * x[i];
+            for (; i < n; ++i) sum += L::one(wr, i) * A::one(x, i);
             s[(size_t)c * lds + (size_t)r] = sum;
         }
     }
+}
+
+// F16 weights x F16 activations, one row: four accumulators over 16 elements at a time.
+void vec_dot_f16_f16(int64_t n, float* s, const void* wv, const void* av) {
+    const uint16_t* w = static_cast<const uint16_t*>(wv);
+    const uint16_t* a = static_cast<const uint16_t*>(av);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int h = 0; h < 2; ++h) {
+            const float16x8_t x = vreinterpretq_f16_u16(vld1q_u16(w + i + 8 * h));
+            const float16x8_t y = vreinterpretq_f16_u16(vld1q_u16(a + i + 8 * h));
+            float32x4_t& lo = h ? acc2 : acc0;
+            float32x4_t& hi = h ? acc3 : acc1;
+            lo = vfmaq_f32(lo, vcvt_f32_f16(vget_low_f16(x)), vcvt_f32_f16(vget_low_f16(y)));
+            hi = vfmaq_f32(hi, vcvt_high_f32_f16(x), vcvt_high_f32_f16(y));
+        }
+    }
+    for (; i + 4 <= n; i += 4)
+        acc0 = vfmaq_f32(acc0, LoadF16::load(w, i), LoadF16::load(a, i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
+    for (; i < n; ++i) sum += fp16_to_fp32(w[i]) * fp16_to_fp32(a[i]);
+    *s = sum;
 }
 
 }  // namespace neon_common
@@ -230,11 +233,11 @@ VecDotFn neon_vec_dot(DType weight, DType act, bool dotprod) {
     if (act == DType::F32) {
         switch (weight) {
             case DType::F32: return neon_common::vec_dot_f32;
-            case DType::F16: return neon_common::vec_dot_f16;
             case DType::BF16: return neon_common::vec_dot_bf16;
             default: return nullptr;
         }
     }
+    if (act == DType::F16) return weight == DType::F16 ? neon_common::vec_dot_f16_f16 : nullptr;
     return dotprod ? neon_dotprod::integer_kernel(weight, act) : neon_plain::integer_kernel(weight, act);
 }
 
@@ -242,11 +245,12 @@ GemmFn neon_gemm(DType weight, DType act, bool dotprod) {
     if (act == DType::F32) {
         switch (weight) {
             case DType::F32: return neon_common::gemm_float<neon_common::LoadF32>;
-            case DType::F16: return neon_common::gemm_float<neon_common::LoadF16>;
             case DType::BF16: return neon_common::gemm_float<neon_common::LoadBF16>;
             default: return nullptr;
         }
     }
+    if (act == DType::F16)
+        return weight == DType::F16 ? neon_common::gemm_float<neon_common::LoadF16, neon_common::LoadF16> : nullptr;
     return dotprod ? neon_dotprod::integer_gemm(weight, act) : neon_plain::integer_gemm(weight, act);
 }
 

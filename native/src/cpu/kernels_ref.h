@@ -6,6 +6,9 @@
 
 namespace ember {
 
+// F32 -> binary16, round to nearest even (the activations of F16 weights, as in ggml:
+// half the bytes per load, and the products then match llama.cpp's).
+void convert_row_f16_ref(const float* x, void* y, int64_t n);
 // F32 -> 8-bit activation blocks, round to nearest even, |q| <= 127.
 void quantize_row_q8_0_ref(const float* x, void* y, int64_t n);
 void quantize_row_q8_1_ref(const float* x, void* y, int64_t n);  // + s = d * sum(q)

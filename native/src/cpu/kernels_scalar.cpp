@@ -21,6 +21,11 @@ namespace ember {
 
 // ---- activation converters ----------------------------------------------------
 
+void convert_row_f16_ref(const float* x, void* y, int64_t n) {
+    uint16_t* h = static_cast<uint16_t*>(y);
+    for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
+}
+
 void quantize_row_q8_0_ref(const float* x, void* y, int64_t n) {
     BlockQ8_0* b = static_cast<BlockQ8_0*>(y);
     for (int64_t i = 0; i < n / QK; ++i, x += QK) {
@@ -180,8 +185,16 @@ void vec_dot_f32(int64_t n, float* s, const void* w, const void* a) {
     *s = dot_f32(static_cast<const float*>(w), static_cast<const float*>(a), n);
 }
 
-void vec_dot_f16(int64_t n, float* s, const void* w, const void* a) {
-    *s = dot_f32_f16(static_cast<const float*>(a), static_cast<const uint16_t*>(w), n);
+void vec_dot_f16_f16(int64_t n, float* s, const void* w, const void* a) {
+    const uint16_t* x = static_cast<const uint16_t*>(w);
+    const uint16_t* y = static_cast<const uint16_t*>(a);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += fp16_to_fp32(x[i + j]) * fp16_to_fp32(y[i + j]);
+    float r = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; ++i) r += fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]);
+    *s = r;
 }
 
 void vec_dot_bf16(int64_t n, float* s, const void* w, const void* a) {
@@ -329,7 +342,7 @@ void vec_dot_q8_k(int64_t n, float* s, const void* w, const void* a) {
 
 void register_scalar_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_f32, nullptr};
-    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_f16, nullptr};
+    t[(int)DType::F16] = {DType::F16, convert_row_f16_ref, vec_dot_f16_f16, nullptr};
     t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_bf16, nullptr};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ4_0, unpack_q4_0>, nullptr};
     t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ5_0, unpack_q5_0>, nullptr};
