@@ -95,6 +95,18 @@ def test_small_batches_match_one_big_batch(starter_model_path):
     assert np.allclose(big, small, atol=1e-4)
 
 
+def test_last_token_only_prefill_gives_the_same_bits(starter_model_path):
+    # With only the last logits wanted, batches before the last stop at the last layer's
+    # KV store and the last layer carries only the final row past its keys and values;
+    # every op works per row, so the logits must be those of the all-rows pass, bit for bit.
+    m = Model(starter_model_path, n_ctx=64, n_threads=2, n_batch=4)
+    every = m.eval_logits(IDS)
+    m.decode(IDS, 0)
+    assert np.array_equal(m.logits(), every[-1])
+    m.decode(IDS[:3], 0)                   # a single batch holding only the last-row pass
+    assert np.array_equal(m.logits(), every[2])
+
+
 def test_full_context_is_an_error_and_the_context_stays_usable(starter_model_path):
     m = Model(starter_model_path, n_ctx=8, n_threads=1)
     with pytest.raises(ContextFullError) as e:
