@@ -177,10 +177,11 @@ RSS_SCRIPT = textwrap.dedent("""
     m = Model(sys.argv[1], n_ctx=1024, n_threads=2)
     tok = 1
     m.decode([tok], 0)
+    tok = int(m.logits().argmax())  # numpy is imported on first use: count it in `first`
     first = rss_kb()
     for pos in range(1, 501):
-        tok = int(m.logits().argmax())
         m.decode([tok], pos)
+        tok = int(m.logits().argmax())
     print(first, rss_kb())
 """)
 

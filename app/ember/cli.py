@@ -164,31 +164,33 @@ def _peak_rss_bytes() -> int | None:
 def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
     """pp: n_prompt tokens in one decode from an empty cache; tg: n_gen one-token decodes.
     Like llama-bench: random token ids, one warm-up run, then reps timed runs."""
-    import numpy as np  # not at start-up: `ember --version` stays fast
-    rng = np.random.default_rng(0)
+    # no numpy here: the peak RSS reported is the engine's, not a numerics library's
+    import random
+    import statistics
+    rng = random.Random(0)
     vocab = model.n_vocab
     result = {}
     if n_prompt > 0:
         times = []
         for r in range(reps + 1):
-            ids = [int(t) for t in rng.integers(0, vocab, n_prompt)]
+            ids = [rng.randrange(vocab) for _ in range(n_prompt)]
             t0 = time.perf_counter()
             model.decode(ids, 0)
             if r:
                 times.append(time.perf_counter() - t0)
-        ts = n_prompt / np.array(times)
-        result[f"pp{n_prompt}"] = (float(ts.mean()), float(ts.std()))
+        ts = [n_prompt / t for t in times]
+        result[f"pp{n_prompt}"] = (statistics.fmean(ts), statistics.pstdev(ts))
     if n_gen > 0:
         times = []
         for r in range(reps + 1):
-            tok = int(rng.integers(0, vocab))
+            tok = rng.randrange(vocab)
             t0 = time.perf_counter()
             for pos in range(n_gen):
                 model.decode([tok], pos)
             if r:
                 times.append(time.perf_counter() - t0)
-        ts = n_gen / np.array(times)
-        result[f"tg{n_gen}"] = (float(ts.mean()), float(ts.std()))
+        ts = [n_gen / t for t in times]
+        result[f"tg{n_gen}"] = (statistics.fmean(ts), statistics.pstdev(ts))
     return result
 
 

@@ -10,11 +10,13 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import native
 from .native import c_int32
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where used: chatting needs no numpy (start-up time, memory)
 
 
 def supported_isas() -> list[str]:
@@ -246,6 +248,7 @@ class Model:
 
     def dequantize_tensor(self, name: str) -> np.ndarray:
         """A weight as float32, shaped like numpy/gguf-py (slowest dimension first)."""
+        import numpy as np
         t = next((t for t in self.tensors() if t.name == name), None)
         if t is None:
             raise KeyError(name)
@@ -340,6 +343,7 @@ class Model:
                self._lib.ember_context_last_error(ctx))
 
     def logits(self, i: int = -1) -> np.ndarray:
+        import numpy as np
         ptr = self._lib.ember_get_logits(self._context(), i)
         if not ptr:
             raise EmberError(native.ERR_INVALID_ARGUMENT, f"no logits for index {i}")
@@ -347,6 +351,7 @@ class Model:
 
     def eval_logits(self, ids: list[int]) -> np.ndarray:
         """Teacher-forced logits at every position: float32 [len(ids), n_vocab]."""
+        import numpy as np
         if not ids:
             return np.zeros((0, self.n_vocab), dtype=np.float32)
         with self._lock:
@@ -479,6 +484,7 @@ def type_name(type_id: int) -> str | None:
 
 def dequantize(type_id: int, data: bytes | np.ndarray, n: int) -> np.ndarray:
     """n float32 values from the raw blocks of a GGUF element type."""
+    import numpy as np
     src = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes) else \
         np.ascontiguousarray(data).view(np.uint8)
     lib = native.lib()
@@ -493,6 +499,7 @@ def dequantize(type_id: int, data: bytes | np.ndarray, n: int) -> np.ndarray:
 
 def quantize(type_id: int, values: np.ndarray) -> bytes:
     """Reference quantization of float32 values to a GGUF element type's blocks."""
+    import numpy as np
     x = np.ascontiguousarray(values, dtype=np.float32).ravel()
     lib = native.lib()
     bs, bb = lib.ember_type_block_size(type_id), lib.ember_type_block_bytes(type_id)

@@ -266,7 +266,22 @@ void Graph::finalize(const std::vector<Tensor*>& outputs) {
     for (size_t i = 0; i < order_.size(); ++i) {
         Tensor* t = order_[i];
         if (t->op != Op::VIEW && t->op != Op::KV_STORE) {  // those have no storage of their own
-            const size_t off = alloc.allocate(t->n_bytes());
+            // Elementwise ops (each element read before it is written, by the thread that
+            // writes it) write over their first source when they are its last reader: the
+            // SwiGLU product lands on the gate, the residual sum on the residual. Readers
+            // in the same depth group that run earlier are kept apart by the barrier plan,
+            // which sees the overlapping byte ranges.
+            Tensor* s0 = t->src[0];
+            size_t off;
+            if ((t->op == Op::ADD || t->op == Op::SWIGLU) && s0 && s0->op != Op::VIEW && s0->type == t->type &&
+                s0->n_bytes() == t->n_bytes() && s0->is_contiguous() && t->is_contiguous() &&
+                offset_of.count(s0) && last_use[s0] == i) {
+                auto& fs = frees[i];
+                fs.erase(std::find(fs.begin(), fs.end(), s0));  // the storage lives on as t's
+                off = offset_of[s0];
+            } else {
+                off = alloc.allocate(t->n_bytes());
+            }
             offset_of[t] = off;
             planned_.push_back(t);
             offsets_.push_back(off);
