@@ -108,7 +108,9 @@ int check_attention_kernels(const Isa* levels) {
     int failures = 0;
     const int64_t d = 64, nk = 29;  // a block that is not a multiple of the four-key kernel
     const size_t stride = 3 * d;    // keys of one head sit between other heads' keys
-    std::vector<float> q(d), acc0(d), w(nk), g(203), u(203);
+    constexpr int kG = 5;               // query heads per key head: covers every group kernel
+    const size_t qs = d + 8, ldo = 32;  // heads' rows with gaps between them
+    std::vector<float> q(qs * kG), acc0(qs * kG), w(ldo * kG), g(203), u(203);
     std::vector<uint16_t> kv(stride * nk);
     std::uniform_real_distribution<float> un(-1.0f, 1.0f);
     for (auto& x : q) x = un(rng);
@@ -129,17 +131,25 @@ int check_attention_kernels(const Isa* levels) {
         auto rel = [&](double got, double want, double mag) {
             worst = std::fmax(worst, std::fabs(got - want) / (1e-6 * mag + 1e-30));
         };
-        std::vector<float> sc(nk);
-        ak.scores(q.data(), kv.data(), stride, nk, d, 0.125f, sc.data());
-        for (int64_t j = 0; j < nk; ++j) {
-            double want = 0, mag = 0;
-            for (int64_t i = 0; i < d; ++i) {
-                const double p = (double)q[i] * fp16_to_fp32(kv[j * stride + i]);
-                want += p;
-                mag += std::fabs(p);
+        // every group size G: each head against float64, and with the same bits as alone
+        std::vector<float> sc(ldo * kG), sc1(ldo);
+        for (int G = 1; G <= kG; ++G) {
+            ak.scores(q.data(), qs, G, kv.data(), stride, nk, d, 0.125f, sc.data(), ldo);
+            for (int h = 0; h < G; ++h) {
+                ak.scores(q.data() + h * qs, qs, 1, kv.data(), stride, nk, d, 0.125f, sc1.data(), ldo);
+                if (std::memcmp(sc1.data(), sc.data() + h * ldo, nk * sizeof(float)) != 0) worst = INFINITY;
+                for (int64_t j = 0; j < nk; ++j) {
+                    double want = 0, mag = 0;
+                    for (int64_t i = 0; i < d; ++i) {
+                        const double p = (double)q[h * qs + i] * fp16_to_fp32(kv[j * stride + i]);
+                        want += p;
+                        mag += std::fabs(p);
+                    }
+                    rel(sc[h * ldo + j], 0.125 * want, 0.125 * mag);
+                }
             }
-            rel(sc[j], 0.125 * want, 0.125 * mag);
         }
+        sc.resize(nk);
         std::vector<float> e(sc);
         const float mx = *std::max_element(sc.begin(), sc.end());
         const float sum = ak.exp_sub_sum(e.data(), nk, mx);
@@ -150,15 +160,22 @@ int check_attention_kernels(const Isa* levels) {
             rel(e[j], x, 2.0 * x);  // the exponential within 2 ulp-ish (1e-6 relative)
         }
         rel(sum, want_sum, 2.0 * want_sum);
-        std::vector<float> acc(acc0);
-        ak.accumulate(acc.data(), kv.data(), stride, w.data(), nk, d);
-        for (int64_t i = 0; i < d; ++i) {
-            double want = acc0[i], mag = std::fabs(acc0[i]);
-            for (int64_t j = 0; j < nk; ++j) {
-                want += (double)w[j] * fp16_to_fp32(kv[j * stride + i]);
-                mag += std::fabs((double)w[j] * fp16_to_fp32(kv[j * stride + i]));
+        for (int G = 1; G <= kG; ++G) {
+            std::vector<float> acc(acc0), acc1(acc0);
+            ak.accumulate(acc.data(), qs, G, kv.data(), stride, w.data(), ldo, nk, d);
+            for (int h = 0; h < G; ++h) {
+                ak.accumulate(acc1.data() + h * qs, qs, 1, kv.data(), stride, w.data() + h * ldo, ldo, nk, d);
+                if (std::memcmp(acc1.data() + h * qs, acc.data() + h * qs, d * sizeof(float)) != 0) worst = INFINITY;
+                for (int64_t i = 0; i < d; ++i) {
+                    double want = acc0[h * qs + i], mag = std::fabs(acc0[h * qs + i]);
+                    for (int64_t j = 0; j < nk; ++j) {
+                        const double p = (double)w[h * ldo + j] * fp16_to_fp32(kv[j * stride + i]);
+                        want += p;
+                        mag += std::fabs(p);
+                    }
+                    rel(acc[h * qs + i], want, mag);
+                }
             }
-            rel(acc[i], want, mag);
         }
         std::vector<float> y(g.size());
         ak.swiglu(g.data(), u.data(), y.data(), (int64_t)g.size());

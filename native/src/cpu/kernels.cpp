@@ -186,12 +186,16 @@ void axpy_f16(float* y, const uint16_t* x, float a, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] += a * fp16_to_fp32(x[i]);
 }
 
-void attn_scores(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale, float* out) {
-    for (int64_t j = 0; j < nk; ++j) out[j] = dot_f32_f16(q, k + j * stride, d) * scale;
+void attn_scores(const float* q, size_t qs, int G, const uint16_t* k, size_t stride, int64_t nk, int64_t d,
+                 float scale, float* out, size_t ldo) {
+    for (int g = 0; g < G; ++g)
+        for (int64_t j = 0; j < nk; ++j) out[g * ldo + j] = dot_f32_f16(q + g * qs, k + j * stride, d) * scale;
 }
 
-void attn_accumulate(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d) {
-    for (int64_t j = 0; j < nk; ++j) axpy_f16(acc, v + j * stride, w[j], d);
+void attn_accumulate(float* acc, size_t as, int G, const uint16_t* v, size_t stride, const float* w, size_t ldw,
+                     int64_t nk, int64_t d) {
+    for (int g = 0; g < G; ++g)
+        for (int64_t j = 0; j < nk; ++j) axpy_f16(acc + g * as, v + j * stride, w[g * ldw + j], d);
 }
 
 void swiglu_f32(const float* g, const float* u, float* y, int64_t n) {

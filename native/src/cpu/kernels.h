@@ -61,12 +61,15 @@ struct AttentionKernels {
     void (*axpy_f16)(float* y, const uint16_t* x, float a, int64_t n) = nullptr;  // y += a * x
     // s[i] = exp(s[i] - max) for i < n; returns their sum
     float (*exp_sub_sum)(float* s, int64_t n, float max) = nullptr;
-    // out[j] = scale * dot(q, k + j * stride) over d elements, for j < nk (a block of keys)
-    void (*scores)(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale,
-                   float* out) = nullptr;
-    // acc += sum over j < nk of w[j] * (v + j * stride), d elements (a block of values)
-    void (*accumulate)(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk,
-                       int64_t d) = nullptr;
+    // For the G query heads g < G of a group that shares one key head (q + g * qs):
+    // out[g * ldo + j] = scale * dot(q + g * qs, k + j * stride) over d elements, j < nk
+    // (a block of keys). A head's scores do not depend on G.
+    void (*scores)(const float* q, size_t qs, int G, const uint16_t* k, size_t stride, int64_t nk, int64_t d,
+                   float scale, float* out, size_t ldo) = nullptr;
+    // acc + g * as += sum over j < nk of w[g * ldw + j] * (v + j * stride), d elements (a
+    // block of values), for g < G; keys added in order, so the bits do not depend on G.
+    void (*accumulate)(float* acc, size_t as, int G, const uint16_t* v, size_t stride, const float* w,
+                       size_t ldw, int64_t nk, int64_t d) = nullptr;
     // y = silu(g) * u over n elements (the gated FFN's activation)
     void (*swiglu)(const float* g, const float* u, float* y, int64_t n) = nullptr;
 };
@@ -79,8 +82,10 @@ float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
 void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
 float exp_sub_sum(float* s, int64_t n, float max);
 void swiglu_f32(const float* g, const float* u, float* y, int64_t n);
-void attn_scores(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale, float* out);
-void attn_accumulate(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d);
+void attn_scores(const float* q, size_t qs, int G, const uint16_t* k, size_t stride, int64_t nk, int64_t d,
+                 float scale, float* out, size_t ldo);
+void attn_accumulate(float* acc, size_t as, int G, const uint16_t* v, size_t stride, const float* w, size_t ldw,
+                     int64_t nk, int64_t d);
 
 constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one thread
 

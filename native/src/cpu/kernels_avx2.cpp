@@ -992,66 +992,114 @@ void axpy_f16_avx2(float* y, const uint16_t* x, float a, int64_t n) {
 
 inline __m256 load_h8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
-// Four keys at a time, each with its own accumulator; the four sums are folded with
-// hadd. Heads of other sizes than a multiple of 8 take the one-key kernel.
-void attn_scores_avx2(const float* q, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale,
-                      float* out) {
-    if (d % 8 != 0) {
-        for (int64_t j = 0; j < nk; ++j) out[j] = dot_f32_f16_avx2(q, k + j * stride, d) * scale;
-        return;
-    }
+// Scores of G query heads that share a key head (grouped-query attention): each key
+// vector is converted once and used by every head of the group. KEYS keys per step, so
+// that the G x KEYS accumulators, the keys and one query vector fit the 16 registers.
+// The sums are folded with the same hadd tree whatever KEYS is (absent keys as zeros),
+// so a score has the same bits for every group size and every place in the block.
+inline __m128 fold4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+template <int G, int KEYS>
+void scores_group(const float* q, size_t qs, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale,
+                  float* out, size_t ldo) {
+    const __m256 z = _mm256_setzero_ps();
     int64_t j = 0;
-    for (; j + 4 <= nk; j += 4) {
-        const uint16_t* k0 = k + j * stride;
-        const uint16_t* k1 = k0 + stride;
-        const uint16_t* k2 = k1 + stride;
-        const uint16_t* k3 = k2 + stride;
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
-               a3 = _mm256_setzero_ps();
+    for (; j + KEYS <= nk; j += KEYS) {
+        __m256 a[G][KEYS];
+        for (int g = 0; g < G; ++g)
+            for (int t = 0; t < KEYS; ++t) a[g][t] = z;
         for (int64_t i = 0; i < d; i += 8) {
-            const __m256 qv = _mm256_loadu_ps(q + i);
-            a0 = _mm256_fmadd_ps(qv, load_h8(k0 + i), a0);
-            a1 = _mm256_fmadd_ps(qv, load_h8(k1 + i), a1);
-            a2 = _mm256_fmadd_ps(qv, load_h8(k2 + i), a2);
-            a3 = _mm256_fmadd_ps(qv, load_h8(k3 + i), a3);
+            __m256 kv[KEYS];
+            for (int t = 0; t < KEYS; ++t) kv[t] = load_h8(k + (j + t) * stride + i);
+            for (int g = 0; g < G; ++g) {
+                const __m256 qv = _mm256_loadu_ps(q + g * qs + i);
+                for (int t = 0; t < KEYS; ++t) a[g][t] = _mm256_fmadd_ps(qv, kv[t], a[g][t]);
+            }
         }
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-        _mm_storeu_ps(out + j, _mm_mul_ps(s4, _mm_set1_ps(scale)));
+        for (int g = 0; g < G; ++g) {
+            const __m128 s4 = _mm_mul_ps(fold4(a[g][0], KEYS > 1 ? a[g][1] : z, KEYS > 2 ? a[g][2] : z,
+                                               KEYS > 3 ? a[g][3] : z),
+                                         _mm_set1_ps(scale));
+            alignas(16) float t4[4];
+            _mm_store_ps(t4, s4);
+            for (int t = 0; t < KEYS; ++t) out[g * ldo + j + t] = t4[t];
+        }
     }
     for (; j < nk; ++j) {
         const uint16_t* kj = k + j * stride;
-        __m256 a = _mm256_setzero_ps();
-        for (int64_t i = 0; i < d; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_h8(kj + i), a);
-        // the same fold as above, so a key's score does not depend on its place in the block
-        const __m256 z = _mm256_setzero_ps();
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, z), _mm256_hadd_ps(z, z));
-        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-        out[j] = _mm_cvtss_f32(s4) * scale;
+        for (int g = 0; g < G; ++g) {
+            __m256 a = z;
+            for (int64_t i = 0; i < d; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + g * qs + i), load_h8(kj + i), a);
+            out[g * ldo + j] = _mm_cvtss_f32(fold4(a, z, z, z)) * scale;
+        }
     }
 }
 
-// The accumulator stays in registers across the block: 32 floats at a time.
-void attn_accumulate_avx2(float* acc, const uint16_t* v, size_t stride, const float* w, int64_t nk, int64_t d) {
-    int64_t i = 0;
-    for (; i + 32 <= d; i += 32) {
-        __m256 a0 = _mm256_loadu_ps(acc + i), a1 = _mm256_loadu_ps(acc + i + 8), a2 = _mm256_loadu_ps(acc + i + 16),
-               a3 = _mm256_loadu_ps(acc + i + 24);
-        for (int64_t j = 0; j < nk; ++j) {
-            const uint16_t* vj = v + j * stride + i;
-            const __m256 wj = _mm256_broadcast_ss(w + j);
-            a0 = _mm256_fmadd_ps(wj, load_h8(vj), a0);
-            a1 = _mm256_fmadd_ps(wj, load_h8(vj + 8), a1);
-            a2 = _mm256_fmadd_ps(wj, load_h8(vj + 16), a2);
-            a3 = _mm256_fmadd_ps(wj, load_h8(vj + 24), a3);
+void attn_scores_avx2(const float* q, size_t qs, int G, const uint16_t* k, size_t stride, int64_t nk, int64_t d,
+                      float scale, float* out, size_t ldo) {
+    if (d % 8 != 0) {
+        for (int g = 0; g < G; ++g)
+            for (int64_t j = 0; j < nk; ++j) out[g * ldo + j] = dot_f32_f16_avx2(q + g * qs, k + j * stride, d) * scale;
+        return;
+    }
+    for (int g = 0; g < G;) {
+        const int n = G - g < 4 ? G - g : 4;
+        const float* qg = q + g * qs;
+        float* og = out + g * ldo;
+        switch (n) {
+            case 1: scores_group<1, 4>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+            case 2: scores_group<2, 4>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+            case 3: scores_group<3, 3>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+            default: scores_group<4, 2>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
         }
-        _mm256_storeu_ps(acc + i, a0);
-        _mm256_storeu_ps(acc + i + 8, a1);
-        _mm256_storeu_ps(acc + i + 16, a2);
-        _mm256_storeu_ps(acc + i + 24, a3);
+        g += n;
+    }
+}
+
+// The G heads' accumulators stay in registers across the block, V vectors of 8 floats
+// each; every value vector is converted once for the whole group. Each lane adds the
+// keys in order with one FMA each, so the bits do not depend on G or V.
+template <int G, int V>
+void accumulate_group(float* acc, size_t as, const uint16_t* v, size_t stride, const float* w, size_t ldw,
+                      int64_t nk, int64_t d) {
+    int64_t i = 0;
+    for (; i + 8 * V <= d; i += 8 * V) {
+        __m256 a[G][V];
+        for (int g = 0; g < G; ++g)
+            for (int t = 0; t < V; ++t) a[g][t] = _mm256_loadu_ps(acc + g * as + i + 8 * t);
+        for (int64_t j = 0; j < nk; ++j) {
+            __m256 vv[V];
+            for (int t = 0; t < V; ++t) vv[t] = load_h8(v + j * stride + i + 8 * t);
+            for (int g = 0; g < G; ++g) {
+                const __m256 wj = _mm256_broadcast_ss(w + g * ldw + j);
+                for (int t = 0; t < V; ++t) a[g][t] = _mm256_fmadd_ps(wj, vv[t], a[g][t]);
+            }
+        }
+        for (int g = 0; g < G; ++g)
+            for (int t = 0; t < V; ++t) _mm256_storeu_ps(acc + g * as + i + 8 * t, a[g][t]);
     }
     if (i < d)
-        for (int64_t j = 0; j < nk; ++j) axpy_f16_avx2(acc + i, v + j * stride + i, w[j], d - i);
+        for (int g = 0; g < G; ++g)
+            for (int64_t j = 0; j < nk; ++j) axpy_f16_avx2(acc + g * as + i, v + j * stride + i, w[g * ldw + j], d - i);
+}
+
+void attn_accumulate_avx2(float* acc, size_t as, int G, const uint16_t* v, size_t stride, const float* w, size_t ldw,
+                          int64_t nk, int64_t d) {
+    for (int g = 0; g < G;) {
+        const int n = G - g < 4 ? G - g : 4;
+        float* ag = acc + g * as;
+        const float* wg = w + g * ldw;
+        switch (n) {
+            case 1: accumulate_group<1, 4>(ag, as, v, stride, wg, ldw, nk, d); break;
+            case 2: accumulate_group<2, 2>(ag, as, v, stride, wg, ldw, nk, d); break;
+            case 3: accumulate_group<3, 2>(ag, as, v, stride, wg, ldw, nk, d); break;
+            default: accumulate_group<4, 2>(ag, as, v, stride, wg, ldw, nk, d); break;
+        }
+        g += n;
+    }
 }
 
 // exp(x) for 8 floats: x = n ln2 + r with |r| <= ln2 / 2 (ln2 split in two so n ln2 is

@@ -181,38 +181,62 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
     const int64_t n_head_kv = kc->ne[1];
     const int64_t group = n_head / n_head_kv;
-    if ((size_t)(head_dim + kAttnBlock) > p.scratch_floats) fail(EMBER_ERR_INTERNAL, "attention scratch too small");
-    float* acc = p.scratch;                 // head_dim
-    float* score = p.scratch + head_dim;    // kAttnBlock
+    // One item is a token's group of query heads that share a key head: the group's
+    // heads read each key and value block once, converted once.
+    // Scratch: group x head_dim accumulators, group x kAttnBlock scores, then per head
+    // the running max (float) and sum (double, at an even float offset).
+    const size_t sum_at = (size_t)(group * (head_dim + kAttnBlock + 1) + 1) & ~(size_t)1;
+    if (sum_at + 2 * (size_t)group > p.scratch_floats) fail(EMBER_ERR_INTERNAL, "attention scratch too small");
+    float* acc = p.scratch;
+    float* score = acc + group * head_dim;
+    float* max = score + group * kAttnBlock;
+    double* sum = reinterpret_cast<double*>(p.scratch + sum_at);
     // keys (and values) of one head at consecutive positions, in elements
     const size_t kv_stride = kc->nb[2] / sizeof(uint16_t);
     if (vc->nb[2] != kc->nb[2]) fail(EMBER_ERR_INTERNAL, "attention: K and V cache layouts differ");
+    const size_t q_stride = q->nb[1] / sizeof(float);  // between the heads of one token
     auto one = [&](int64_t it) {
-        const int64_t j = it / n_head, h = it % n_head, hk = h / group;
+        const int64_t j = it / n_head_kv, hk = it % n_head_kv, h0 = hk * group;
         const int64_t n_kv = (int64_t)pos[j] + 1;
-        const float* qi = q->row<float>(h, j);
-        float max = -INFINITY;
-        double sum = 0.0;
-        for (int64_t d = 0; d < head_dim; ++d) acc[d] = 0.0f;
+        const float* qi = q->row<float>(h0, j);
+        for (int64_t g = 0; g < group; ++g) {
+            max[g] = -INFINITY;
+            sum[g] = 0.0;
+        }
+        for (int64_t d = 0; d < group * head_dim; ++d) acc[d] = 0.0f;
         for (int64_t k0 = 0; k0 < n_kv; k0 += kAttnBlock) {
             const int64_t nk = n_kv - k0 < kAttnBlock ? n_kv - k0 : kAttnBlock;
-            ak.scores(qi, kc->row<uint16_t>(hk, k0), kv_stride, nk, head_dim, scale, score);
-            float bmax = -INFINITY;
-            for (int64_t k = 0; k < nk; ++k) bmax = score[k] > bmax ? score[k] : bmax;
-            if (bmax > max) {
-                const float rescale = std::exp(max - bmax);  // exp(-inf) = 0 on the first block
-                for (int64_t d = 0; d < head_dim; ++d) acc[d] *= rescale;
-                sum *= rescale;
-                max = bmax;
+            ak.scores(qi, q_stride, (int)group, kc->row<uint16_t>(hk, k0), kv_stride, nk, head_dim, scale, score,
+                      kAttnBlock);
+            for (int64_t g = 0; g < group; ++g) {
+                float* sg = score + g * kAttnBlock;
+                float* ag = acc + g * head_dim;
+                // four running maxima (one SSE register; the max is the same in any order)
+                float m4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+                int64_t k = 0;
+                for (; k + 4 <= nk; k += 4)
+                    for (int l = 0; l < 4; ++l) m4[l] = sg[k + l] > m4[l] ? sg[k + l] : m4[l];
+                for (; k < nk; ++k) m4[0] = sg[k] > m4[0] ? sg[k] : m4[0];
+                const float m01 = m4[0] > m4[1] ? m4[0] : m4[1], m23 = m4[2] > m4[3] ? m4[2] : m4[3];
+                const float bmax = m01 > m23 ? m01 : m23;
+                if (bmax > max[g]) {
+                    const float rescale = std::exp(max[g] - bmax);  // exp(-inf) = 0 on the first block
+                    for (int64_t d = 0; d < head_dim; ++d) ag[d] *= rescale;
+                    sum[g] *= rescale;
+                    max[g] = bmax;
+                }
+                sum[g] += ak.exp_sub_sum(sg, nk, max[g]);
             }
-            sum += ak.exp_sub_sum(score, nk, max);
-            ak.accumulate(acc, vc->row<uint16_t>(hk, k0), kv_stride, score, nk, head_dim);
+            ak.accumulate(acc, (size_t)head_dim, (int)group, vc->row<uint16_t>(hk, k0), kv_stride, score, kAttnBlock,
+                          nk, head_dim);
         }
-        const float inv = (float)(1.0 / sum);
-        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h0 * head_dim;
+        for (int64_t g = 0; g < group; ++g) {
+            const float inv = (float)(1.0 / sum[g]);
+            for (int64_t d = 0; d < head_dim; ++d) out[g * head_dim + d] = acc[g * head_dim + d] * inv;
+        }
     };
-    const int64_t items = n_tok * n_head;
+    const int64_t items = n_tok * n_head_kv;
     if (p.next_chunk) {
         for (int64_t it; (it = p.next_chunk->fetch_add(1, std::memory_order_relaxed)) < items;) one(it);
     } else {
