@@ -185,27 +185,20 @@ void vec_dot_f32(int64_t n, float* s, const void* w, const void* a) {
     *s = dot_f32(static_cast<const float*>(w), static_cast<const float*>(a), n);
 }
 
-void vec_dot_f16_f16(int64_t n, float* s, const void* w, const void* a) {
-    const uint16_t* x = static_cast<const uint16_t*>(w);
-    const uint16_t* y = static_cast<const uint16_t*>(a);
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) acc[j] += fp16_to_fp32(x[i + j]) * fp16_to_fp32(y[i + j]);
-    float r = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; ++i) r += fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]);
-    *s = r;
-}
+// One element as float: weights and activations of the 16-bit formats.
+inline float elem_f16(const void* p, int64_t i) { return fp16_to_fp32(static_cast<const uint16_t*>(p)[i]); }
+inline float elem_bf16(const void* p, int64_t i) { return bf16_to_fp32(static_cast<const uint16_t*>(p)[i]); }
+inline float elem_f32(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
 
-void vec_dot_bf16(int64_t n, float* s, const void* w, const void* a) {
-    const uint16_t* x = static_cast<const uint16_t*>(w);
-    const float* y = static_cast<const float*>(a);
+// Eight interleaved partial sums folded in a fixed tree, like dot_f32.
+template <float (*W)(const void*, int64_t), float (*A)(const void*, int64_t)>
+void vec_dot_16(int64_t n, float* s, const void* w, const void* a) {
     float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; ++j) acc[j] += bf16_to_fp32(x[i + j]) * y[i + j];
+        for (int j = 0; j < 8; ++j) acc[j] += W(w, i + j) * A(a, i + j);
     float r = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; ++i) r += bf16_to_fp32(x[i]) * y[i];
+    for (; i < n; ++i) r += W(w, i) * A(a, i);
     *s = r;
 }
 
@@ -342,8 +335,8 @@ void vec_dot_q8_k(int64_t n, float* s, const void* w, const void* a) {
 
 void register_scalar_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_f32, nullptr};
-    t[(int)DType::F16] = {DType::F16, convert_row_f16_ref, vec_dot_f16_f16, nullptr};
-    t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_bf16, nullptr};
+    t[(int)DType::F16] = {DType::F16, convert_row_f16_ref, vec_dot_16<elem_f16, elem_f16>, nullptr};
+    t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_16<elem_bf16, elem_f32>, nullptr};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ4_0, unpack_q4_0>, nullptr};
     t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ5_0, unpack_q5_0>, nullptr};
     t[(int)DType::Q8_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ8_0, unpack_q8_0>, nullptr};
