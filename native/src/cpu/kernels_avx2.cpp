@@ -894,8 +894,11 @@ inline __m256i hadd4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
     return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
 }
 
-// Four unpacked rows (panel[r * nbk + i]) x C columns of Q8_K.
-template <int C>
+// Four unpacked rows (panel[r * nbk + i]) x C columns of Q8_K. U: the unpacked values
+// are unsigned (Q2_K, Q4_K, Q5_K: 0..31, their mins apart), so maddubs takes them as
+// they are; the signed ones (Q3_K, Q6_K) go through the sign trick. Both give the same
+// exact int16 pair sums (|q a| pairs stay far below 2^15).
+template <int C, bool U>
 void ktile4(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
     __m256 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
@@ -907,13 +910,16 @@ void ktile4(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float
             __m256i q[4], qa[4];
             for (int r = 0; r < 4; ++r) {
                 q[r] = loadu256(P[r]->q + 32 * j);
-                qa[r] = _mm256_sign_epi8(q[r], q[r]);
+                if constexpr (!U) qa[r] = _mm256_sign_epi8(q[r], q[r]);
             }
             for (int c = 0; c < C; ++c) {
                 const __m256i av = loadu256(reinterpret_cast<const BlockQ8_K*>(a + c * as)[i].qs + 32 * j);
                 __m256i p[4];
-                for (int r = 0; r < 4; ++r)
-                    p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(qa[r], _mm256_sign_epi8(av, q[r])), loadu256(P[r]->scv[j]));
+                for (int r = 0; r < 4; ++r) {
+                    const __m256i pairs = U ? _mm256_maddubs_epi16(q[r], av)
+                                            : _mm256_maddubs_epi16(qa[r], _mm256_sign_epi8(av, q[r]));
+                    p[r] = _mm256_madd_epi16(pairs, loadu256(P[r]->scv[j]));
+                }
                 isum[c] = _mm256_add_epi32(isum[c], hadd4(p[0], p[1], p[2], p[3]));
             }
         }
@@ -957,9 +963,11 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
             const B* x = reinterpret_cast<const B*>(W + (r + rr) * ws);
             for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)(rr * nbk + i)]);
         }
+        constexpr bool U = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ4_K>::value ||
+                           std::is_same<B, BlockQ5_K>::value;
         int c = 0;
-        for (; c + 4 <= nc; c += 4) ktile4<4>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
-        for (; c < nc; ++c) ktile4<1>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+        for (; c + 4 <= nc; c += 4) ktile4<4, U>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+        for (; c < nc; ++c) ktile4<1, U>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
     }
     for (; r < nr; ++r)
         for (int c = 0; c < nc; ++c) VecDot(n, s + c * lds + r, W + r * ws, A + c * as);
