@@ -174,10 +174,35 @@ static void test_elementwise_ops() {
     }
 }
 
+// In-place writing must not happen when the op also reads its first source through
+// another view: c = a + a[row 0] broadcast would read a row 0 after writing over it.
+static void test_in_place_needs_sole_reader() {
+    const int64_t n = 8;
+    std::vector<float> x(2 * n), w(2 * n, 1.0f);
+    for (int64_t i = 0; i < 2 * n; ++i) x[(size_t)i] = (float)i;
+    Graph g;
+    Tensor* in = g.leaf(DType::F32, n, 2, 1, 1, x.data());
+    Tensor* one = g.leaf(DType::F32, n, 2, 1, 1, w.data());
+    Tensor* a = g.add(in, one);                // a[r][i] = x + 1
+    Tensor* c = g.add(a, g.column(a, 0));      // c[r][i] = a[r][i] + a[0][i]
+    g.finalize({c});
+    AlignedBuffer buf(g.buffer_size());
+    g.bind(buf.data());
+    CHECK(c->data != a->data);
+    CpuBackend cpu(1, n, Isa::SCALAR);
+    CHECK(cpu.compute(g, nullptr));
+    const float* cv = static_cast<const float*>(c->data);
+    for (int64_t i = 0; i < n; ++i) {
+        CHECK(cv[i] == 2.0f * (x[(size_t)i] + 1.0f));
+        CHECK(cv[n + i] == (x[(size_t)(n + i)] + 1.0f) + (x[(size_t)i] + 1.0f));
+    }
+}
+
 int main() {
     test_arena();
     test_views();
     test_memory_plan();
+    test_in_place_needs_sole_reader();
     test_thread_pool();
     test_elementwise_ops();
     std::printf("%s (%d failures)\n", g_failures ? "FAILED" : "ok", g_failures);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 
@@ -275,7 +276,9 @@ void Graph::finalize(const std::vector<Tensor*>& outputs) {
             size_t off;
             if ((t->op == Op::ADD || t->op == Op::SWIGLU) && s0 && s0->op != Op::VIEW && s0->type == t->type &&
                 s0->n_bytes() == t->n_bytes() && s0->is_contiguous() && t->is_contiguous() &&
-                offset_of.count(s0) && last_use[s0] == i) {
+                offset_of.count(s0) && last_use[s0] == i &&
+                std::none_of(std::begin(t->src) + 1, std::end(t->src),
+                             [&](Tensor* o) { return o && storage_of(o) == s0; })) {  // no other view of it
                 auto& fs = frees[i];
                 fs.erase(std::find(fs.begin(), fs.end(), s0));  // the storage lives on as t's
                 off = offset_of[s0];
