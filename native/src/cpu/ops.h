@@ -65,4 +65,7 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa);
 // One node on one thread.
 void compute_node(const Tensor* t, ComputeParams& p);
 
+// Floats of per-thread scratch the attention op needs (a group of query heads per key head).
+size_t attention_scratch_floats(int64_t head_dim, int64_t group);
+
 }  // namespace ember

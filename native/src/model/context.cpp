@@ -29,7 +29,10 @@ Context::Context(const Model& model, const ContextOptions& opts)
       n_batch_(opts.n_batch > 0 ? std::min(opts.n_batch, choose_n_ctx(model, opts.n_ctx)) : 512),
       backend_(choose_threads(opts.n_threads),
                std::max<int64_t>({model.hparams().n_embd, model.hparams().n_ff,
-                                  (int64_t)model.hparams().head_dim * model.hparams().n_head}),
+                                  (int64_t)model.hparams().head_dim * model.hparams().n_head,
+                                  (int64_t)attention_scratch_floats(
+                                      model.hparams().head_dim,
+                                      model.hparams().n_head / std::max(1, (int)model.hparams().n_head_kv))}),
                opts.isa >= 0 ? (Isa)opts.isa : active_isa()) {
     if (!model.has_weights()) fail(EMBER_ERR_INVALID_ARGUMENT, "the model was loaded without weights");
     if (n_ctx_ < 1 || n_ctx_ > (1 << 20)) fail(EMBER_ERR_INVALID_ARGUMENT, "n_ctx must be in 1..1048576");
