@@ -443,6 +443,14 @@ float scalar_w<LoadBF16>(const uint8_t* p, int64_t i) {
     return bf16_to_fp32(h);
 }
 
+// n 16-bit (or F32) values as F32, exactly.
+template <class L>
+void widen_row(const uint8_t* src, float* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, L::load(src, i));
+    for (; i < n; ++i) dst[i] = scalar_w<L>(src, i);
+}
+
 // L loads the weights, A the activations (F32, or F16 for F16 weights).
 template <class L, class A = LoadF32>
 void vec_dot_float(int64_t n, float* s, const void* w, const void* a) {
@@ -543,10 +551,7 @@ void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void*
             // make the converts, not the weight stream, the limit.
             thread_local std::vector<float> wide;
             if (wide.size() < (size_t)n) wide.resize((size_t)n);
-            const uint8_t* src = static_cast<const uint8_t*>(a);
-            int64_t i = 0;
-            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(wide.data() + i, A::load(src, i));
-            for (; i < n; ++i) wide[(size_t)i] = scalar_w<A>(src, i);
+            widen_row<A>(static_cast<const uint8_t*>(a), wide.data(), n);
             gemm_float<L, R, C, LoadF32>(n, nr, 1, w, ws, wide.data(), (size_t)n * sizeof(float), s, lds);
             return;
         }
@@ -574,11 +579,7 @@ void gemm_wide(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     for (int r0 = 0; r0 < nr; r0 += kRows) {
         const int rows = nr - r0 < kRows ? nr - r0 : kRows;
         for (int r = 0; r < rows; ++r) {
-            const uint8_t* src = W + (size_t)(r0 + r) * ws;
-            float* dst = wide.data() + (size_t)r * (size_t)n;
-            int64_t i = 0;
-            for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, L::load(src, i));
-            for (; i < n; ++i) dst[i] = scalar_w<L>(src, i);
+            widen_row<L>(W + (size_t)(r0 + r) * ws, wide.data() + (size_t)r * (size_t)n, n);
         }
         gemm_float<LoadF32, 4, 3>(n, rows, nc, wide.data(), (size_t)n * sizeof(float), a, as, s + r0, lds);
     }

@@ -185,9 +185,9 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     // heads read each key and value block once, converted once.
     // Scratch: group x head_dim accumulators, group x kAttnBlock scores, then per head
     // the running max (float) and sum (double, at an even float offset).
-    const size_t sum_at = (size_t)(group * (head_dim + kAttnBlock + 1) + 1) & ~(size_t)1;
     if (attention_scratch_floats(head_dim, group) > p.scratch_floats)
         fail(EMBER_ERR_INTERNAL, "attention scratch too small");
+    const size_t sum_at = attention_scratch_floats(head_dim, group) - 2 * (size_t)group;
     float* acc = p.scratch;
     float* score = acc + group * head_dim;
     float* max = score + group * kAttnBlock;
@@ -249,7 +249,8 @@ void op_attention(const Tensor* t, ComputeParams& p) {
 }  // namespace
 
 size_t attention_scratch_floats(int64_t head_dim, int64_t group) {
-    const size_t sum_at = (size_t)(group * (head_dim + kAttnBlock + 1) + 1) & ~(size_t)1;  // as op_attention
+    // accumulators, scores and maxima, then the sums as doubles at an even float offset
+    const size_t sum_at = (size_t)(group * (head_dim + kAttnBlock + 1) + 1) & ~(size_t)1;
     return sum_at + 2 * (size_t)group;
 }
 
