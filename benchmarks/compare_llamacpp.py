@@ -6,6 +6,12 @@ the same machine load), several rounds, and prints pp/tg tokens per second and t
 ratio Ember / llama.cpp per model. llama-bench is a dev-only reference: build it from the
 llama-cpp-python 0.3.36 sdist (see tests/golden/README.md) and pass --llama-bench.
 
+Load time: llama-bench does not report it, so when the sdist's Python bindings sit beside
+the build (``<sdist>/llama_cpp``, with ``<sdist>/build/bin/llama-bench``; they need
+``pip install diskcache``), each round also times ``llama_cpp.Llama(...)`` plus a one-token
+eval in a fresh process, the same span as Ember's load figure (model, context, first
+decode; imports excluded on both sides).
+
     python benchmarks/compare_llamacpp.py --llama-bench /path/to/llama-bench \\
         -m model-Q4_1.gguf -m model-Q4_0.gguf ... [-p 512] [-n 128] [-t 2] [--rounds 3] \\
         [--markdown docs/PERFORMANCE.md]
@@ -56,6 +62,35 @@ def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int) -> di
     return res
 
 
+_LLAMA_LOAD = """
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+os.environ["LLAMA_CPP_LIB_PATH"] = sys.argv[2]
+import llama_cpp
+t0 = time.perf_counter()
+llm = llama_cpp.Llama(sys.argv[3], n_ctx=int(sys.argv[4]), n_batch=int(sys.argv[5]),
+                      n_threads=int(sys.argv[6]), verbose=False)
+llm.eval([0])
+print(time.perf_counter() - t0)
+"""
+
+
+def run_llama_load(bench: Path, model: Path, n_ctx: int, n_batch: int, t: int) -> float | None:
+    """Seconds llama.cpp takes to load the model, create a context and decode one token,
+    through the sdist's own Python bindings on the same build; None where they are missing."""
+    sdist = bench.resolve().parent.parent.parent
+    if not (sdist / "llama_cpp" / "__init__.py").is_file():
+        return None
+    cmd = [sys.executable, "-c", _LLAMA_LOAD, str(sdist), str(bench.resolve().parent), str(model),
+           str(n_ctx), str(n_batch), str(t)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"llama.cpp load timing unavailable: {done.stderr.strip().splitlines()[-1:]}",
+              file=sys.stderr)
+        return None
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 def cpu_name() -> str:
     try:
         for line in open("/proc/cpuinfo"):
@@ -80,30 +115,37 @@ def main() -> int:
 
     rows = []
     for model in a.model:
-        ours, theirs = [], []
+        ours, theirs, loads = [], [], []
         for _ in range(a.rounds):
             ours.append(run_ember(model, a.p, a.n, a.t, a.reps))
             theirs.append(run_llama(a.llama_bench, model, a.p, a.n, a.t, a.reps))
+            # the n_ctx and batch `ember bench` uses, so both load the same context
+            loads.append(run_llama_load(a.llama_bench, model, max(a.p + a.n, 64) + 16, max(a.p, 1), a.t))
         med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
         row = {"model": model.name, "ember_pp": med(ours, "pp"), "ember_tg": med(ours, "tg"),
                "llama_pp": med(theirs, "pp"), "llama_tg": med(theirs, "tg"),
                "bound": med(ours, "bound"), "system": ours[0]["system"],
                "ember_rss": max(x["rss"] for x in ours), "llama_rss": max(x["rss"] for x in theirs),
-               "ember_load": med(ours, "load_s")}
+               "ember_load": med(ours, "load_s"),
+               "llama_load": statistics.median(loads) if None not in loads else None}
         rows.append(row)
         print(f"{row['model']}: pp{a.p} {row['ember_pp']:.1f} vs {row['llama_pp']:.1f} "
               f"({row['ember_pp'] / row['llama_pp']:.2f}x), tg{a.n} {row['ember_tg']:.1f} vs "
-              f"{row['llama_tg']:.1f} ({row['ember_tg'] / row['llama_tg']:.2f}x)", flush=True)
+              f"{row['llama_tg']:.1f} ({row['ember_tg'] / row['llama_tg']:.2f}x), load "
+              f"{row['ember_load']:.2f} s vs {row['llama_load'] if row['llama_load'] is None else round(row['llama_load'], 2)} s",
+              flush=True)
 
     head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads, {rows[0]['system']}\n\n"
             f"| model | Ember pp{a.p} | llama.cpp pp{a.p} | ratio | Ember tg{a.n} | llama.cpp tg{a.n} "
-            f"| ratio | tg bound | peak RSS Ember / llama.cpp (MiB) |\n"
-            f"|---|---|---|---|---|---|---|---|---|\n")
+            f"| ratio | tg bound | peak RSS Ember / llama.cpp (MiB) | load s Ember / llama.cpp |\n"
+            f"|---|---|---|---|---|---|---|---|---|---|\n")
     mib = lambda b: f"{b / 2**20:.0f}" if b else "?"  # noqa: E731
+    secs = lambda x: f"{x:.2f}" if x is not None else "?"  # noqa: E731
     lines = [f"| {r['model']} | {r['ember_pp']:.1f} | {r['llama_pp']:.1f} | "
              f"{r['ember_pp'] / r['llama_pp']:.2f}x | {r['ember_tg']:.1f} | {r['llama_tg']:.1f} | "
              f"{r['ember_tg'] / r['llama_tg']:.2f}x | {r['bound']:.0f} | "
-             f"{mib(r['ember_rss'])} / {mib(r['llama_rss'])} |" for r in rows]
+             f"{mib(r['ember_rss'])} / {mib(r['llama_rss'])} | "
+             f"{r['ember_load']:.2f} / {secs(r['llama_load'])} |" for r in rows]
     table = head + "\n".join(lines) + "\n"
     print(table)
     if a.markdown:

@@ -391,23 +391,119 @@ struct Unpacked {
     }
 };
 
+// Prefill panels for the 4- and 5-bit types: four rows' blocks interleaved, with what
+// tile4_legacy gathers from the four rows on every block (the f16 scales, as F32 vectors)
+// converted once per panel instead of once per column tile.
+//   - Offset types (Q4_0, Q5_0): the signed values w = u - off, and the activations taken
+//     as unsigned bytes a + 128, so maddubs needs no per-column offset term:
+//     sum (a + 128) w = sum a w + 128 sum w, and 128 sum w (per row and half-block, in
+//     the lane order of the hadd fold) is stored and subtracted once per column. Pairs
+//     stay within int16 (2 * 255 * 16) and every sum is exact, so the int32 lanes are the
+//     ones tile4_legacy makes and the float operations after them are the same too: the
+//     bits do not change.
+//   - Min types (Q4_1, Q5_1): the unsigned values and [m0..m3 | 0] as well.
+struct alignas(32) Panel4 {
+    float wd[8];       // [d0 d1 d2 d3 | d0 d1 d2 d3]
+    float wm[8];       // [m0 m1 m2 m3 | 0 0 0 0] (min types)
+    int32_t corr[8];   // 128 * sum w over elements 0-15 of rows 0-3 | over 16-31 (offset types)
+    uint8_t qs[4][QK];
+};
+
+template <class D>
+void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
+    using B = typename D::Block;
+    const B* x[4];
+    for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const B*>(w + r * ws);
+    for (int64_t i = 0; i < nb; ++i) {
+        Panel4& p = out[i];
+        const __m128i dh = pack_u16x4(x[0][i].d, x[1][i].d, x[2][i].d, x[3][i].d);
+        _mm256_store_ps(p.wd, _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)));
+        if constexpr (D::kMin)
+            _mm256_store_ps(p.wm, _mm256_cvtph_ps(pack_u16x4(x[0][i].m, x[1][i].m, x[2][i].m, x[3][i].m)));
+        if constexpr (D::kOffset > 0) {
+            __m256i sums[4];
+            for (int r = 0; r < 4; ++r) {
+                const __m256i q = _mm256_sub_epi8(D::dec_u(x[r][i]), _mm256_set1_epi8((char)D::kOffset));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.qs[r]), q);
+                sums[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+            }
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(sums[0], sums[1]), _mm256_hadd_epi32(sums[2], sums[3]));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(p.corr), _mm256_slli_epi32(h, 7));
+        } else {
+            for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.qs[r]), D::dec(x[r][i]));
+        }
+    }
+}
+
+// Four panel rows x C columns: tile4_legacy's float operations on the same int32 lanes.
+template <class D, int C>
+inline void tile4_panel(int64_t nb, const Panel4* pw, const uint8_t* a, size_t as, float* s, size_t lds) {
+    using A = ActBlock<D>;
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const Panel4& p = pw[i];
+        __m256i q[4];
+        for (int r = 0; r < 4; ++r) q[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.qs[r]));
+        const __m256 wd = _mm256_load_ps(p.wd);
+        for (int c = 0; c < C; ++c) {
+            const A& y = reinterpret_cast<const A*>(a + c * as)[i];
+            __m256i h;
+            if constexpr (D::kOffset > 0) {
+                const __m256i au = _mm256_xor_si256(loadu256(y.qs), _mm256_set1_epi8((char)0x80));
+                __m256i pr[4];
+                for (int r = 0; r < 4; ++r) pr[r] = dot_u8(au, q[r]);
+                h = _mm256_hadd_epi32(_mm256_hadd_epi32(pr[0], pr[1]), _mm256_hadd_epi32(pr[2], pr[3]));
+                h = _mm256_sub_epi32(h, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.corr)));
+            } else {
+                const __m256i av = loadu256(y.qs);
+                __m256i pr[4];
+                for (int r = 0; r < 4; ++r) pr[r] = dot_u8(q[r], av);
+                h = _mm256_hadd_epi32(_mm256_hadd_epi32(pr[0], pr[1]), _mm256_hadd_epi32(pr[2], pr[3]));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
+            if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(_mm256_load_ps(p.wm), _mm256_set1_ps(f16(y.s)), acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
+}
+
 template <class D, int C>
 void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                  size_t lds) {
     const int64_t nb = n / QK;
     if constexpr (!std::is_same<D, DecQ8_0>::value) {  // Q8_0's blocks are bytes already
         if (nc >= C) {
-            using U = Unpacked<D>;
-            using UB = typename U::Block;
-            thread_local std::vector<UB> panel;
-            if (panel.size() < (size_t)(nr * nb)) panel.resize((size_t)(nr * nb));
             const uint8_t* W = static_cast<const uint8_t*>(w);
-            for (int r = 0; r < nr; ++r) {
-                const auto* x = reinterpret_cast<const typename D::Block*>(W + (size_t)r * ws);
-                for (int64_t i = 0; i < nb; ++i) U::unpack(x[i], panel[(size_t)(r * nb + i)]);
+            const uint8_t* Ac = static_cast<const uint8_t*>(a);
+            // rows in fours: interleaved panels (std::vector keeps Panel4's alignment)
+            const int groups = nr / 4;
+            thread_local std::vector<Panel4> p4;
+            if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
+            for (int g = 0; g < groups; ++g) pack_panel4<D>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
+            int c = 0;
+            for (; c + C <= nc; c += C)
+                for (int g = 0; g < groups; ++g)
+                    tile4_panel<D, C>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
+            for (; c < nc; ++c)
+                for (int g = 0; g < groups; ++g)
+                    tile4_panel<D, 1>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
+            // leftover rows: one at a time, as in decoding (tile_legacy)
+            const int r0 = 4 * groups;
+            if (r0 < nr) {
+                using U = Unpacked<D>;
+                using UB = typename U::Block;
+                thread_local std::vector<UB> panel;
+                const int left = nr - r0;
+                if (panel.size() < (size_t)(left * nb)) panel.resize((size_t)(left * nb));
+                for (int r = 0; r < left; ++r) {
+                    const auto* x = reinterpret_cast<const typename D::Block*>(W + (size_t)(r0 + r) * ws);
+                    for (int64_t i = 0; i < nb; ++i) U::unpack(x[i], panel[(size_t)(r * nb + i)]);
+                }
+                tile_driver<4, C, 4, tile4_legacy<U, C>, tile_legacy<U, 1, C>, tile4_legacy<U, 1>, tile_legacy<U, 1, 1>>(
+                    nb, left, nc, panel.data(), (size_t)nb * sizeof(UB), a, as, s + r0, lds);
             }
-            tile_driver<4, C, 4, tile4_legacy<U, C>, tile_legacy<U, 1, C>, tile4_legacy<U, 1>, tile_legacy<U, 1, 1>>(
-                nb, nr, nc, panel.data(), (size_t)nb * sizeof(UB), a, as, s, lds);
             return;
         }
     }
