@@ -131,6 +131,10 @@ void op_kv_store(const Tensor* t, int ith, int nth) {
     }
 }
 
+// A thread's slot for a converted one-row activation: whole cache lines, so the
+// threads' slots never share one.
+size_t decode_slot_bytes(size_t act_row) { return (act_row + 63) & ~(size_t)63; }
+
 // Whether a MUL_MAT node converts its activations into the work buffer, given what the
 // previous product left there (updated in `converted`). Mirrors op_mul_mat's decision.
 bool converts(const Tensor* t, Isa isa, const Tensor*& converted, DType& converted_type) {
@@ -154,6 +158,15 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
     // share of the columns), unless the previous product already did.
     const TypeTraits* at = type_traits((uint32_t)k.act_type);
     const size_t act_row = (size_t)row_bytes(*at, x->ne[0]);
+    if (x->ne[1] == 1) {
+        // Decoding: one short row. Every thread converts it into its own slot, which
+        // costs less than a barrier (and barrier_plan knows there is none here).
+        uint8_t* slot = p.work + (size_t)p.ith * decode_slot_bytes(act_row);
+        if (converts(t, p.isa, p.converted, p.converted_type)) k.convert(x->row<float>(0), slot, x->ne[0]);
+        const Tensor xa = tensor_2d(k.act_type, x->ne[0], 1, slot);
+        mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.next_chunk);
+        return;
+    }
     if (converts(t, p.isa, p.converted, p.converted_type)) {
         const Range r = split(x->ne[1], p.ith, p.nth);
         for (int64_t c = r.begin; c < r.end; ++c) k.convert(x->row<float>(c), p.work + c * act_row, x->ne[0]);
@@ -272,14 +285,15 @@ void compute_node(const Tensor* t, ComputeParams& p) {
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
 }
 
-size_t work_size(const Graph& graph, Isa isa) {
+size_t work_size(const Graph& graph, Isa isa, int n_threads) {
     size_t need = 0;
     for (const Tensor* t : graph.nodes()) {
         if (t->op != Op::MUL_MAT) continue;
         const DotKernels& k = dot_kernels(t->src[0]->type, isa);
         if (k.act_type == DType::F32) continue;
-        const size_t bytes = (size_t)row_bytes(*type_traits((uint32_t)k.act_type), t->src[1]->ne[0]) *
-                             (size_t)t->src[1]->ne[1];
+        const size_t row = (size_t)row_bytes(*type_traits((uint32_t)k.act_type), t->src[1]->ne[0]);
+        const size_t bytes = t->src[1]->ne[1] == 1 ? decode_slot_bytes(row) * (size_t)n_threads
+                                                    : row * (size_t)t->src[1]->ne[1];
         if (bytes > need) need = bytes;
     }
     return need;
@@ -360,7 +374,9 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
             clear();
         }
         first = false;
-        if (conv) clear();  // the conversion ends with a barrier of its own
+        // A conversion ends with a barrier of its own, except a one-row one (decoding),
+        // which each thread makes for itself into its own slot.
+        if (conv && t->src[1]->ne[1] != 1) clear();
         produced.push_back(t);
         written.insert(written.end(), writes.begin(), writes.end());
         read.insert(read.end(), reads.begin(), reads.end());
@@ -377,7 +393,7 @@ CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
 }
 
 bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
-    work_.resize(work_size(graph, isa_) + 64);  // grows only: no allocation in the token loop
+    work_.resize(work_size(graph, isa_, pool_.size()) + 64);  // grows only: no allocation in the token loop
     const auto& nodes = graph.nodes();
     // A barrier only where a node needs what another thread may still be producing or
     // reading. The plan compares byte ranges of the graph's tensors; rebinding the graph

@@ -55,8 +55,9 @@ private:
     std::vector<uint8_t> plan_;
 };
 
-// Bytes of the shared work buffer a graph needs at an ISA level.
-size_t work_size(const Graph& graph, Isa isa);
+// Bytes of the work buffer a graph needs at an ISA level: converted activations,
+// shared by the threads, or for one-row products a slot per thread.
+size_t work_size(const Graph& graph, Isa isa, int n_threads);
 // Per node: whether the threads must meet at a barrier before it (1) because it reads
 // what a node since the last barrier wrote, or overwrites what one read or wrote
 // (the memory plan reuses buffers), or needs the shared work buffer another product
