@@ -190,6 +190,61 @@ int check_attention_kernels(const Isa* levels) {
     return failures;
 }
 
+// The integer sums at their extremes: every weight at the largest magnitude its type
+// allows (all bits clear, or all set) against activations all at +127 or -127, so int16
+// intermediates in a kernel would overflow here if their bounds were wrong. Every level's
+// mul_mat (a batch of 5 columns, which takes the prefill tiles, and one column) must
+// match the scalar reference to float rounding.
+int check_extreme_sums(const Isa* levels) {
+    int failures = 0;
+    constexpr int64_t K = 64, M = 8, N = 5;
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
+        const TypeTraits* tt = type_traits((uint32_t)t);
+        const size_t wrow = (size_t)row_bytes(*tt, K);
+        for (uint8_t fill : {(uint8_t)0x00, (uint8_t)0xff, (uint8_t)0x81})
+            for (float sign : {1.0f, -1.0f}) {
+                // raw blocks: scales 1.0 (and min 0), everything else `fill`
+                std::vector<uint8_t> w(wrow * M, fill);
+                for (int64_t b = 0; b < M * K / tt->block_size; ++b) {
+                    uint8_t* blk = w.data() + b * tt->block_bytes;
+                    const uint16_t one = fp32_to_fp16(1.0f), zero = 0;
+                    std::memcpy(blk, &one, 2);
+                    if (t == DType::Q4_1 || t == DType::Q5_1) std::memcpy(blk + 2, &zero, 2);
+                }
+                std::vector<float> xs((size_t)(K * N), sign);
+                const DotKernels& ref = dot_kernels(t, Isa::SCALAR);
+                const TypeTraits* at = type_traits((uint32_t)ref.act_type);
+                const size_t arow = (size_t)row_bytes(*at, K);
+                std::vector<uint8_t> act(arow * N);
+                for (int64_t c = 0; c < N; ++c) ref.convert(xs.data() + c * K, act.data() + c * arow, K);
+                const Tensor wt = tensor_2d(t, K, M, w.data());
+                std::vector<float> want((size_t)(M * N)), got((size_t)(M * N));
+                Tensor x = tensor_2d(ref.act_type, K, N, act.data());
+                Tensor o = tensor_2d(DType::F32, M, N, want.data());
+                mul_mat(&wt, &x, &o, 0, 1, Isa::SCALAR);
+                for (int li = 0; li < 4; ++li) {  // levels: SCALAR, AVX2, AVX512, NEON
+                    const Isa isa = levels[li];
+                    if (!isa_supported(isa) || !dot_kernels_exact(t, isa)) continue;
+                    for (int64_t n : {N, (int64_t)1}) {
+                        x.ne[1] = n;
+                        Tensor og = tensor_2d(DType::F32, M, n, got.data());
+                        mul_mat(&wt, &x, &og, 0, 1, isa);
+                        for (int64_t i = 0; i < M * n; ++i)
+                            if (std::fabs(got[i] - want[i]) > 1e-5f * std::fabs(want[i]) + 1e-6f) {
+                                std::printf("extreme sums: %s %s fill %02x sign %+.0f N=%lld: %g != %g  FAIL\n",
+                                            tt->name, isa_name(isa), fill, sign, (long long)n, got[i], want[i]);
+                                ++failures;
+                                break;
+                            }
+                    }
+                    x.ne[1] = N;
+                }
+            }
+    }
+    std::printf("extreme integer sums: %s\n", failures ? "FAIL" : "ok");
+    return failures;
+}
+
 int main() {
     const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
                            DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
@@ -344,6 +399,7 @@ int main() {
     std::printf("(columns: worst error / tolerance, pass <= 1; vec_dot/gemm/mul_mat vs scalar at 1e-5 of "
                 "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");
     failures += check_attention_kernels(levels);
+    failures += check_extreme_sums(levels);
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -281,6 +281,17 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
 // The four rows' f16 scales are gathered in registers (going through memory here
 // costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
 // for C = 4 (spilled accumulators cost a store-to-load round trip per block).
+// The four-row fold from int16 pair sums (maddubs outputs, or differences of them):
+// [r0 r1 r2 r3 | r0 r1 r2 r3] as int32, each the sum over 16 elements (the low or high
+// half of a block); the same lanes as hadd_epi32-folding the rows' madd_epi16 sums. Two
+// rounds of hadd_epi16 add up 8 elements in int16, exact wherever 8 products cannot pass
+// 32767: 4- and 5-bit values (|w| <= 31, or <= 16 once the offset is off) times int8
+// activations, but not Q8_0's full-range weights.
+inline __m256i fold4_i16(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+    return _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(p0, p1), _mm256_hadd_epi16(p2, p3)),
+                             _mm256_set1_epi16(1));
+}
+
 inline __m128i pack_u16x4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
     return _mm_insert_epi32(_mm_cvtsi32_si128((int)(a | (b << 16))), (int)(c | (d << 16)), 1);
 }
@@ -315,19 +326,23 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
         for (int c = 0; c < C; ++c) {
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
             const __m256i av = loadu256(y.qs);
-            __m256i p[4];
+            __m256i h;
             if constexpr (D::kOffset > 0) {
-                // sum (u - off) a = sum u a - off sum a, lane by lane: the same int32 lanes as the sign trick
-                const __m256i off = dot_u8(_mm256_set1_epi8((char)D::kOffset), av);
-                for (int r = 0; r < 4; ++r) p[r] = _mm256_sub_epi32(dot_u8(q[r], av), off);
+                // sum (u - off) a = sum u a - off sum a, pair by pair in int16
+                const __m256i off = _mm256_maddubs_epi16(_mm256_set1_epi8((char)D::kOffset), av);
+                __m256i p[4];
+                for (int r = 0; r < 4; ++r) p[r] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[r], av), off);
+                h = fold4_i16(p[0], p[1], p[2], p[3]);
             } else if constexpr (D::kSigned) {
+                __m256i p[4];
                 for (int r = 0; r < 4; ++r)
                     p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][i]))),
                                              _mm256_set1_epi16(1));
+                h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             } else {
-                for (int r = 0; r < 4; ++r) p[r] = dot_u8(q[r], av);
+                h = fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
+                              _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
             }
-            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
             // the min term into the same accumulator: a longer dependency chain, but the loop is
             // bound by its instruction count, and four more live registers would spill
@@ -450,16 +465,15 @@ inline void tile4_panel(int64_t nb, const Panel4* pw, const uint8_t* a, size_t a
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
             __m256i h;
             if constexpr (D::kOffset > 0) {
+                // 8-element sums of (a + 128) w stay within int16: 8 * 255 * 16 = 32640
                 const __m256i au = _mm256_xor_si256(loadu256(y.qs), _mm256_set1_epi8((char)0x80));
-                __m256i pr[4];
-                for (int r = 0; r < 4; ++r) pr[r] = dot_u8(au, q[r]);
-                h = _mm256_hadd_epi32(_mm256_hadd_epi32(pr[0], pr[1]), _mm256_hadd_epi32(pr[2], pr[3]));
+                h = fold4_i16(_mm256_maddubs_epi16(au, q[0]), _mm256_maddubs_epi16(au, q[1]),
+                              _mm256_maddubs_epi16(au, q[2]), _mm256_maddubs_epi16(au, q[3]));
                 h = _mm256_sub_epi32(h, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.corr)));
             } else {
                 const __m256i av = loadu256(y.qs);
-                __m256i pr[4];
-                for (int r = 0; r < 4; ++r) pr[r] = dot_u8(q[r], av);
-                h = _mm256_hadd_epi32(_mm256_hadd_epi32(pr[0], pr[1]), _mm256_hadd_epi32(pr[2], pr[3]));
+                h = fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
+                              _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
             }
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
             if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(_mm256_load_ps(p.wm), _mm256_set1_ps(f16(y.s)), acc[c]);
