@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 
@@ -197,6 +198,8 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
 def cmd_bench(args) -> int:
     from . import native
     from .engine import Model
+    if args.pin:
+        os.environ["EMBER_PIN_THREADS"] = "1"  # read when the context's thread pool starts
     t0 = time.perf_counter()
     model = Model(args.model, n_ctx=max(args.n_prompt + args.n_gen, 64) + 16,
                   n_threads=args.threads, n_batch=max(args.n_prompt, 1))
@@ -327,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-n", "--n-gen", type=int, default=128)
     b.add_argument("-t", "--threads", type=int, default=None)
     b.add_argument("-r", "--reps", type=int, default=5)
+    b.add_argument("--pin", action="store_true", help="pin the worker threads to CPUs (Linux)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
 

@@ -1,6 +1,10 @@
 // Core unit tests: aligned arena, views and transposes without copies, the graph's
 // memory plan (reuse without overlap of live tensors), the thread pool and barrier,
 // and elementwise ops against naive loops.
+#if defined(__linux__)
+#  include <pthread.h>
+#  include <sched.h>
+#endif
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -115,6 +119,34 @@ static void test_memory_plan() {
     CHECK(static_cast<float*>(cur->data)[0] == (float)want && static_cast<float*>(cur->data)[n - 1] == (float)want);
 }
 
+// Pinning: each worker's affinity is exactly one CPU, the i-th the process may use.
+static void test_thread_pinning() {
+#if defined(__linux__)
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    const int n = cpus.size() >= 2 ? 2 : 1;
+    ThreadPool pool(n, /*pin=*/true);
+    CHECK(pool.pinned() == (n == 2));
+    std::vector<int> only(2, -1);  // the single CPU a worker may run on, else -2
+    pool.run([&](int ith, int) {
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        pthread_getaffinity_np(pthread_self(), sizeof mine, &mine);
+        only[(size_t)ith] = CPU_COUNT(&mine) == 1 ? -3 : -2;
+        for (int c = 0; c < CPU_SETSIZE && only[(size_t)ith] == -3; ++c)
+            if (CPU_ISSET(c, &mine)) only[(size_t)ith] = c;
+    });
+    if (n == 2) CHECK(only[1] == cpus[1]);           // the worker: pinned to the second CPU
+    CHECK(only[0] == -2 || cpus.size() == 1);         // the caller: left alone
+    ThreadPool unpinned(n);
+    CHECK(!unpinned.pinned());
+#endif
+}
+
 static void test_thread_pool() {
     ThreadPool pool(4);
     std::vector<int> hits(4, 0);
@@ -204,6 +236,7 @@ int main() {
     test_memory_plan();
     test_in_place_needs_sole_reader();
     test_thread_pool();
+    test_thread_pinning();
     test_elementwise_ops();
     std::printf("%s (%d failures)\n", g_failures ? "FAILED" : "ok", g_failures);
     return g_failures ? 1 : 0;

@@ -5,6 +5,11 @@
 #include <string>
 #include <utility>
 
+#if defined(__linux__)
+#  include <pthread.h>
+#  include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
 #  include <immintrin.h>
 #  define EMBER_CPU_RELAX() _mm_pause()
@@ -16,7 +21,19 @@
 
 namespace ember {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads, bool pin) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+#if defined(__linux__)
+    if (pin && n_threads_ > 1) {
+        cpu_set_t allowed;
+        CPU_ZERO(&allowed);
+        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+            for (int c = 0; c < CPU_SETSIZE && (int)cpus_.size() < n_threads_; ++c)
+                if (CPU_ISSET(c, &allowed)) cpus_.push_back(c);
+        pinned_ = (int)cpus_.size() >= n_threads_;
+    }
+#else
+    (void)pin;
+#endif
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back(&ThreadPool::worker_main, this, i);
 }
 
@@ -30,6 +47,14 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::worker_main(int ith) {
+#if defined(__linux__)
+    if (pinned_) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus_[(size_t)ith], &one);
+        pthread_setaffinity_np(pthread_self(), sizeof one, &one);  // a hint: on failure, run unpinned
+    }
+#endif
     uint64_t seen = 0;
     for (;;) {
         const std::function<void(int, int)>* job;

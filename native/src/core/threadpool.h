@@ -1,6 +1,8 @@
 // Persistent worker threads. run() executes one job on every thread (the caller
 // is thread 0) and returns when all are done; inside a job, barrier() lines the
 // threads up between graph nodes (spin first, then yield, then sleep).
+// Optional pinning (Linux): worker i runs only on the i-th CPU the process may use; the
+// caller (thread 0) is left alone, since it belongs to the application.
 #pragma once
 
 #include <atomic>
@@ -14,7 +16,7 @@ namespace ember {
 
 class ThreadPool {
 public:
-    explicit ThreadPool(int n_threads);
+    explicit ThreadPool(int n_threads, bool pin = false);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -23,6 +25,9 @@ public:
     // job(ith, nth) runs on every thread; exceptions are captured and rethrown here.
     void run(const std::function<void(int, int)>& job);
     void barrier();
+    // Workers pinned to one CPU each (false where pinning was not asked for, is not
+    // supported here, or the process may use fewer CPUs than there are threads).
+    bool pinned() const { return pinned_; }
 
     // Physical cores where the OS tells, else the logical count.
     static int default_thread_count();
@@ -31,6 +36,8 @@ private:
     void worker_main(int ith);
 
     int n_threads_;
+    bool pinned_ = false;
+    std::vector<int> cpus_;  // worker i's CPU is cpus_[i] when pinned_
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable wake_;

@@ -385,8 +385,17 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
     return plan;
 }
 
+namespace {
+// EMBER_PIN_THREADS=1 pins the workers (see ThreadPool); off by default, as in llama.cpp:
+// on a shared machine a pinned thread cannot move away from a busy core.
+bool pin_requested() {
+    const char* env = std::getenv("EMBER_PIN_THREADS");
+    return env && env[0] == '1';
+}
+}  // namespace
+
 CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
-    : pool_(n_threads), isa_(isa), scratch_((size_t)pool_.size()) {
+    : pool_(n_threads, pin_requested()), isa_(isa), scratch_((size_t)pool_.size()) {
     // attention's accumulator: head_dim floats (the online softmax needs no per-key buffer)
     const size_t floats = (size_t)(max_row + 64);
     for (auto& s : scratch_) s.buf.resize(floats * sizeof(float));
