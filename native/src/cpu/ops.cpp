@@ -110,7 +110,7 @@ void op_rope(const Tensor* t, int ith, int nth) {
     }
 }
 
-void op_kv_store(const Tensor* t, int ith, int nth) {
+void op_kv_store(const Tensor* t, int ith, int nth, Isa isa) {
     const Tensor* k = t->src[0];
     const Tensor* v = t->src[1];
     const Tensor* kc = t->src[2];
@@ -118,12 +118,21 @@ void op_kv_store(const Tensor* t, int ith, int nth) {
     const int32_t* pos = static_cast<const int32_t*>(t->src[4]->data);
     const int64_t n_tok = k->ne[2];  // K and V are [head_dim, n_head_kv, N], rows contiguous
     const int64_t row = kc->ne[0] * kc->ne[1];
+    // The level's F32 -> F16 row converter (F16C, NEON): the same rounding as
+    // fp32_to_fp16 (test_kernels checks every level's converter against the scalar one).
+    const DotKernels& f16 = dot_kernels(DType::F16, isa);
+    const ConvertRowFn convert = f16.act_type == DType::F16 ? f16.convert : nullptr;
     const Range r = split(n_tok, ith, nth);
     for (int64_t j = r.begin; j < r.end; ++j) {
         const float* kj = k->row<float>(0, j);
         const float* vj = v->row<float>(0, j);
         uint16_t* kd = kc->row<uint16_t>(0, pos[j]);
         uint16_t* vd = vc->row<uint16_t>(0, pos[j]);
+        if (convert) {
+            convert(kj, kd, row);
+            convert(vj, vd, row);
+            continue;
+        }
         for (int64_t i = 0; i < row; ++i) {
             kd[i] = fp32_to_fp16(kj[i]);
             vd[i] = fp32_to_fp16(vj[i]);
@@ -278,7 +287,7 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::ADD: op_add(t, ith, nth); return;
         case Op::SWIGLU: op_swiglu(t, ith, nth, p.isa); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
-        case Op::KV_STORE: op_kv_store(t, ith, nth); return;
+        case Op::KV_STORE: op_kv_store(t, ith, nth, p.isa); return;
         case Op::ATTENTION: op_attention(t, p); return;
         case Op::COUNT: break;
     }
