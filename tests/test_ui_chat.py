@@ -69,6 +69,21 @@ def test_first_run_drop_model_and_stream_a_reply(qtbot, data_dir, starter_model_
 
     states = []
     win.reply_progress.connect(lambda _id, text: states.append(text))
+
+    # The window flushes streamed text at most every FLUSH_MS; a fast engine writes these
+    # six tokens within one interval, so here every chunk flushes as it arrives and the
+    # test sees the stream itself, whatever the machine's speed.
+    class FlushAtOnce:
+        def isActive(self):
+            return False
+
+        def start(self):
+            win._flush()
+
+        def stop(self):
+            pass
+
+    win._flush_timer = FlushAtOnce()
     prompt = "What is the capital of France?"
     stats = type_and_send(qtbot, win, prompt)
     want = greedy_reply(starter_model_path, prompt, 6)
