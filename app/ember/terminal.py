@@ -3,8 +3,72 @@ from __future__ import annotations
 
 import sys
 
-from .chat import ChatTemplate, StopScanner
+from .chat import ChatTemplate, ReasoningStream, StopScanner, prompt_opens_thinking
 from .engine import GenerationStats, Model, SamplingParams, Session
+
+DIM, RESET = "\x1b[2m", "\x1b[0m"
+THOUGHT_PREFIX = "| "  # where the terminal shows no colours
+
+
+class ReplyWriter:
+    """Writes a streamed reply: reasoning (``<think>...</think>``) dimmed on a terminal,
+    each line prefixed with ``| `` elsewhere, and the answer as plain text after it."""
+
+    def __init__(self, out, opened: bool = False, color: bool | None = None):
+        self.out = out
+        if color is None:
+            isatty = getattr(out, "isatty", None)
+            color = bool(isatty and isatty())
+        self.color = color
+        self.stream = ReasoningStream(opened=opened)
+        self._in_thought = False
+        self._line_start = True
+
+    def _thought(self, text: str) -> None:
+        if not self._in_thought:
+            self._in_thought = True
+            if self.color:
+                self.out.write(DIM)
+        if self.color:
+            self.out.write(text)
+            self._line_start = text.endswith("\n")
+            return
+        for ch in text:
+            if self._line_start:
+                self.out.write(THOUGHT_PREFIX)
+            self.out.write(ch)
+            self._line_start = ch == "\n"
+
+    def _end_thought(self) -> None:
+        if self._in_thought:
+            self._in_thought = False
+            if self.color:
+                self.out.write(RESET)
+            self.out.write("\n\n")
+            self._line_start = True
+
+    def _write(self, pieces) -> None:
+        for kind, text in pieces:
+            if kind == "thought":
+                self._thought(text)
+            else:
+                self._end_thought()
+                self.out.write(text)
+        self.out.flush()
+
+    def feed(self, text: str) -> None:
+        self._write(self.stream.feed(text))
+
+    def finish(self) -> None:
+        self._write(self.stream.finish())
+        if self._in_thought and self.color:
+            self.out.write(RESET)  # cut off while thinking: never leave the terminal dim
+            self._in_thought = False
+        self.out.flush()
+
+    @property
+    def answer(self) -> str:
+        return self.stream.answer
 
 
 def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = None,
@@ -30,23 +94,21 @@ def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = Non
         messages.append({"role": "user", "content": line.rstrip("\n")})
         prompt = template.prompt(messages)
         scanner = StopScanner(prompt.stop_strings)
+        writer = ReplyWriter(out, opened=prompt_opens_thinking(prompt.text))
         stats = GenerationStats()
-        reply = []
         try:
             for piece in session.generate(prompt.text, max_tokens, params, stats=stats):
                 emit, stopped = scanner.feed(piece)
-                out.write(emit)
-                out.flush()
-                reply.append(emit)
+                writer.feed(emit)
                 if stopped:
                     break
             else:
-                tail = scanner.flush()
-                out.write(tail)
-                reply.append(tail)
+                writer.feed(scanner.flush())
         except KeyboardInterrupt:
             model.cancel()
+        writer.finish()
         out.write("\n")
-        messages.append({"role": "assistant", "content": "".join(reply).strip()})
+        # only the answer goes back into the chat: reasoning is never fed to later turns
+        messages.append({"role": "assistant", "content": writer.answer.strip()})
         tps = stats.generated_tokens / stats.generation_seconds if stats.generation_seconds else 0
         print(f"[{stats.generated_tokens} tokens, {tps:.1f} t/s]", file=sys.stderr)

@@ -7,7 +7,9 @@ jinja2's immutable sandbox with the same conventions as transformers'
 non-escaping ``tojson`` filter, ``raise_exception``, ``strftime_now`` and the
 ``{% generation %}`` block.  Anything that goes wrong surfaces as a
 ``ChatTemplateError`` subclass; ``ChatTemplate.from_metadata`` and
-``ChatTemplate.prompt`` fall back to ChatML with a human-readable notice.
+``ChatTemplate.prompt`` fall back, with a human-readable notice, to the built-in
+format the model's vocabulary points to (``builtin.py``: Gemma, Llama 3, Phi-3),
+else ChatML.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ import jinja2.ext
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+from .builtin import BUILTIN_FORMATS, CHATML_TEMPLATE, BuiltinFormat, detect_builtin_format
+from .reasoning import strip_thoughts_from_history
 from .stops import detect_stop_strings
 
 __all__ = [
+    "BUILTIN_FORMATS",
     "CHATML_TEMPLATE",
     "ChatTemplate",
     "ChatTemplateError",
@@ -35,6 +40,7 @@ __all__ = [
     "TemplateRaisedError",
     "TemplateRenderError",
     "UnsupportedTemplateError",
+    "fold_system_messages",
     "raw_prompt",
 ]
 
@@ -50,25 +56,9 @@ META_TOKEN_IDS = {
     "eom": "tokenizer.ggml.eom_token_id",
 }
 
-# Used when a model has no usable template.  Unlike the bare HF default it
-# tolerates ``content`` that is None or a list of typed parts (multimodal
-# messages), because a fallback that can itself fail would be no fallback.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' }}"
-    "{% if message['content'] is string %}{{ message['content'] }}"
-    "{% elif message['content'] is iterable %}"
-    "{% for part in message['content'] %}"
-    "{% if part is string %}{{ part }}{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
-    "{% endfor %}"
-    "{% endif %}"
-    "{{ '<|im_end|>\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-# A model that was not trained on ChatML may never emit <|im_end|> but happily
-# invent the next turn, so the fallback also stops on a new turn starting.
-_CHATML_EXTRA_STOPS = ("<|im_start|>",)
+# A model that was not trained on a fallback format may never emit its end marker
+# but happily invent the next turn, so a fallback also stops on a new turn starting.
+_CHATML_EXTRA_STOPS = BUILTIN_FORMATS["chatml"].extra_stops
 
 
 class ChatTemplateError(Exception):
@@ -185,15 +175,23 @@ class ChatTemplate:
         extra_stop_tokens: Sequence[str] = (),
         is_fallback: bool = False,
         notice: str | None = None,
+        builtin: BuiltinFormat | None = None,
+        fallback_format: BuiltinFormat | None = None,
         now: Clock = datetime.now,
     ) -> None:
         """Compile ``source``; raises TemplateCompileError.  Prefer the
-        ``from_*`` constructors."""
+        ``from_*`` constructors.
+
+        ``builtin``: this is one of Ember's built-in formats (``source`` is its
+        template).  ``fallback_format``: the built-in format ``prompt`` falls back
+        to when this template fails to render (ChatML when None)."""
         self.source = source
         self.bos_token = bos_token
         self.eos_token = eos_token
         self.is_fallback = is_fallback
         self.notice = notice
+        self.builtin = builtin
+        self.fallback_format = fallback_format
         self._now = now
         self._extra_stop_tokens = tuple(extra_stop_tokens)
         try:
@@ -208,7 +206,8 @@ class ChatTemplate:
             raise TemplateCompileError(_describe(exc)) from exc
         special = (eos_token, *self._extra_stop_tokens)
         if is_fallback:
-            special = (*special, *_CHATML_EXTRA_STOPS)
+            extra = builtin.extra_stops if builtin is not None else _CHATML_EXTRA_STOPS
+            special = (*special, *extra)
         self.stop_strings: tuple[str, ...] = detect_stop_strings(source, special)
 
     # -- constructors -------------------------------------------------------
@@ -243,13 +242,37 @@ class ChatTemplate:
         now: Clock = datetime.now,
     ) -> ChatTemplate:
         """The ChatML fallback, flagged ``is_fallback``."""
+        return cls.from_builtin(
+            BUILTIN_FORMATS["chatml"],
+            bos_token,
+            eos_token,
+            extra_stop_tokens=extra_stop_tokens,
+            notice=notice,
+            now=now,
+        )
+
+    @classmethod
+    def from_builtin(
+        cls,
+        fmt: BuiltinFormat | str,
+        bos_token: str = "",
+        eos_token: str = "",
+        *,
+        extra_stop_tokens: Sequence[str] = (),
+        notice: str | None = None,
+        now: Clock = datetime.now,
+    ) -> ChatTemplate:
+        """One of the built-in formats (``BUILTIN_FORMATS``), flagged ``is_fallback``."""
+        if isinstance(fmt, str):
+            fmt = BUILTIN_FORMATS[fmt]
         return cls(
-            CHATML_TEMPLATE,
+            fmt.source,
             bos_token=bos_token,
             eos_token=eos_token,
             extra_stop_tokens=extra_stop_tokens,
             is_fallback=True,
             notice=notice,
+            builtin=fmt,
             now=now,
         )
 
@@ -266,23 +289,38 @@ class ChatTemplate:
         Special-token texts are looked up with ``token_text(id)`` (e.g. the
         engine's vocabulary) or, failing that, the ``tokenizer.ggml.tokens``
         array if the metadata includes it.  Without a usable template the
-        result is the ChatML fallback with ``notice`` saying why.
+        result is the built-in format the model's vocabulary or architecture
+        points to (Gemma turns for a gemma3 file...), else ChatML, with
+        ``notice`` saying why.
         """
         tokens = _special_token_texts(metadata, token_text)
         bos, eos = tokens.get("bos", ""), tokens.get("eos", "")
         extra = tuple(tokens[k] for k in ("eot", "eom") if tokens.get(k))
+        detected = detect_builtin_format(metadata)
+        fallback = detected or BUILTIN_FORMATS["chatml"]
+
+        def use_fallback(reason: str) -> ChatTemplate:
+            notice = f"{reason}; using {_format_phrase(fallback)} instead."
+            return cls.from_builtin(
+                fallback, bos, eos, extra_stop_tokens=extra, notice=notice, now=now
+            )
 
         source = metadata.get(META_TEMPLATE)
         if not isinstance(source, str) or not source.strip():
-            notice = f"The model has no chat template ({META_TEMPLATE} is missing); using ChatML instead."
-            return cls.chatml(bos, eos, extra_stop_tokens=extra, notice=notice, now=now)
+            return use_fallback(
+                f"The model has no chat template ({META_TEMPLATE} is missing)"
+            )
         try:
             return cls(
-                source, bos_token=bos, eos_token=eos, extra_stop_tokens=extra, now=now
+                source,
+                bos_token=bos,
+                eos_token=eos,
+                extra_stop_tokens=extra,
+                fallback_format=detected,
+                now=now,
             )
         except TemplateCompileError as exc:
-            notice = f"The model's chat template does not compile ({exc}); using ChatML instead."
-            return cls.chatml(bos, eos, extra_stop_tokens=extra, notice=notice, now=now)
+            return use_fallback(f"The model's chat template does not compile ({exc})")
 
     # -- rendering ----------------------------------------------------------
 
@@ -327,23 +365,96 @@ class ChatTemplate:
         add_generation_prompt: bool = True,
         **kwargs: Any,
     ) -> Prompt:
-        """Render, falling back to ChatML (with a notice) if the template fails."""
+        """Render for generation; never fails for a template that compiled.
+
+        Reasoning (``<think>...</think>``) is taken out of earlier assistant turns
+        first: it is never fed back, whatever the template does with it.  When the
+        template fails and the chat has a system message, the system text is
+        folded into the first user turn and the template tried again (templates
+        without a system role, Gemma's, raise for one).  If that fails too, the
+        result falls back (with a notice) to the built-in format for the model's
+        vocabulary, ChatML when nothing better is known.
+        """
+        messages = strip_thoughts_from_history(messages)
         try:
             text = self.render(messages, add_generation_prompt, **kwargs)
             return Prompt(text, self.stop_strings, self.is_fallback, self.notice)
         except ChatTemplateError as exc:
-            if self.is_fallback:  # already ChatML: nothing further to fall back to
-                raise
-            notice = f"The model's chat template failed to render ({type(exc).__name__}: {exc}); using ChatML instead."
-            fallback = ChatTemplate.chatml(
-                self.bos_token,
-                self.eos_token,
-                extra_stop_tokens=self._extra_stop_tokens,
-                notice=notice,
-                now=self._now,
-            )
-            text = fallback.render(messages, add_generation_prompt, **kwargs)
-            return Prompt(text, fallback.stop_strings, True, notice)
+            error = exc
+        folded = fold_system_messages(messages)
+        if folded is not None:
+            try:
+                text = self.render(folded, add_generation_prompt, **kwargs)
+                return Prompt(text, self.stop_strings, self.is_fallback, self.notice)
+            except ChatTemplateError:
+                pass
+        if self.is_fallback:  # already a built-in format: nothing further to fall back to
+            raise error
+        fmt = self.fallback_format or BUILTIN_FORMATS["chatml"]
+        notice = (
+            f"The model's chat template failed to render ({type(error).__name__}: {error}); "
+            f"using {_format_phrase(fmt)} instead."
+        )
+        fallback = ChatTemplate.from_builtin(
+            fmt,
+            self.bos_token,
+            self.eos_token,
+            extra_stop_tokens=self._extra_stop_tokens,
+            notice=notice,
+            now=self._now,
+        )
+        text = fallback.render(messages, add_generation_prompt, **kwargs)
+        return Prompt(text, fallback.stop_strings, True, notice)
+
+
+def _format_phrase(fmt: BuiltinFormat) -> str:
+    return "ChatML" if fmt.name == "chatml" else f"the built-in {fmt.label} format"
+
+
+def fold_system_messages(messages: Sequence[Message]) -> list[dict] | None:
+    """The chat with its system messages folded into the first user turn, the way
+    templates without a system role (Gemma's) do it: the system text, a blank line,
+    then the user's text.  None when there is no system message to fold."""
+    system: list[str] = []
+    rest: list[dict] = []
+    for m in messages:
+        if m.get("role") == "system":
+            content = m.get("content")
+            text = content if isinstance(content, str) else _parts_text(content)
+            if text.strip():
+                system.append(text.strip())
+        else:
+            rest.append(dict(m))
+    if len(rest) == len(messages):
+        return None
+    if not system:
+        return rest
+    prefix = "\n\n".join(system)
+    for m in rest:
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str) or content is None:
+                # Gemma's own template: system text, blank line, the trimmed message
+                m["content"] = f"{prefix}\n\n{(content or '').strip()}"
+            else:
+                m["content"] = [{"type": "text", "text": prefix + "\n\n"}, *content]
+            return rest
+    # no user turn at all: the system text becomes one
+    return [{"role": "user", "content": prefix}, *rest]
+
+
+def _parts_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, Sequence) and not isinstance(content, (str, bytes)):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, Mapping) and part.get("type") == "text":
+                out.append(str(part.get("text", "")))
+        return "".join(out)
+    return str(content)
 
 
 def raw_prompt(text: str, stop_strings: Sequence[str] = ()) -> Prompt:
