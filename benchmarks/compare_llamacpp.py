@@ -113,6 +113,7 @@ def main() -> int:
     ap.add_argument("--markdown", type=Path, help="append the table to this file")
     a = ap.parse_args()
 
+    secs = lambda x: f"{x:.2f}" if x is not None else "?"  # noqa: E731
     rows = []
     for model in a.model:
         ours, theirs, loads = [], [], []
@@ -132,15 +133,13 @@ def main() -> int:
         print(f"{row['model']}: pp{a.p} {row['ember_pp']:.1f} vs {row['llama_pp']:.1f} "
               f"({row['ember_pp'] / row['llama_pp']:.2f}x), tg{a.n} {row['ember_tg']:.1f} vs "
               f"{row['llama_tg']:.1f} ({row['ember_tg'] / row['llama_tg']:.2f}x), load "
-              f"{row['ember_load']:.2f} s vs {row['llama_load'] if row['llama_load'] is None else round(row['llama_load'], 2)} s",
-              flush=True)
+              f"{row['ember_load']:.2f} s vs {secs(row['llama_load'])} s", flush=True)
 
     head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads, {rows[0]['system']}\n\n"
             f"| model | Ember pp{a.p} | llama.cpp pp{a.p} | ratio | Ember tg{a.n} | llama.cpp tg{a.n} "
             f"| ratio | tg bound | peak RSS Ember / llama.cpp (MiB) | load s Ember / llama.cpp |\n"
             f"|---|---|---|---|---|---|---|---|---|---|\n")
     mib = lambda b: f"{b / 2**20:.0f}" if b else "?"  # noqa: E731
-    secs = lambda x: f"{x:.2f}" if x is not None else "?"  # noqa: E731
     lines = [f"| {r['model']} | {r['ember_pp']:.1f} | {r['llama_pp']:.1f} | "
              f"{r['ember_pp'] / r['llama_pp']:.2f}x | {r['ember_tg']:.1f} | {r['llama_tg']:.1f} | "
              f"{r['ember_tg'] / r['llama_tg']:.2f}x | {r['bound']:.0f} | "

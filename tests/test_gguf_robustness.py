@@ -132,6 +132,15 @@ def cases(base):
         _replace_kv(base(), "general.architecture", gw.U32, 7).to_bytes(), FORMAT, "architecture")
     add("missing block count", _drop_kv(base(), "llama.block_count").to_bytes(), FORMAT,
         "block_count")
+    s = base(); t = _tensor(s, "blk.0.attn_k.weight"); t.ggml_type = 9  # Q8_1: an activation type
+    t.data = b"\0" * (16 * 36)
+    add("weight type without a kernel", s.to_bytes(), UNSUPPORTED, "Q8_1", "cannot compute")
+    add("head counts differ between layers",
+        _replace_kv(base(), "llama.attention.head_count", gw.ARRAY, (gw.U32, [4, 8])).to_bytes(),
+        UNSUPPORTED, "differs between layers")
+    add("unknown rope scaling",
+        base().add("llama.rope.scaling.type", gw.STRING, "martian").to_bytes(), UNSUPPORTED,
+        "rope scaling 'martian'")
     add("missing vocabulary", _drop_kv(base(), "tokenizer.ggml.tokens").to_bytes(), FORMAT,
         "tokenizer.ggml.tokens")
     return out
@@ -150,6 +159,17 @@ def broken_files(base_spec, tmp_path_factory):
 
 def test_there_are_at_least_20_kinds(broken_files):
     assert len(broken_files) >= 20
+
+
+def test_per_layer_arrays_with_one_value_load(base_spec, tmp_path):
+    """Newer files may store head counts per layer; equal values run as the scalar would."""
+    p = tmp_path / "ok.gguf"
+    p.write_bytes(base_spec().to_bytes())
+    q = tmp_path / "arrays.gguf"
+    q.write_bytes(_replace_kv(base_spec(), "llama.attention.head_count_kv", gw.ARRAY,
+                              (gw.U32, [2, 2])).to_bytes())
+    a, b = Model(p, n_ctx=32, n_threads=1), Model(q, n_ctx=32, n_threads=1)
+    assert (a.eval_logits([1, 5, 9]) == b.eval_logits([1, 5, 9])).all()
 
 
 def test_valid_tiny_model_loads_and_runs(base_spec, tmp_path):

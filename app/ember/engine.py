@@ -25,6 +25,13 @@ def supported_isas() -> list[str]:
     return [name for name, v in native.ISA_LEVELS.items() if v >= 0 and lib.ember_isa_supported(v)]
 
 
+def supported_architectures() -> dict[str, str]:
+    """The model architectures the engine runs: GGUF ``general.architecture`` name ->
+    the models users know it as (from the engine's architecture table)."""
+    text = native.decode_str(native.lib().ember_architectures())
+    return dict(line.split("\t", 1) for line in text.splitlines() if line)
+
+
 class EmberError(Exception):
     """An error reported by the engine, with its status code and message."""
 

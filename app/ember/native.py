@@ -84,6 +84,7 @@ def library_path() -> Path:
 
 _SIGNATURES = {
     "ember_abi_version": (c_int32, []),
+    "ember_architectures": (c_char_p, []),
     "ember_version": (c_char_p, []),
     "ember_system_info": (c_char_p, []),
     "ember_last_error": (c_char_p, []),

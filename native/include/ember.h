@@ -82,6 +82,10 @@ EMBER_API const char *ember_system_info(void);
 /* Message of the last failed call on this thread ("" when none). */
 EMBER_API const char *ember_last_error(void);
 EMBER_API const char *ember_status_name(ember_status status);
+/* The model architectures this build runs, one per line: the GGUF general.architecture
+   name, a tab, the models users know it as ("llama\tLlama 1-3.x, TinyLlama, ...\n").
+   Static storage. */
+EMBER_API const char *ember_architectures(void);
 
 /* ---- model -------------------------------------------------------------- */
 

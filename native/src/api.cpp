@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "cpu/kernels.h"
+#include "model/arch.h"
 #include "model/context.h"
 #include "model/model.h"
 #include "quant/types.h"
@@ -157,6 +158,17 @@ int32_t ember_model_n_vocab(const ember_model* m) {
     if (!m) return 0;
     if (m->model->hparams().n_vocab > 0) return m->model->hparams().n_vocab;
     return m->model->vocab() ? m->model->vocab()->n_tokens() : 0;
+}
+
+const char* ember_architectures(void) {
+    static const std::string list = [] {
+        size_t n = 0;
+        const ArchSpec* table = arch_table(&n);
+        std::string s;
+        for (size_t i = 0; i < n; ++i) s += std::string(table[i].name) + "\t" + table[i].models + "\n";
+        return s;
+    }();
+    return list.c_str();
 }
 
 int32_t ember_model_n_ctx_train(const ember_model* m) {

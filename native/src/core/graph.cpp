@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <iterator>
 #include <string>
 #include <unordered_map>
@@ -164,20 +165,56 @@ Tensor* Graph::add(Tensor* a, Tensor* b) {
     return new_op(Op::ADD, DType::F32, a->ne, {a, b});
 }
 
-Tensor* Graph::swiglu(Tensor* gate, Tensor* up) {
-    check(gate->n_elements() == up->n_elements() && gate->ne[0] == up->ne[0], "swiglu shapes");
-    return new_op(Op::SWIGLU, DType::F32, gate->ne, {gate, up});
+Tensor* Graph::glu(Tensor* gate, Tensor* up, Activation act) {
+    check(gate->type == DType::F32 && up->type == DType::F32, "glu wants F32");
+    check(gate->n_elements() == up->n_elements() && gate->ne[0] == up->ne[0], "glu shapes");
+    Tensor* t = new_op(Op::GLU, DType::F32, gate->ne, {gate, up});
+    t->iparams[0] = (int32_t)act;
+    return t;
 }
 
-Tensor* Graph::rope(Tensor* x, Tensor* pos, int n_rot, RopeMode mode, float freq_base,
-                    float freq_scale) {
+Tensor* Graph::scale(Tensor* x, float s) {
+    check(x->type == DType::F32, "scale wants F32");
+    Tensor* t = new_op(Op::SCALE, DType::F32, x->ne, {x});
+    t->fparams[0] = s;
+    return t;
+}
+
+Tensor* Graph::softcap(Tensor* x, float cap) {
+    check(cap > 0.0f, "soft-cap must be positive");
+    Tensor* t = scale(x, cap);
+    t->iparams[0] = 1;  // tanh of x / cap first
+    return t;
+}
+
+namespace {
+// The dimension below which YaRN keeps a pair's original angle, for a rotation count
+// (llama.cpp's ggml_rope_yarn_corr_dim).
+float yarn_corr_dim(int n_rot, int n_ctx_orig, float n_turns, float base) {
+    return (float)n_rot * std::log((float)n_ctx_orig / (n_turns * 2.0f * 3.14159265358979323846f)) /
+           (2.0f * std::log(base));
+}
+}  // namespace
+
+Tensor* Graph::rope(Tensor* x, Tensor* pos, const RopeParams& rp, Tensor* factors) {
     check(x->type == DType::F32 && pos->type == DType::I32 && pos->ne[0] == x->ne[2], "rope shapes");
-    check(n_rot > 0 && n_rot <= x->ne[0] && n_rot % 2 == 0, "rope dimension count");
-    Tensor* t = new_op(Op::ROPE, DType::F32, x->ne, {x, pos});
-    t->iparams[0] = n_rot;
-    t->iparams[1] = (int32_t)mode;
-    t->fparams[0] = freq_base;
-    t->fparams[1] = freq_scale;
+    check(rp.n_rot > 0 && rp.n_rot <= x->ne[0] && rp.n_rot % 2 == 0, "rope dimension count");
+    check(!factors || (factors->type == DType::F32 && factors->n_elements() == rp.n_rot / 2), "rope factors");
+    Tensor* t = new_op(Op::ROPE, DType::F32, x->ne, {x, pos, factors});
+    t->iparams[0] = rp.n_rot;
+    t->iparams[1] = (int32_t)rp.mode;
+    t->fparams[0] = rp.freq_base;
+    t->fparams[1] = rp.freq_scale;
+    t->fparams[2] = rp.ext_factor;
+    t->fparams[3] = rp.attn_factor;
+    float lo = 0.0f, hi = 0.0f;
+    if (rp.ext_factor != 0.0f) {
+        check(rp.n_ctx_orig > 0, "YaRN needs the original context length");
+        lo = std::max(0.0f, std::floor(yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_fast, rp.freq_base)));
+        hi = std::min((float)(rp.n_rot - 1), std::ceil(yarn_corr_dim(rp.n_rot, rp.n_ctx_orig, rp.beta_slow, rp.freq_base)));
+    }
+    t->fparams[4] = lo;
+    t->fparams[5] = hi;
     return t;
 }
 
@@ -191,12 +228,15 @@ Tensor* Graph::kv_store(Tensor* k, Tensor* v, Tensor* k_cache, Tensor* v_cache, 
 }
 
 Tensor* Graph::attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* pos, Tensor* after,
-                         float scale) {
+                         float scale, int32_t window, float softcap) {
     check(q->ne[0] == k_cache->ne[0] && q->ne[1] % k_cache->ne[1] == 0, "attention head shapes");
     check(pos->ne[0] == q->ne[2], "attention positions");
+    check(window >= 0 && softcap >= 0.0f, "attention window and soft-cap");
     const int64_t ne[4] = {q->ne[0] * q->ne[1], q->ne[2], 1, 1};
     Tensor* t = new_op(Op::ATTENTION, DType::F32, ne, {q, k_cache, v_cache, pos, after});
     t->fparams[0] = scale;
+    t->fparams[1] = softcap;
+    t->iparams[0] = window;
     return t;
 }
 
@@ -274,7 +314,7 @@ void Graph::finalize(const std::vector<Tensor*>& outputs) {
             // which sees the overlapping byte ranges.
             Tensor* s0 = t->src[0];
             size_t off;
-            if ((t->op == Op::ADD || t->op == Op::SWIGLU) && s0 && s0->op != Op::VIEW && s0->type == t->type &&
+            if ((t->op == Op::ADD || t->op == Op::GLU || t->op == Op::SCALE) && s0 && s0->op != Op::VIEW && s0->type == t->type &&
                 s0->n_bytes() == t->n_bytes() && s0->is_contiguous() && t->is_contiguous() &&
                 offset_of.count(s0) && last_use[s0] == i &&
                 std::none_of(std::begin(t->src) + 1, std::end(t->src),

@@ -12,6 +12,22 @@
 
 namespace ember {
 
+// Rotary position embedding, as llama.cpp's rope_ext computes it: pair i of a head turns
+// by pos * freq_base^(-2i/n_rot) / factor_i, interpolated by freq_scale (YaRN mixes the
+// interpolated and the original angle between its correction dimensions when ext_factor
+// is set), and cos/sin are scaled by attn_factor.
+struct RopeParams {
+    int n_rot = 0;
+    RopeMode mode = RopeMode::NORMAL;
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;
+    float ext_factor = 0.0f;   // YaRN: 0 off, 1 on
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;   // YaRN correction range
+    float beta_slow = 1.0f;
+    int n_ctx_orig = 0;        // YaRN: the context length the model was trained at
+};
+
 class Graph {
 public:
     // ---- building -------------------------------------------------------------
@@ -30,13 +46,20 @@ public:
     Tensor* rms_norm_mul(Tensor* x, Tensor* weight, float eps);
     Tensor* mul_mat(Tensor* w, Tensor* x);
     Tensor* add(Tensor* a, Tensor* b);
-    Tensor* swiglu(Tensor* gate, Tensor* up);
-    Tensor* rope(Tensor* x, Tensor* pos, int n_rot, RopeMode mode, float freq_base, float freq_scale);
+    // act(gate) * up, elementwise (gate and up may be views into one fused product)
+    Tensor* glu(Tensor* gate, Tensor* up, Activation act);
+    Tensor* swiglu(Tensor* gate, Tensor* up) { return glu(gate, up, Activation::SILU); }
+    Tensor* scale(Tensor* x, float s);
+    // cap * tanh(x / cap): Gemma 2's logit soft-capping
+    Tensor* softcap(Tensor* x, float cap);
+    // factors: optional F32 [n_rot/2], each pair's angle divided by its factor
+    Tensor* rope(Tensor* x, Tensor* pos, const RopeParams& rp, Tensor* factors = nullptr);
     Tensor* kv_store(Tensor* k, Tensor* v, Tensor* k_cache, Tensor* v_cache, Tensor* pos);
     // q: [head_dim, n_head, N]; caches [head_dim, n_head_kv, n_ctx] F16; `after` orders it
-    // after the KV_STORE of the same batch.
+    // after the KV_STORE of the same batch. window > 0: a query at position p sees the keys
+    // at p - window + 1 .. p only. softcap > 0: scores become softcap * tanh(score / softcap).
     Tensor* attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* pos, Tensor* after,
-                      float scale);
+                      float scale, int32_t window = 0, float softcap = 0.0f);
 
     // ---- planning -------------------------------------------------------------
     // Orders the nodes reachable from outputs and plans the intermediate buffer.

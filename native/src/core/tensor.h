@@ -17,14 +17,20 @@ enum class Op : int32_t {
     RMS_NORM_MUL,   // rms_norm(src[0]) * src[1] (broadcast over rows); param f[0] = eps
     MUL_MAT,        // src[0] weight [K, M] (any type), src[1] F32 [K, N] -> F32 [M, N]
     ADD,            // src[0] + src[1], src[1] broadcast over rows when it has one row
-    SWIGLU,         // silu(src[0]) * src[1]
-    ROPE,           // rotate src[0] [head_dim, n_head, N] at positions src[1] (I32 [N])
+    GLU,            // act(src[0]) * src[1]; iparams[0] = Activation
+    SCALE,          // src[0] * fparams[0]; iparams[0] = 1: fparams[0] * tanh(src[0] / fparams[0])
+    ROPE,           // rotate src[0] [head_dim, n_head, N] at positions src[1] (I32 [N]); src[2]
+                    // optional F32 [n_rot/2] frequency divisors; parameters: see Graph::rope
     KV_STORE,       // write src[0] (K) and src[1] (V) into caches src[2], src[3] at src[4] positions
-    ATTENTION,      // causal attention of src[0] (Q) over caches src[1], src[2]; src[3] positions
+    ATTENTION,      // causal attention of src[0] (Q) over caches src[1], src[2]; src[3] positions;
+                    // iparams[0] sliding window (0: none), fparams[0] scale, [1] soft-cap (0: none)
     COUNT
 };
 
 enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
+
+// The gate's activation in a gated feed-forward (GLU) op.
+enum class Activation : int32_t { SILU = 0, GELU_TANH = 1 };
 
 constexpr int kMaxSrc = 5;
 constexpr int kMaxName = 64;

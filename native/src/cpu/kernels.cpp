@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/error.h"
 #include "core/fp16.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -139,8 +140,12 @@ const DotKernels& dot_kernels(DType type, Isa isa) {
         if (const DotKernels* k = dot_kernels_exact(type, level)) return *k;
         if (level == Isa::SCALAR) break;
     }
-    return tables().scalar[(uint32_t)DType::F32];  // unreachable for known types
+    // the model loader refuses such weights (weight_type_supported), so only a bug gets here
+    fail(EMBER_ERR_INTERNAL, std::string("no matrix kernel for type ") +
+                                 (type_name((uint32_t)type) ? type_name((uint32_t)type) : std::to_string((int)type)));
 }
+
+bool weight_type_supported(DType type) { return dot_kernels_exact(type, Isa::SCALAR) != nullptr; }
 
 const AttentionKernels& attention_kernels(Isa isa) {
     struct Both {

@@ -41,8 +41,12 @@ struct DotKernels {
     GemmFn gemm = nullptr;             // optional; mul_mat loops vec_dot without it
 };
 
-// Kernels for a weight type at the active level (always non-null for known types).
+// Kernels for a weight type at the active level. Every type weight_type_supported() admits
+// has them at every level (the levels fall back to scalar); asking for another is an
+// internal error, never another type's kernel.
 const DotKernels& dot_kernels(DType weight_type, Isa isa);
+// Whether a matrix product can take weights of this type (the load-time check).
+bool weight_type_supported(DType weight_type);
 // nullptr when this ISA level has no specialised kernel for the type (the caller may
 // then use the level below); used by the per-ISA tests.
 const DotKernels* dot_kernels_exact(DType weight_type, Isa isa);

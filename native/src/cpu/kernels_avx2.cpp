@@ -275,12 +275,6 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
     for (; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
-// Four weight rows x C columns. The four rows' int32 block sums are folded together
-// with two rounds of hadd into one vector [r0 r1 r2 r3 | r0 r1 r2 r3], so the
-// int->float conversion and the scale multiply-add are paid once per four block dots.
-// The four rows' f16 scales are gathered in registers (going through memory here
-// costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
-// for C = 4 (spilled accumulators cost a store-to-load round trip per block).
 // The four-row fold from int16 pair sums (maddubs outputs, or differences of them):
 // [r0 r1 r2 r3 | r0 r1 r2 r3] as int32, each the sum over 16 elements (the low or high
 // half of a block); the same lanes as hadd_epi32-folding the rows' madd_epi16 sums. Two
@@ -296,6 +290,14 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
     // pinsrw straight from memory: five instructions, where shifting and or-ing pairs took ten
     return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
 }
+
+// Four weight rows x C columns. The four rows' block sums are folded together with two
+// rounds of hadd (in int16 for the 4- and 5-bit types: fold4_i16) into one vector
+// [r0 r1 r2 r3 | r0 r1 r2 r3], so the
+// int->float conversion and the scale multiply-add are paid once per four block dots.
+// The four rows' f16 scales are gathered in registers (going through memory here
+// costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
+// for C = 4 (spilled accumulators cost a store-to-load round trip per block).
 template <class D, int C>
 inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
                          size_t lds) {
@@ -437,13 +439,13 @@ void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
         if constexpr (D::kMin)
             _mm256_store_ps(p.wm, _mm256_cvtph_ps(pack_u16x4(x[0][i].m, x[1][i].m, x[2][i].m, x[3][i].m)));
         if constexpr (D::kOffset > 0) {
-            __m256i sums[4];
+            __m256i pairs[4];  // pair sums of w (maddubs by ones)
             for (int r = 0; r < 4; ++r) {
                 const __m256i q = _mm256_sub_epi8(D::dec_u(x[r][i]), _mm256_set1_epi8((char)D::kOffset));
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.qs[r]), q);
-                sums[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+                pairs[r] = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
             }
-            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(sums[0], sums[1]), _mm256_hadd_epi32(sums[2], sums[3]));
+            const __m256i h = fold4_i16(pairs[0], pairs[1], pairs[2], pairs[3]);
             _mm256_store_si256(reinterpret_cast<__m256i*>(p.corr), _mm256_slli_epi32(h, 7));
         } else {
             for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.qs[r]), D::dec(x[r][i]));

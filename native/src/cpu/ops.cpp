@@ -31,6 +31,14 @@ Range split(int64_t n, int ith, int nth) {
     return {b, e};
 }
 
+// Row i of a tensor counted over dimensions 1..3, whatever its strides (per-head views of
+// a product, halves of a fused one).
+template <typename T>
+T* row_at(const Tensor* t, int64_t i) {
+    const int64_t i1 = i % t->ne[1], rest = i / t->ne[1];
+    return t->row<T>(i1, rest % t->ne[2], rest / t->ne[2]);
+}
+
 void op_get_rows(const Tensor* t, int ith, int nth) {
     const Tensor* table = t->src[0];
     const Tensor* ids = t->src[1];
@@ -50,8 +58,8 @@ void op_rms_norm_mul(const Tensor* t, int ith, int nth) {
     const int64_t n = x->ne[0];
     const Range r = split(x->n_rows(), ith, nth);
     for (int64_t i = r.begin; i < r.end; ++i) {
-        const float* xi = x->row<float>(i);
-        float* yi = t->row<float>(i);
+        const float* xi = row_at<const float>(x, i);
+        float* yi = row_at<float>(t, i);
         double sum = 0.0;
         for (int64_t k = 0; k < n; ++k) sum += (double)xi[k] * (double)xi[k];
         const float mean = (float)(sum / (double)n);
@@ -66,28 +74,75 @@ void op_add(const Tensor* t, int ith, int nth) {
     const bool bcast = b->n_rows() == 1;
     const Range r = split(a->n_rows(), ith, nth);
     for (int64_t i = r.begin; i < r.end; ++i) {
-        const float* ai = a->row<float>(i);
-        const float* bi = b->row<float>(bcast ? 0 : i);
-        float* yi = t->row<float>(i);
+        const float* ai = row_at<const float>(a, i);
+        const float* bi = bcast ? b->row<const float>(0) : row_at<const float>(b, i);
+        float* yi = row_at<float>(t, i);
         for (int64_t k = 0; k < a->ne[0]; ++k) yi[k] = ai[k] + bi[k];
     }
 }
 
-void op_swiglu(const Tensor* t, int ith, int nth, Isa isa) {
+// GELU with the tanh approximation, as Gemma's feed-forward uses it.
+inline float gelu_tanh(float x) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f, kCoef = 0.044715f;
+    return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
+}
+
+void op_glu(const Tensor* t, int ith, int nth, Isa isa) {
     const Tensor* g = t->src[0];
     const Tensor* u = t->src[1];
+    const int64_t n = g->ne[0];
     const auto swiglu = attention_kernels(isa).swiglu;
+    const Activation act = (Activation)t->iparams[0];
     const Range r = split(g->n_rows(), ith, nth);
-    for (int64_t i = r.begin; i < r.end; ++i) swiglu(g->row<float>(i), u->row<float>(i), t->row<float>(i), g->ne[0]);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        const float* gi = row_at<const float>(g, i);
+        const float* ui = row_at<const float>(u, i);
+        float* yi = row_at<float>(t, i);
+        if (act == Activation::SILU) {
+            swiglu(gi, ui, yi, n);
+        } else {
+            for (int64_t k = 0; k < n; ++k) yi[k] = gelu_tanh(gi[k]) * ui[k];
+        }
+    }
+}
+
+void op_scale(const Tensor* t, int ith, int nth) {
+    const Tensor* x = t->src[0];
+    const float s = t->fparams[0];
+    const bool capped = t->iparams[0] == 1;
+    const float inv = 1.0f / s;
+    const Range r = split(x->n_rows(), ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+        const float* xi = row_at<const float>(x, i);
+        float* yi = row_at<float>(t, i);
+        if (capped) {
+            for (int64_t k = 0; k < x->ne[0]; ++k) yi[k] = s * std::tanh(xi[k] * inv);
+        } else {
+            for (int64_t k = 0; k < x->ne[0]; ++k) yi[k] = xi[k] * s;
+        }
+    }
+}
+
+// YaRN's blend between the interpolated and the original angle of pair i0/2: 1 below the
+// low correction dimension (keep the original), 0 above the high one.
+inline float yarn_ramp(float lo, float hi, int64_t i0) {
+    const float y = ((float)(i0 / 2) - lo) / std::max(0.001f, hi - lo);
+    return 1.0f - std::min(1.0f, std::max(0.0f, y));
 }
 
 void op_rope(const Tensor* t, int ith, int nth) {
     const Tensor* x = t->src[0];
     const int32_t* pos = static_cast<const int32_t*>(t->src[1]->data);
+    const float* factors = t->src[2] ? static_cast<const float*>(t->src[2]->data) : nullptr;
     const int n_rot = t->iparams[0];
     const bool neox = t->iparams[1] == (int32_t)RopeMode::NEOX;
     const float freq_base = t->fparams[0];
     const float freq_scale = t->fparams[1];
+    const float ext_factor = t->fparams[2];
+    const float attn_factor = t->fparams[3];
+    const float corr_lo = t->fparams[4], corr_hi = t->fparams[5];
+    // YaRN raises the magnitude as it interpolates
+    const float mscale = ext_factor != 0.0f ? attn_factor * (1.0f + 0.1f * std::log(1.0f / freq_scale)) : attn_factor;
     const float theta_scale = std::pow(freq_base, -2.0f / (float)n_rot);
     const int64_t head_dim = x->ne[0], n_head = x->ne[1], n_tok = x->ne[2];
     const Range r = split(n_tok * n_head, ith, nth);
@@ -97,8 +152,13 @@ void op_rope(const Tensor* t, int ith, int nth) {
         float* yi = t->row<float>(h, j);
         float theta = (float)pos[j];
         for (int64_t i0 = 0; i0 < n_rot; i0 += 2) {
-            const float angle = theta * freq_scale;
-            const float c = std::cos(angle), s = std::sin(angle);
+            const float extrap = factors ? theta / factors[i0 / 2] : theta;
+            float angle = freq_scale * extrap;
+            if (ext_factor != 0.0f) {
+                const float mix = yarn_ramp(corr_lo, corr_hi, i0) * ext_factor;
+                angle = angle * (1.0f - mix) + extrap * mix;
+            }
+            const float c = std::cos(angle) * mscale, s = std::sin(angle) * mscale;
             const int64_t a = neox ? i0 / 2 : i0;
             const int64_t b = neox ? i0 / 2 + n_rot / 2 : i0 + 1;
             const float x0 = xi[a], x1 = xi[b];
@@ -200,6 +260,8 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     const Tensor* vc = t->src[2];
     const int32_t* pos = static_cast<const int32_t*>(t->src[3]->data);
     const float scale = t->fparams[0];
+    const float softcap = t->fparams[1];
+    const int64_t window = t->iparams[0];
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
     const int64_t n_head_kv = kc->ne[1];
     const int64_t group = n_head / n_head_kv;
@@ -221,18 +283,22 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     auto one = [&](int64_t it) {
         const int64_t j = it / n_head_kv, hk = it % n_head_kv, h0 = hk * group;
         const int64_t n_kv = (int64_t)pos[j] + 1;
+        // a sliding window drops the keys more than `window` positions back
+        const int64_t first = window > 0 && n_kv > window ? n_kv - window : 0;
         const float* qi = q->row<float>(h0, j);
         for (int64_t g = 0; g < group; ++g) {
             max[g] = -INFINITY;
             sum[g] = 0.0;
         }
         for (int64_t d = 0; d < group * head_dim; ++d) acc[d] = 0.0f;
-        for (int64_t k0 = 0; k0 < n_kv; k0 += kAttnBlock) {
+        for (int64_t k0 = first; k0 < n_kv; k0 += kAttnBlock) {
             const int64_t nk = n_kv - k0 < kAttnBlock ? n_kv - k0 : kAttnBlock;
             ak.scores(qi, q_stride, (int)group, kc->row<uint16_t>(hk, k0), kv_stride, nk, head_dim, scale, score,
                       kAttnBlock);
             for (int64_t g = 0; g < group; ++g) {
                 float* sg = score + g * kAttnBlock;
+                if (softcap > 0.0f)
+                    for (int64_t k = 0; k < nk; ++k) sg[k] = softcap * std::tanh(sg[k] / softcap);
                 float* ag = acc + g * head_dim;
                 // four running maxima (one SSE register; the max is the same in any order)
                 float m4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
@@ -285,7 +351,8 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::RMS_NORM_MUL: op_rms_norm_mul(t, ith, nth); return;
         case Op::MUL_MAT: op_mul_mat(t, p); return;
         case Op::ADD: op_add(t, ith, nth); return;
-        case Op::SWIGLU: op_swiglu(t, ith, nth, p.isa); return;
+        case Op::GLU: op_glu(t, ith, nth, p.isa); return;
+        case Op::SCALE: op_scale(t, ith, nth); return;
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth, p.isa); return;
         case Op::ATTENTION: op_attention(t, p); return;

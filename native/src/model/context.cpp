@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "core/threadpool.h"
+#include "model/arch.h"
+#include "model/build.h"
 
 namespace ember {
 
@@ -74,7 +76,8 @@ BatchGraph& Context::graph_for(int32_t n_tokens, Outputs outputs) {
                 }
         }
         auto bg = std::make_unique<BatchGraph>();
-        build_llama_graph(model_, kv_, *bg, n_tokens, outputs, in_tokens_.data(), in_pos_.data());
+        GraphBuilder builder(model_, kv_, *bg, n_tokens, outputs, n_ctx_, in_tokens_.data(), in_pos_.data());
+        model_.arch().build_graph(builder);
         it = graphs_.emplace(key, std::move(bg)).first;
     }
     BatchGraph& bg = *it->second;

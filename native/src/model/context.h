@@ -68,8 +68,4 @@ private:
     int32_t logits_first_ = 0;  // batch index of the first stored logits row
 };
 
-// Builds the forward graph of the llama family for one batch (model/llama.cpp).
-void build_llama_graph(const Model& model, KVCache& kv, BatchGraph& bg, int32_t n_tokens,
-                       Outputs outputs, void* in_tokens, void* in_pos);
-
 }  // namespace ember

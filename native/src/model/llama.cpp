@@ -1,70 +1,49 @@
-// The llama-family forward pass (Llama, TinyLlama, SmolLM, Mistral, Qwen2), read top
-// to bottom: embed, then per layer attention and SwiGLU FFN with pre-norms and
-// residuals, final norm, output head.
-#include <cmath>
-
-#include "model/context.h"
+// The llama family's forward pass (Llama 1-3.x, TinyLlama, SmolLM, Mistral as converted),
+// which Qwen2 (Q/K/V biases), Qwen3 (per-head Q/K norms) and Phi-3 (fused QKV and
+// gate/up, LongRoPE) share; read top to bottom: embed, then per block attention and the
+// SwiGLU feed-forward with pre-norms and residuals, final norm, output head.
+#include "model/arch.h"
+#include "model/build.h"
 
 namespace ember {
 
-void build_llama_graph(const Model& model, KVCache& kv, BatchGraph& bg, int32_t n_tokens,
-                       Outputs outputs, void* in_tokens, void* in_pos) {
-    const HParams& h = model.hparams();
-    Graph& g = bg.graph;
-    const int64_t N = n_tokens;
-
-    bg.tokens = g.leaf(DType::I32, N, 1, 1, 1, in_tokens, "inp_tokens");
-    bg.pos = g.leaf(DType::I32, N, 1, 1, 1, in_pos, "inp_pos");
-
-    Tensor* x = g.get_rows(model.tok_embd, bg.tokens);  // [n_embd, N]
-    const float kq_scale = 1.0f / std::sqrt((float)h.head_dim);
-
+void llama_bind_weights(Model& m) {
+    const HParams& h = m.hparams();
+    // Llama 3.1+ rope scaling: one divisor per rotated pair
+    m.rope_freqs = m.weight("rope_freqs.weight", {h.n_rot / 2}, false);
     for (int32_t il = 0; il < h.n_layer; ++il) {
-        const LayerWeights& L = model.layers[(size_t)il];
-        const bool last_layer = il == h.n_layer - 1;
-
-        // self-attention: keys and values of every token go to the cache
-        Tensor* cur = g.rms_norm_mul(x, L.attn_norm, h.rms_eps);
-        Tensor* k = g.mul_mat(L.wk, cur);
-        Tensor* v = g.mul_mat(L.wv, cur);
-        if (L.bk) k = g.add(k, L.bk);
-        if (L.bv) v = g.add(v, L.bv);
-        k = g.reshape(k, h.head_dim, h.n_head_kv, N);
-        v = g.reshape(v, h.head_dim, h.n_head_kv, N);
-        k = g.rope(k, bg.pos, h.n_rot, h.rope_mode, h.rope_freq_base, h.rope_freq_scale);
-        Tensor* stored = g.kv_store(k, v, &kv.k[(size_t)il], &kv.v[(size_t)il], bg.pos);
-        if (last_layer && outputs == Outputs::NONE) {
-            // the cache is all we want: finish at the last layer's KV store
-            g.finalize({stored});
-            return;
-        }
-        // From the last layer's queries on, only the rows whose logits are wanted go on
-        // (the same operations per row, so the same bits as computing every row).
-        Tensor* pos = bg.pos;
-        if (last_layer && outputs == Outputs::LAST && N > 1) {
-            cur = g.column(cur, N - 1);
-            x = g.column(x, N - 1);
-            const int64_t ne[4] = {1, 1, 1, 1};
-            const size_t nb[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
-            pos = g.view(bg.pos, ne, nb, (size_t)(N - 1) * sizeof(int32_t));
-        }
-        const int64_t nq = cur->ne[1];
-        Tensor* q = g.mul_mat(L.wq, cur);
-        if (L.bq) q = g.add(q, L.bq);
-        q = g.reshape(q, h.head_dim, h.n_head, nq);
-        q = g.rope(q, pos, h.n_rot, h.rope_mode, h.rope_freq_base, h.rope_freq_scale);
-        Tensor* attn = g.attention(q, &kv.k[(size_t)il], &kv.v[(size_t)il], pos, stored, kq_scale);
-        x = g.add(x, g.mul_mat(L.wo, attn));
-
-        // feed-forward
-        cur = g.rms_norm_mul(x, L.ffn_norm, h.rms_eps);
-        Tensor* act = g.swiglu(g.mul_mat(L.ffn_gate, cur), g.mul_mat(L.ffn_up, cur));
-        x = g.add(x, g.mul_mat(L.ffn_down, act));
+        bind_attention_weights(m, il);
+        bind_ffn_weights(m, il);
     }
+}
 
-    x = g.rms_norm_mul(x, model.output_norm, h.rms_eps);
-    bg.logits = g.mul_mat(model.output, x);
-    g.finalize({bg.logits});
+void qwen3_bind_weights(Model& m) {
+    const HParams& h = m.hparams();
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+        bind_attention_weights(m, il);
+        LayerWeights& L = m.layers[(size_t)il];
+        L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
+        L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
+        bind_ffn_weights(m, il);
+    }
+}
+
+void llama_build_graph(GraphBuilder& b) {
+    const Model& m = b.model;
+    Graph& g = b.g;
+    // rope frequency divisors: Llama 3's, or Phi-3's long ones when the context is
+    // longer than the model was trained for (llama.cpp's choice), else its short ones
+    Tensor* factors = m.rope_freqs ? m.rope_freqs : b.n_ctx() > b.hp.n_ctx_orig ? m.rope_long : m.rope_short;
+
+    Tensor* x = b.embed();  // [n_embd, N]
+    for (int32_t il = 0; il < b.hp.n_layer; ++il) {
+        const LayerWeights& L = m.layers[(size_t)il];
+        Tensor* attn = b.attention(il, b.norm(x, L.attn_norm), x, factors);
+        if (!attn) return;  // the batch only fills the cache
+        x = g.add(x, attn);
+        x = g.add(x, b.ffn(L, b.norm(x, L.ffn_norm), Activation::SILU));
+    }
+    b.output(x);
 }
 
 }  // namespace ember

@@ -1,28 +1,16 @@
 #include "model/model.h"
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 
 #include "core/error.h"
+#include "cpu/kernels.h"
+#include "model/arch.h"
 
 namespace ember {
 
 namespace {
-
-struct ArchInfo {
-    const char* name;
-    RopeMode rope;
-};
-const ArchInfo kArchs[] = {
-    {"llama", RopeMode::NORMAL},  // Llama 1-3, TinyLlama, SmolLM, Mistral (as converted)
-    {"qwen2", RopeMode::NEOX},
-};
-
-const ArchInfo* find_arch(const std::string& arch) {
-    for (const auto& a : kArchs)
-        if (arch == a.name) return &a;
-    return nullptr;
-}
 
 // llama.cpp's llama_ftype values, as written in general.file_type
 const char* ftype_to_name(int64_t ft) {
@@ -43,10 +31,6 @@ void check_cancel(const LoadOptions& o, float progress) {
 }
 
 }  // namespace
-
-bool arch_supported(const std::string& arch) { return find_arch(arch) != nullptr; }
-
-const char* supported_arch_list() { return "llama, qwen2"; }
 
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
     std::unique_ptr<Model> m(new Model());
@@ -75,7 +59,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     if (opts.vocab_only) return m;
 
     if (m->hp_.arch.empty()) fail(EMBER_ERR_FORMAT, "the file has no general.architecture key");
-    if (!find_arch(m->hp_.arch))
+    m->arch_ = find_arch(m->hp_.arch);
+    if (!m->arch_)
         fail(EMBER_ERR_UNSUPPORTED, "model architecture '" + m->hp_.arch +
                                         "' is not supported (supported: " + supported_arch_list() + ")");
     m->read_hparams();
@@ -83,6 +68,28 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     check_cancel(opts, 1.0f);
     return m;
 }
+
+namespace {
+
+// An integer hyper-parameter that newer files may store per layer (an array): Ember runs
+// the same value in every layer, so an array must hold one value.
+int64_t uniform_int(const GGUFFile& g, const std::string& key, int64_t fallback, bool required) {
+    const GGUFValue* v = g.find(key);
+    if (!v) {
+        if (required) return g.get_int(key);  // throws: the key is missing
+        return fallback;
+    }
+    if (v->type != GGUFType::ARRAY) return g.get_int(key);
+    const std::vector<int64_t> a = g.get_int_array(key);
+    if (a.empty()) fail(EMBER_ERR_FORMAT, "metadata key '" + key + "' is an empty array");
+    for (int64_t x : a)
+        if (x != a[0])
+            fail(EMBER_ERR_UNSUPPORTED, "metadata key '" + key +
+                                            "' differs between layers, which Ember does not run yet");
+    return a[0];
+}
+
+}  // namespace
 
 void Model::read_hparams() {
     const GGUFFile& g = *gguf_;
@@ -92,35 +99,59 @@ void Model::read_hparams() {
             fail(EMBER_ERR_FORMAT, "metadata key '" + key + "' has an invalid value " + std::to_string(v));
         return (int32_t)v;
     };
-    hp_.n_embd = positive(a + "embedding_length", g.get_int(a + "embedding_length"));
-    hp_.n_layer = positive(a + "block_count", g.get_int(a + "block_count"));
-    hp_.n_ff = positive(a + "feed_forward_length", g.get_int(a + "feed_forward_length"));
-    hp_.n_head = positive(a + "attention.head_count", g.get_int(a + "attention.head_count"));
-    hp_.n_head_kv = positive(a + "attention.head_count_kv",
-                             g.get_int_or(a + "attention.head_count_kv", hp_.n_head));
-    hp_.n_ctx_train = positive(a + "context_length", g.get_int_or(a + "context_length", 2048));
+    auto key_int = [&](const char* k, int64_t fallback, bool required) {
+        return positive(a + k, uniform_int(g, a + k, fallback, required));
+    };
+    hp_.n_embd = key_int("embedding_length", 0, true);
+    hp_.n_layer = key_int("block_count", 0, true);
+    hp_.n_ff = key_int("feed_forward_length", 0, true);
+    hp_.n_head = key_int("attention.head_count", 0, true);
+    hp_.n_head_kv = key_int("attention.head_count_kv", hp_.n_head, false);
+    hp_.n_ctx_train = key_int("context_length", 2048, false);
     if (hp_.n_head % hp_.n_head_kv != 0)
         fail(EMBER_ERR_FORMAT, "head_count " + std::to_string(hp_.n_head) +
                                    " is not a multiple of head_count_kv " + std::to_string(hp_.n_head_kv));
-    hp_.head_dim = positive(a + "attention.key_length",
-                            g.get_int_or(a + "attention.key_length", hp_.n_embd / hp_.n_head));
-    hp_.n_rot = positive(a + "rope.dimension_count", g.get_int_or(a + "rope.dimension_count", hp_.head_dim));
+    hp_.head_dim = key_int("attention.key_length", hp_.n_embd / hp_.n_head, false);
+    if (key_int("attention.value_length", hp_.head_dim, false) != hp_.head_dim)
+        fail(EMBER_ERR_UNSUPPORTED, "key and value heads of different sizes are not supported");
+    hp_.n_rot = key_int("rope.dimension_count", hp_.head_dim, false);
     if (hp_.n_rot > hp_.head_dim || hp_.n_rot % 2)
         fail(EMBER_ERR_FORMAT, "rope.dimension_count " + std::to_string(hp_.n_rot) + " is invalid");
     hp_.rms_eps = (float)g.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-5);
     hp_.rope_freq_base = (float)g.get_float_or(a + "rope.freq_base", 10000.0);
-    const std::string scaling = g.get_string_or(a + "rope.scaling.type", "none");
-    if (scaling == "linear") {
-        const double factor = g.get_float_or(a + "rope.scaling.factor", 1.0);
-        if (!(factor > 0.0)) fail(EMBER_ERR_FORMAT, "rope.scaling.factor must be positive");
-        hp_.rope_freq_scale = (float)(1.0 / factor);
-    } else if (scaling != "none") {
-        fail(EMBER_ERR_UNSUPPORTED, "rope scaling '" + scaling + "' is not supported (none, linear)");
-    } else if (const GGUFValue* f = g.find(a + "rope.scale_linear")) {
-        if (!f->is_number() || !(f->f > 0.0)) fail(EMBER_ERR_FORMAT, "rope.scale_linear must be positive");
-        hp_.rope_freq_scale = (float)(1.0 / f->f);
+    if (!(hp_.rope_freq_base > 0.0f)) fail(EMBER_ERR_FORMAT, "rope.freq_base must be positive");
+
+    // rope.scaling.*, as llama.cpp reads them: the type defaults to linear, the factor
+    // (or the older rope.scale_linear) to none
+    const std::string scaling = g.get_string_or(a + "rope.scaling.type", "linear");
+    double factor = g.get_float_or(a + "rope.scaling.factor", 0.0);
+    if (factor == 0.0) factor = g.get_float_or(a + "rope.scale_linear", 0.0);
+    if (factor < 0.0 || !std::isfinite(factor)) fail(EMBER_ERR_FORMAT, "rope.scaling.factor must be positive");
+    hp_.rope_freq_scale = factor == 0.0 ? 1.0f : (float)(1.0 / factor);
+    hp_.n_ctx_orig = key_int("rope.scaling.original_context_length", hp_.n_ctx_train, false);
+    hp_.rope_attn_factor = (float)g.get_float_or(a + "rope.scaling.attn_factor", 1.0);
+    if (scaling == "none") {
+        hp_.rope_freq_scale = 1.0f;
+    } else if (scaling == "yarn") {
+        hp_.rope_ext_factor = (float)g.get_float_or(a + "rope.scaling.yarn_ext_factor", 1.0);
+        hp_.yarn_beta_fast = (float)g.get_float_or(a + "rope.scaling.yarn_beta_fast", 32.0);
+        hp_.yarn_beta_slow = (float)g.get_float_or(a + "rope.scaling.yarn_beta_slow", 1.0);
+        if (hp_.rope_ext_factor != 0.0f) {
+            // YaRN's magnitude correction; the rope op multiplies by 1 + 0.1 ln(factor)
+            // again, so it is divided out here (llama.cpp does the same)
+            const float f = 1.0f / hp_.rope_freq_scale;
+            auto mscale = [](float scale, float m) { return scale <= 1.0f ? 1.0f : 0.1f * m * std::log(scale) + 1.0f; };
+            const float log_mul = (float)g.get_float_or(a + "rope.scaling.yarn_log_multiplier", 0.0);
+            float attn = log_mul != 0.0f ? mscale(f, 1.0f) / mscale(f, log_mul) : mscale(f, 1.0f);
+            attn *= 1.0f / (1.0f + 0.1f * std::log(f));
+            hp_.rope_attn_factor *= attn;
+        }
+    } else if (scaling != "linear" && scaling != "longrope") {
+        fail(EMBER_ERR_UNSUPPORTED,
+             "rope scaling '" + scaling + "' is not supported (none, linear, yarn, longrope)");
     }
-    hp_.rope_mode = find_arch(hp_.arch)->rope;
+    hp_.rope_mode = arch_->rope;
+    if (arch_->read_hparams) arch_->read_hparams(g, hp_);
 }
 
 Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> shape, bool required) {
@@ -143,9 +174,11 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> sh
     for (; d < 4; ++d)
         if (ti->ne[d] != 1) fail(EMBER_ERR_FORMAT, "tensor '" + name + "' has too many dimensions");
     if (ti->n_dims > 1 || shape.size() > 1) {
-        // weights used in matrix products need a dequantizer; all known types have one
-        if (!type_traits(ti->type)->dequantize)
-            fail(EMBER_ERR_UNSUPPORTED, "tensor '" + name + "' has unsupported type " + type_name(ti->type));
+        // weights used in matrix products need a dot-product kernel (and rows a
+        // dequantizer); a type without one is refused here, never computed by another's
+        if (!type_traits(ti->type)->dequantize || !weight_type_supported((DType)ti->type))
+            fail(EMBER_ERR_UNSUPPORTED, "tensor '" + name + "' has type " + type_name(ti->type) +
+                                            ", which Ember cannot compute as a weight");
     } else if (ti->type != (uint32_t)DType::F32) {
         fail(EMBER_ERR_UNSUPPORTED, "tensor '" + name + "' should be F32 but is " + type_name(ti->type));
     }
@@ -159,39 +192,51 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> sh
     return t;
 }
 
+Tensor* Model::layer_weight(int32_t il, const char* name, std::initializer_list<int64_t> shape, bool required) {
+    return weight("blk." + std::to_string(il) + "." + name + ".weight", shape, required);
+}
+
 void Model::bind_weights(const LoadOptions& opts) {
-    const HParams& h = hp_;
-    const int64_t n_embd_q = (int64_t)h.head_dim * h.n_head;
-    const int64_t n_embd_kv = (int64_t)h.head_dim * h.n_head_kv;
     const GGUFTensorInfo* emb = gguf_->find_tensor("token_embd.weight");
     if (!emb) fail(EMBER_ERR_FORMAT, "missing tensor 'token_embd.weight'");
     hp_.n_vocab = (int32_t)emb->ne[1];
     if (vocab_ && vocab_->n_tokens() > hp_.n_vocab)
         fail(EMBER_ERR_FORMAT, "the vocabulary has " + std::to_string(vocab_->n_tokens()) +
                                    " tokens but token_embd.weight only " + std::to_string(hp_.n_vocab) + " rows");
-    tok_embd = weight("token_embd.weight", {h.n_embd, h.n_vocab});
-    output_norm = weight("output_norm.weight", {h.n_embd});
-    output = weight("output.weight", {h.n_embd, h.n_vocab}, false);
+    tok_embd = weight("token_embd.weight", {hp_.n_embd, hp_.n_vocab});
+    output_norm = weight("output_norm.weight", {hp_.n_embd});
+    output = weight("output.weight", {hp_.n_embd, hp_.n_vocab}, false);
     if (!output) output = tok_embd;  // tied embeddings
+    layers.assign((size_t)hp_.n_layer, LayerWeights{});
+    check_cancel(opts, 0.1f);
+    arch_->bind_weights(*this);
+}
 
-    layers.resize((size_t)h.n_layer);
-    for (int32_t i = 0; i < h.n_layer; ++i) {
-        const std::string p = "blk." + std::to_string(i) + ".";
-        LayerWeights& L = layers[(size_t)i];
-        L.attn_norm = weight(p + "attn_norm.weight", {h.n_embd});
-        L.wq = weight(p + "attn_q.weight", {h.n_embd, n_embd_q});
-        L.wk = weight(p + "attn_k.weight", {h.n_embd, n_embd_kv});
-        L.wv = weight(p + "attn_v.weight", {h.n_embd, n_embd_kv});
-        L.wo = weight(p + "attn_output.weight", {n_embd_q, h.n_embd});
-        L.bq = weight(p + "attn_q.bias", {n_embd_q}, false);
-        L.bk = weight(p + "attn_k.bias", {n_embd_kv}, false);
-        L.bv = weight(p + "attn_v.bias", {n_embd_kv}, false);
-        L.ffn_norm = weight(p + "ffn_norm.weight", {h.n_embd});
-        L.ffn_gate = weight(p + "ffn_gate.weight", {h.n_embd, h.n_ff});
-        L.ffn_up = weight(p + "ffn_up.weight", {h.n_embd, h.n_ff});
-        L.ffn_down = weight(p + "ffn_down.weight", {h.n_ff, h.n_embd});
-        check_cancel(opts, 0.05f + 0.95f * (float)(i + 1) / (float)h.n_layer);
+void bind_attention_weights(Model& m, int32_t il) {
+    const HParams& h = m.hparams();
+    LayerWeights& L = m.layers[(size_t)il];
+    const int64_t n_q = (int64_t)h.head_dim * h.n_head, n_kv = (int64_t)h.head_dim * h.n_head_kv;
+    L.attn_norm = m.layer_weight(il, "attn_norm", {h.n_embd});
+    L.wqkv = m.layer_weight(il, "attn_qkv", {h.n_embd, n_q + 2 * n_kv}, false);
+    if (!L.wqkv) {
+        L.wq = m.layer_weight(il, "attn_q", {h.n_embd, n_q});
+        L.wk = m.layer_weight(il, "attn_k", {h.n_embd, n_kv});
+        L.wv = m.layer_weight(il, "attn_v", {h.n_embd, n_kv});
+        const std::string p = "blk." + std::to_string(il) + ".";
+        L.bq = m.weight(p + "attn_q.bias", {n_q}, false);
+        L.bk = m.weight(p + "attn_k.bias", {n_kv}, false);
+        L.bv = m.weight(p + "attn_v.bias", {n_kv}, false);
     }
+    L.wo = m.layer_weight(il, "attn_output", {n_q, h.n_embd});
+}
+
+void bind_ffn_weights(Model& m, int32_t il) {
+    const HParams& h = m.hparams();
+    LayerWeights& L = m.layers[(size_t)il];
+    L.ffn_norm = m.layer_weight(il, "ffn_norm", {h.n_embd});
+    L.ffn_gate = m.layer_weight(il, "ffn_gate", {h.n_embd, h.n_ff});
+    L.ffn_up = m.layer_weight(il, "ffn_up", {h.n_embd, h.n_ff});
+    L.ffn_down = m.layer_weight(il, "ffn_down", {h.n_ff, h.n_embd});
 }
 
 }  // namespace ember

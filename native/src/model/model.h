@@ -1,5 +1,6 @@
 // A loaded model: the GGUF mapping, hyper-parameters from its keys, weight tensors
-// pointing into the mapping (never copied), and the vocabulary.
+// pointing into the mapping (never copied), and the vocabulary. Which keys and weights an
+// architecture has, and the graph it builds, live in its family file (model/arch.h).
 #pragma once
 
 #include <cstdint>
@@ -29,22 +30,45 @@ struct HParams {
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;
     RopeMode rope_mode = RopeMode::NORMAL;
+    // rope.scaling.*: YaRN (ext_factor 1) and the magnitude factor LongRoPE and YaRN use
+    float rope_ext_factor = 0.0f;
+    float rope_attn_factor = 1.0f;
+    float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+    int32_t n_ctx_orig = 0;  // rope.scaling.original_context_length, else n_ctx_train
+    // Sliding-window attention: the window, and which layers use it (with their own rope
+    // base and scale); empty when no layer does.
+    int32_t n_swa = 0;
+    std::vector<uint8_t> swa_layers;
+    float rope_freq_base_swa = 10000.0f;
+    float rope_freq_scale_swa = 1.0f;
+    float attn_scale = 0.0f;        // scale of Q.K; 0: 1/sqrt(head_dim)
+    float final_softcap = 0.0f;     // logits soft-cap; 0: none
+
+    bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
 };
 
+// One block's weights; a family binds the ones it has (null: absent).
 struct LayerWeights {
     Tensor* attn_norm = nullptr;
     Tensor* wq = nullptr;
     Tensor* wk = nullptr;
     Tensor* wv = nullptr;
+    Tensor* wqkv = nullptr;  // fused Q, K, V rows (phi3), instead of wq/wk/wv
     Tensor* wo = nullptr;
     Tensor* bq = nullptr;  // optional biases (qwen2)
     Tensor* bk = nullptr;
     Tensor* bv = nullptr;
+    Tensor* q_norm = nullptr;  // per-head RMSNorm of Q and K (qwen3, gemma3)
+    Tensor* k_norm = nullptr;
+    Tensor* attn_post_norm = nullptr;  // norm of the attention output before the residual (gemma3)
     Tensor* ffn_norm = nullptr;
-    Tensor* ffn_gate = nullptr;
+    Tensor* ffn_gate = nullptr;  // null when ffn_up holds gate and up rows (phi3)
     Tensor* ffn_up = nullptr;
     Tensor* ffn_down = nullptr;
+    Tensor* ffn_post_norm = nullptr;  // (gemma3)
 };
+
+struct ArchSpec;
 
 struct LoadOptions {
     bool (*progress)(float, void*) = nullptr;
@@ -60,6 +84,8 @@ public:
 
     const GGUFFile& gguf() const { return *gguf_; }
     const HParams& hparams() const { return hp_; }
+    HParams& mutable_hparams() { return hp_; }  // for the family's hyper-parameter reader
+    const ArchSpec& arch() const { return *arch_; }
     const Vocab* vocab() const { return vocab_.get(); }  // null for metadata_only
     bool has_weights() const { return tok_embd != nullptr; }
     const std::string& ftype_name() const { return ftype_name_; }
@@ -68,14 +94,25 @@ public:
     Tensor* tok_embd = nullptr;
     Tensor* output_norm = nullptr;
     Tensor* output = nullptr;  // tok_embd when the head is tied
+    // rope frequency divisors: Llama 3.1+ (rope_freqs), Phi-3 LongRoPE (long / short)
+    Tensor* rope_freqs = nullptr;
+    Tensor* rope_long = nullptr;
+    Tensor* rope_short = nullptr;
     std::vector<LayerWeights> layers;
+
+    // Binds a weight of the mapping, checking its shape and that its type can be
+    // computed (absent and not required: null).
+    Tensor* weight(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
+    // The same for block il's "blk.<il>.<name>".
+    Tensor* layer_weight(int32_t il, const char* name, std::initializer_list<int64_t> shape,
+                         bool required = true);
 
 private:
     void read_hparams();
     void bind_weights(const LoadOptions& opts);
-    Tensor* weight(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
 
     std::unique_ptr<GGUFFile> gguf_;
+    const ArchSpec* arch_ = nullptr;
     HParams hp_;
     std::unique_ptr<Vocab> vocab_;
     std::deque<Tensor> weights_;
@@ -83,8 +120,10 @@ private:
     uint64_t n_params_ = 0;
 };
 
-// Architectures whose forward pass Ember implements.
-bool arch_supported(const std::string& arch);
-const char* supported_arch_list();
+// Binding steps the families share: a block's attention weights (attn_norm, then fused
+// attn_qkv or attn_q/k/v with optional biases, attn_output) and its gated feed-forward
+// (ffn_norm, ffn_gate, ffn_up, ffn_down).
+void bind_attention_weights(Model& m, int32_t il);
+void bind_ffn_weights(Model& m, int32_t il);
 
 }  // namespace ember

@@ -1,0 +1,43 @@
+#include "model/arch.h"
+
+#include "model/build.h"
+
+namespace ember {
+
+namespace {
+
+const ArchSpec kArchs[] = {
+    // name     what users know it as                                 rope mode
+    //          hyper-parameters     weights             graph
+    {"llama", "Llama 1-3.x, TinyLlama, SmolLM, Mistral (as converted)", RopeMode::NORMAL,
+     nullptr, llama_bind_weights, llama_build_graph},
+    {"qwen2", "Qwen2, Qwen2.5", RopeMode::NEOX,
+     nullptr, llama_bind_weights, llama_build_graph},
+    {"qwen3", "Qwen3 (dense)", RopeMode::NEOX,
+     nullptr, qwen3_bind_weights, llama_build_graph},
+    {"gemma3", "Gemma 3 (text)", RopeMode::NEOX,
+     gemma3_read_hparams, gemma3_bind_weights, gemma3_build_graph},
+    {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
+     phi3_read_hparams, phi3_bind_weights, llama_build_graph},
+};
+
+}  // namespace
+
+const ArchSpec* find_arch(std::string_view name) {
+    for (const ArchSpec& a : kArchs)
+        if (name == a.name) return &a;
+    return nullptr;
+}
+
+std::string supported_arch_list() {
+    std::string s;
+    for (const ArchSpec& a : kArchs) s += (s.empty() ? "" : ", ") + std::string(a.name);
+    return s;
+}
+
+const ArchSpec* arch_table(size_t* count) {
+    *count = sizeof(kArchs) / sizeof(kArchs[0]);
+    return kArchs;
+}
+
+}  // namespace ember

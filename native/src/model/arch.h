@@ -1,0 +1,44 @@
+// The architecture table: one row per family Ember runs. A row says how the family reads
+// its hyper-parameters, which weights it binds and which graph it builds; each family's
+// functions live in its own file (llama.cpp, qwen3.cpp, gemma3.cpp, phi3.cpp), built from
+// the shared helpers in model/build.h. Adding a family is its file and one row in arch.cpp.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/model.h"
+
+namespace ember {
+
+class GraphBuilder;
+
+struct ArchSpec {
+    const char* name;    // general.architecture
+    const char* models;  // the models users know it as (docs, README)
+    RopeMode rope;
+    // Family keys, read after the common ones (model.cpp). May be null.
+    void (*read_hparams)(const GGUFFile& g, HParams& h);
+    // Binds every weight (Model::weight / layer_weight), given the hyper-parameters.
+    void (*bind_weights)(Model& m);
+    // Builds the forward graph of one batch and finishes it.
+    void (*build_graph)(GraphBuilder& b);
+};
+
+const ArchSpec* find_arch(std::string_view name);
+// "llama, qwen2, ..." in table order, for messages
+std::string supported_arch_list();
+// Every row, for the C API (ember_architectures) and the README check.
+const ArchSpec* arch_table(size_t* count);
+
+// The families' entry points (one file each).
+void llama_bind_weights(Model& m);
+void llama_build_graph(GraphBuilder& b);
+void qwen3_bind_weights(Model& m);
+void gemma3_read_hparams(const GGUFFile& g, HParams& h);
+void gemma3_bind_weights(Model& m);
+void gemma3_build_graph(GraphBuilder& b);
+void phi3_read_hparams(const GGUFFile& g, HParams& h);
+void phi3_bind_weights(Model& m);
+
+}  // namespace ember

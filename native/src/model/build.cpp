@@ -1,0 +1,128 @@
+#include "model/build.h"
+
+#include <cmath>
+
+namespace ember {
+
+namespace {
+
+// A [ne0, ne1, N] view into the rows of a 2-D product, starting `offset` floats into
+// each row: the Q, K or V part of a fused QKV product.
+Tensor* split_heads(Graph& g, Tensor* fused, int64_t ne0, int64_t ne1, int64_t offset) {
+    const int64_t ne[4] = {ne0, ne1, fused->ne[1], 1};
+    const size_t nb[4] = {sizeof(float), (size_t)ne0 * sizeof(float), fused->nb[1], fused->nb[1] * (size_t)fused->ne[1]};
+    return g.view(fused, ne, nb, (size_t)offset * sizeof(float));
+}
+
+// The last token of a [ne0, ne1, N] tensor as a [ne0, ne1, 1] view.
+Tensor* last_token(Graph& g, Tensor* t) {
+    const int64_t ne[4] = {t->ne[0], t->ne[1], 1, 1};
+    const size_t nb[4] = {t->nb[0], t->nb[1], t->nb[2], t->nb[2]};
+    return g.view(t, ne, nb, (size_t)(t->ne[2] - 1) * t->nb[2]);
+}
+
+}  // namespace
+
+GraphBuilder::GraphBuilder(const Model& m, KVCache& kv, BatchGraph& bg, int32_t n_tokens, Outputs outputs,
+                           int32_t n_ctx, void* in_tokens, void* in_pos)
+    : model(m), hp(m.hparams()), g(bg.graph), kv_(kv), bg_(bg), n_tokens_(n_tokens), outputs_(outputs), n_ctx_(n_ctx) {
+    bg.tokens = g.leaf(DType::I32, n_tokens, 1, 1, 1, in_tokens, "inp_tokens");
+    bg.pos = g.leaf(DType::I32, n_tokens, 1, 1, 1, in_pos, "inp_pos");
+}
+
+Tensor* GraphBuilder::embed() { return g.get_rows(model.tok_embd, bg_.tokens); }
+
+Tensor* GraphBuilder::norm(Tensor* x, Tensor* weight) { return g.rms_norm_mul(x, weight, hp.rms_eps); }
+
+RopeParams GraphBuilder::rope_params(int32_t il) const {
+    RopeParams rp;
+    rp.n_rot = hp.n_rot;
+    rp.mode = hp.rope_mode;
+    const bool swa = hp.is_swa(il);
+    rp.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
+    rp.freq_scale = swa ? hp.rope_freq_scale_swa : hp.rope_freq_scale;
+    rp.ext_factor = hp.rope_ext_factor;
+    rp.attn_factor = hp.rope_attn_factor;
+    rp.beta_fast = hp.yarn_beta_fast;
+    rp.beta_slow = hp.yarn_beta_slow;
+    rp.n_ctx_orig = hp.n_ctx_orig;
+    return rp;
+}
+
+Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tensor* rope_factors) {
+    const LayerWeights& L = model.layers[(size_t)il];
+    const bool last_layer = il == hp.n_layer - 1;
+    const int64_t N = n_tokens_, hd = hp.head_dim;
+    const RopeParams rp = rope_params(il);
+
+    // keys and values of every token go to the cache
+    Tensor *q = nullptr, *k, *v;
+    if (L.wqkv) {
+        Tensor* qkv = g.mul_mat(L.wqkv, cur);
+        q = split_heads(g, qkv, hd, hp.n_head, 0);
+        k = split_heads(g, qkv, hd, hp.n_head_kv, hd * hp.n_head);
+        v = split_heads(g, qkv, hd, hp.n_head_kv, hd * (hp.n_head + hp.n_head_kv));
+    } else {
+        k = g.mul_mat(L.wk, cur);
+        v = g.mul_mat(L.wv, cur);
+        if (L.bk) k = g.add(k, L.bk);
+        if (L.bv) v = g.add(v, L.bv);
+        k = g.reshape(k, hd, hp.n_head_kv, N);
+        v = g.reshape(v, hd, hp.n_head_kv, N);
+    }
+    if (L.k_norm) k = norm(k, L.k_norm);
+    k = g.rope(k, bg_.pos, rp, rope_factors);
+    Tensor* stored = g.kv_store(k, v, &kv_.k[(size_t)il], &kv_.v[(size_t)il], bg_.pos);
+    if (last_layer && outputs_ == Outputs::NONE) {
+        g.finalize({stored});  // the cache is all this batch wants
+        return nullptr;
+    }
+
+    // From the last layer's queries on, only the rows whose logits are wanted go on
+    // (the same operations per row, so the same bits as computing every row).
+    Tensor* pos = bg_.pos;
+    if (last_layer && outputs_ == Outputs::LAST && N > 1) {
+        if (q) q = last_token(g, q);
+        else cur = g.column(cur, N - 1);
+        residual = g.column(residual, N - 1);
+        const int64_t ne[4] = {1, 1, 1, 1};
+        const size_t nb[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
+        pos = g.view(bg_.pos, ne, nb, (size_t)(N - 1) * sizeof(int32_t));
+    }
+    if (!q) {
+        q = g.mul_mat(L.wq, cur);
+        if (L.bq) q = g.add(q, L.bq);
+        q = g.reshape(q, hd, hp.n_head, cur->ne[1]);
+    }
+    if (L.q_norm) q = norm(q, L.q_norm);
+    q = g.rope(q, pos, rp, rope_factors);
+    const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
+    Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
+                               hp.is_swa(il) ? hp.n_swa : 0);
+    return g.mul_mat(L.wo, attn);
+}
+
+Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act) {
+    Tensor* h;
+    if (L.ffn_gate) {
+        h = g.glu(g.mul_mat(L.ffn_gate, cur), g.mul_mat(L.ffn_up, cur), act);
+    } else {
+        // one product holds the gate rows, then the up rows
+        Tensor* gu = g.mul_mat(L.ffn_up, cur);
+        const int64_t n_ff = gu->ne[0] / 2;
+        const int64_t ne[4] = {n_ff, gu->ne[1], 1, 1};
+        const size_t nb[4] = {sizeof(float), gu->nb[1], gu->nb[1] * (size_t)gu->ne[1], gu->nb[1] * (size_t)gu->ne[1]};
+        h = g.glu(g.view(gu, ne, nb, 0), g.view(gu, ne, nb, (size_t)n_ff * sizeof(float)), act);
+    }
+    return g.mul_mat(L.ffn_down, h);
+}
+
+void GraphBuilder::output(Tensor* x) {
+    x = norm(x, model.output_norm);
+    Tensor* logits = g.mul_mat(model.output, x);
+    if (hp.final_softcap > 0.0f) logits = g.softcap(logits, hp.final_softcap);
+    bg_.logits = logits;
+    g.finalize({logits});
+}
+
+}  // namespace ember

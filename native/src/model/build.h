@@ -1,0 +1,51 @@
+// Shared pieces of the families' forward graphs (the counterpart of llama.cpp's graph
+// helpers, smaller): embedding, norm, self-attention over the KV cache with its rope,
+// window and scale, the gated feed-forward, the output head. A family's build function
+// strings them together; the helpers know nothing of any one family.
+#pragma once
+
+#include <cstdint>
+
+#include "model/context.h"
+
+namespace ember {
+
+class GraphBuilder {
+public:
+    GraphBuilder(const Model& model, KVCache& kv, BatchGraph& bg, int32_t n_tokens, Outputs outputs, int32_t n_ctx,
+                 void* in_tokens, void* in_pos);
+
+    const Model& model;
+    const HParams& hp;
+    Graph& g;
+
+    int32_t n_ctx() const { return n_ctx_; }
+    // The token rows of the embedding table [n_embd, N].
+    Tensor* embed();
+    // RMSNorm times the weight, with the model's epsilon (any row layout).
+    Tensor* norm(Tensor* x, Tensor* weight);
+    // Rope of block il: the family's mode, the sliding-window layers' own base and scale,
+    // the rope.scaling keys.
+    RopeParams rope_params(int32_t il) const;
+
+    // Self-attention of block il on its normed input: Q/K/V (separate, with biases, or
+    // fused), per-head Q/K norms where the block has them, rope (with `rope_factors` when
+    // given), the keys and values of every token into the cache, attention (the block's
+    // window, the model's scale), the output projection. From the last block on only the
+    // rows whose logits are wanted go on: `residual` is narrowed to them as well. Returns
+    // null when the batch only fills the cache; the graph is then finished.
+    Tensor* attention(int32_t il, Tensor* cur, Tensor*& residual, Tensor* rope_factors = nullptr);
+    // The gated feed-forward: down(act(gate(x)) * up(x)); gate and up fused or not.
+    Tensor* ffn(const LayerWeights& L, Tensor* cur, Activation act);
+    // Final norm, output head (soft-capped where the model says so); finishes the graph.
+    void output(Tensor* x);
+
+private:
+    KVCache& kv_;
+    BatchGraph& bg_;
+    int64_t n_tokens_;
+    Outputs outputs_;
+    int32_t n_ctx_;
+};
+
+}  // namespace ember

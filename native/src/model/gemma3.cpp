@@ -1,0 +1,70 @@
+// Gemma 3 (text): embeddings scaled by sqrt(n_embd); per block, per-head Q/K norms, the
+// attention and feed-forward outputs normed again before their residual adds, a GELU
+// (tanh) gated feed-forward; five of every six blocks attend over a sliding window with
+// their own rope base (10000), the sixth over everything with the model's rope base and
+// scaling. GGUF norm weights already include Gemma's +1.
+#include <cmath>
+
+#include "core/error.h"
+#include "model/arch.h"
+#include "model/build.h"
+
+namespace ember {
+
+void gemma3_read_hparams(const GGUFFile& g, HParams& h) {
+    const std::string a = h.arch + ".";
+    h.n_swa = (int32_t)g.get_int_or(a + "attention.sliding_window", 0);
+    if (h.n_swa < 0) fail(EMBER_ERR_FORMAT, "attention.sliding_window must not be negative");
+    h.swa_layers.clear();
+    if (h.n_swa > 0) {
+        h.swa_layers.assign((size_t)h.n_layer, 0);
+        const GGUFValue* pattern = g.find(a + "attention.sliding_window_pattern");
+        if (pattern && pattern->type == GGUFType::ARRAY) {
+            // one flag per layer
+            const std::vector<int64_t> flags = g.get_int_array(a + "attention.sliding_window_pattern");
+            if ((int64_t)flags.size() < h.n_layer)
+                fail(EMBER_ERR_FORMAT, "attention.sliding_window_pattern has fewer entries than layers");
+            for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = flags[(size_t)il] != 0;
+        } else {
+            // every n-th layer global, the others local
+            const int64_t n = g.get_int_or(a + "attention.sliding_window_pattern", 6);
+            for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = n == 0 || il % n < n - 1;
+        }
+        h.rope_freq_base_swa = (float)g.get_float_or(a + "rope.freq_base_swa", 10000.0);
+        h.rope_freq_scale_swa = 1.0f;
+    }
+    h.final_softcap = (float)g.get_float_or(a + "final_logit_softcapping", 0.0);
+    // Gemma 3 27B scales queries by the model width per head, the others by the head size
+    h.attn_scale = h.n_layer == 62 ? 1.0f / std::sqrt((float)(h.n_embd / h.n_head))
+                                   : 1.0f / std::sqrt((float)h.head_dim);
+}
+
+void gemma3_bind_weights(Model& m) {
+    const HParams& h = m.hparams();
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+        bind_attention_weights(m, il);
+        bind_ffn_weights(m, il);
+        LayerWeights& L = m.layers[(size_t)il];
+        L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
+        L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
+        L.attn_post_norm = m.layer_weight(il, "post_attention_norm", {h.n_embd});
+        L.ffn_post_norm = m.layer_weight(il, "post_ffw_norm", {h.n_embd});
+    }
+}
+
+void gemma3_build_graph(GraphBuilder& b) {
+    const Model& m = b.model;
+    Graph& g = b.g;
+    Tensor* x = g.scale(b.embed(), std::sqrt((float)b.hp.n_embd));
+    for (int32_t il = 0; il < b.hp.n_layer; ++il) {
+        const LayerWeights& L = m.layers[(size_t)il];
+        Tensor* attn = b.attention(il, b.norm(x, L.attn_norm), x);
+        if (!attn) return;  // the batch only fills the cache
+        x = g.add(x, b.norm(attn, L.attn_post_norm));
+        Tensor* ffn = b.ffn(L, b.norm(x, L.ffn_norm), Activation::GELU_TANH);
+        x = g.add(x, b.norm(ffn, L.ffn_post_norm));
+    }
+    b.output(x);
+}
+
+}  // namespace ember
