@@ -42,6 +42,13 @@ def test_split_reply(text, want):
     assert split_reply(text) == want
 
 
+def test_text_without_a_block_is_kept_as_is():
+    # raw completion feeds earlier turns back verbatim: " there" keeps its space
+    assert split_reply(" there was").answer == " there was"
+    assert strip_thoughts(" there was") == " there was"
+    assert strip_thoughts("<think>x</think>\n\n there") == "there"
+
+
 def test_empty_block_has_no_thoughts_to_show():
     assert not split_reply("<think></think>Hi").has_thoughts
     assert split_reply("<think>").has_thoughts  # open: the model is thinking

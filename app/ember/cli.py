@@ -108,6 +108,7 @@ def _human(n: float) -> str:
 
 def cmd_info(args) -> int:
     from .engine import Model
+    from .metadata import is_per_layer, per_layer_summary
     model = Model(args.model, metadata_only=True)
     print(f"file:        {args.model}")
     print(f"gguf:        version {model.gguf_version}, {model.file_size:,} bytes")
@@ -116,6 +117,7 @@ def cmd_info(args) -> int:
     print(f"quant type:  {model.ftype}")
     print(f"n_ctx_train: {model.n_ctx_train}")
     print("\nmetadata:")
+    n_layer = model.n_layer
     for k, v in model.metadata.items():
         if isinstance(v, list) and len(v) > 8:
             shown = json.dumps(v[:4], ensure_ascii=False)[:-1] + f", ... ({len(v)} items)]"
@@ -123,6 +125,9 @@ def cmd_info(args) -> int:
             shown = json.dumps(v, ensure_ascii=False)
         if len(shown) > 200:
             shown = shown[:197] + "..."
+        if n_layer > 1 and is_per_layer(v, n_layer):
+            # one value per layer (gemma4's head_count_kv...): its summary, then the values
+            shown = f"{per_layer_summary(v)}  {shown}"
         print(f"  {k} = {shown}")
     tensors = model.tensors()
     print(f"\ntensors ({len(tensors)}):")

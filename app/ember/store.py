@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .chat.reasoning import strip_thoughts
 from .paths import data_dir
 
 EXPORT_FORMAT = "ember-chat-export"
@@ -255,7 +256,9 @@ class Store:
             lines += ["## System", "", conv.system_prompt, ""]
         names = {"user": "You", "assistant": "Assistant", "system": "System"}
         for m in self.messages(conv_id):
-            lines += [f"## {names.get(m.role, m.role)}", "", m.content.rstrip(), ""]
+            # a reply's reasoning stays in the database and the JSON export, not here
+            text = strip_thoughts(m.content) if m.role == "assistant" else m.content
+            lines += [f"## {names.get(m.role, m.role)}", "", text.rstrip(), ""]
             if not m.complete:
                 lines += ["*(interrupted)*", ""]
         return "\n".join(lines).rstrip() + "\n"

@@ -46,7 +46,7 @@ class Reply:
     """A reply split into its reasoning and its answer."""
 
     thoughts: str  # without the tags, surrounding whitespace stripped
-    answer: str  # what the model says to the user (leading whitespace stripped)
+    answer: str  # what the model says to the user (after a block: leading whitespace stripped)
     thinking: bool = False  # the thoughts are not closed yet (still streaming, or cut off)
     has_block: bool = False  # the reply has a reasoning block (even an empty one)
 
@@ -89,8 +89,8 @@ def split_reply(text: str, *, opened: bool = False, streaming: bool = False) -> 
         close = text.find(THINK_CLOSE)
         if close != -1 and THINK_OPEN not in text[:close]:
             inner, opened = text, True
-        elif streaming and _is_partial_open(body):
-            return Reply("", "", thinking=False)  # "<thi": wait for the next piece
+        elif streaming and (not body or _is_partial_open(body)):
+            return Reply("", "", thinking=False)  # "", "  <thi": wait for the next piece
         else:
             answer = text
             if streaming:
@@ -98,7 +98,7 @@ def split_reply(text: str, *, opened: bool = False, streaming: bool = False) -> 
                 # "...</thi" may still become the close of an implicit block
                 if cut and THINK_OPEN not in answer:
                     answer = answer[: len(answer) - cut]
-            return Reply("", answer.lstrip())
+            return Reply("", answer)  # no block: the text as it is (raw mode relies on it)
     close = inner.find(THINK_CLOSE)
     if close == -1:
         thoughts = inner

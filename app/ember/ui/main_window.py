@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import native, paths, starter
+from ..chat.reasoning import normalize_reply
 from ..engine import Session
 from ..settings import Settings
 from ..store import Store, StoreError
@@ -592,12 +593,19 @@ class MainWindow(QMainWindow):
             self.card.hide()
 
     def _raw_mode(self, info: dict | None = None) -> bool:
+        """Raw completion: chosen in Settings, or (auto) for a model with neither a chat
+        template nor a built-in format its vocabulary points to (a base model)."""
         info = info or self.model_info
         mode = self.settings.prompt_mode
-        return mode == "raw" or (mode == "auto" and info is not None and not info["has_template"])
+        return mode == "raw" or (mode == "auto" and info is not None and not info["has_template"]
+                                 and not info.get("builtin_format"))
 
     def _prompt_format(self, info: dict) -> str:
-        return "raw completion" if self._raw_mode(info) else "chat template"
+        if self._raw_mode(info):
+            return "raw completion"
+        if not info["has_template"]:
+            return f"{info.get('builtin_format_label') or 'ChatML'} (built-in)"
+        return "chat template"
 
     def _retire(self, worker) -> None:
         """Keeps a finished or abandoned worker alive until its thread ends."""
@@ -678,6 +686,9 @@ class MainWindow(QMainWindow):
         if self._gen is None:
             return
         self.status_msg.setText("Generating…")
+        if info.get("think_open"):
+            # the template opened the reasoning block: the stored reply says so itself
+            self._gen["text"] = normalize_reply(self._gen["text"], True)
         if info.get("notice"):
             self._gen["notice"] = info["notice"]
             self.notice_banner.show_message("Context window", info["notice"])
@@ -701,11 +712,11 @@ class MainWindow(QMainWindow):
         g["text"] += g["pending"]
         g["pending"] = ""
         self.store.update_message(g["msg_id"], content=g["text"])
-        self.reply_progress.emit(g["msg_id"], g["text"])
         if g["conv_id"] == self.current_conv:
             w = self.chat_view.widget_for(g["msg_id"])
             if w is not None:
                 w.set_content(g["text"])
+        self.reply_progress.emit(g["msg_id"], g["text"])  # stored and shown
 
     def _on_gen_failed(self, message: str) -> None:
         if self._gen is not None:

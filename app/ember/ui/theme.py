@@ -108,6 +108,9 @@ QToolButton:hover {{ background: {c['sidebar_sel']}; color: {c['text']}; }}
 #messageRole {{ font-weight: 600; color: {c['text']}; }}
 #messageFooter, #messageTime {{ color: {c['muted']}; font-size: {font_size - 2}pt; }}
 #messageBody {{ background: transparent; border: none; color: {c['text']}; }}
+#thoughtsBody {{ background: transparent; border: none; border-left: 2px solid {c['border']};
+               padding-left: 8px; color: {c['muted']}; }}
+#thoughtsToggle {{ font-style: italic; padding: 2px 6px 2px 2px; }}
 #composer {{ background: {c['surface']}; border: 1px solid {c['border']}; border-radius: 14px; }}
 #chatInput {{ background: transparent; border: none; color: {c['text']}; }}
 #composerHint {{ color: {c['muted']}; font-size: {font_size - 2}pt; }}

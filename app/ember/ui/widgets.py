@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..chat.reasoning import Reply, split_reply
 from . import markdown
 from .workers import estimate_ram, human_bytes, human_count
 
@@ -60,9 +61,9 @@ def _tool(text: str, name: str, tip: str) -> QToolButton:
 class AutoTextBrowser(QTextBrowser):
     """A read-only rich-text view as tall as its content (the chat view scrolls)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, name: str = "messageBody"):
         super().__init__(parent)
-        self.setObjectName("messageBody")
+        self.setObjectName(name)
         self.setOpenLinks(False)
         self.setFrameShape(QFrame.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
@@ -138,6 +139,29 @@ class MessageWidget(QFrame):
                   self.copy_button):
             head.addWidget(b)
         lay.addLayout(head)
+        # Reasoning ("<think>...</think>") before the answer: a header to click and
+        # the thoughts under it, open while the model thinks, folded once it answers.
+        self.thoughts_user_choice: bool | None = None  # the user's own open/closed
+        self.thought_code_blocks: list[str] = []
+        self.thoughts_box = QFrame(self)
+        self.thoughts_box.setObjectName("thoughtsBox")
+        tb = QVBoxLayout(self.thoughts_box)
+        tb.setContentsMargins(0, 0, 0, 0)
+        tb.setSpacing(4)
+        self.thoughts_toggle = QToolButton(self.thoughts_box)
+        self.thoughts_toggle.setObjectName("thoughtsToggle")
+        self.thoughts_toggle.setCheckable(True)
+        self.thoughts_toggle.setAccessibleName("Thoughts")
+        self.thoughts_toggle.setToolTip("Show or hide the model's reasoning")
+        self.thoughts_toggle.setCursor(Qt.PointingHandCursor)
+        self.thoughts_toggle.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.thoughts_toggle.clicked.connect(self._toggle_thoughts)
+        tb.addWidget(self.thoughts_toggle, 0, Qt.AlignLeft)
+        self.thoughts_body = AutoTextBrowser(self.thoughts_box, "thoughtsBody")
+        self.thoughts_body.anchorClicked.connect(self._thought_anchor)
+        tb.addWidget(self.thoughts_body)
+        self.thoughts_box.hide()
+        lay.addWidget(self.thoughts_box)
         self.body = AutoTextBrowser(self)
         self.body.anchorClicked.connect(self._anchor)
         lay.addWidget(self.body)
@@ -151,13 +175,39 @@ class MessageWidget(QFrame):
         self.render()
 
     # content
+    @property
+    def reply(self) -> Reply:
+        """The message split into reasoning and answer (user text is all answer)."""
+        if self.role != "assistant":
+            return Reply("", self.content)
+        return split_reply(self.content, streaming=self.streaming)
+
+    @property
+    def answer_text(self) -> str:
+        """What Copy gives: the answer, without the reasoning before it."""
+        if self.role != "assistant":
+            return self.content
+        return split_reply(self.content).answer
+
+    @property
+    def thoughts_expanded(self) -> bool:
+        return self.thoughts_box.isVisible() and self.thoughts_body.isVisibleTo(self.thoughts_box)
+
     def render(self) -> None:
         c = self.colors
-        text = self.content
+        reply = self.reply
+        self._render_thoughts(reply)
+        text = reply.answer
         if self.role == "assistant" and not text and self.streaming:
-            self.body.setHtml(f'<span style="color:{c["muted"]}">Thinking…</span>')
+            if reply.has_thoughts:  # the thoughts block says it is thinking
+                self.body.hide()
+            else:
+                self.body.show()
+                self.body.setHtml(f'<span style="color:{c["muted"]}">Thinking…</span>')
             self.code_blocks = []
             return
+        if self.editor_box is None:
+            self.body.show()
         r = markdown.render(text, c)
         body = r.html
         if self.streaming:
@@ -165,8 +215,51 @@ class MessageWidget(QFrame):
         elif self.role == "assistant" and not self.complete:
             body += (f'<p style="color:{c["muted"]}; margin:0"><i>(interrupted: the app '
                      f'closed before this reply finished)</i></p>')
+        elif self.role == "assistant" and reply.thinking and not text:
+            body += (f'<p style="color:{c["muted"]}; margin:0"><i>(no answer: the reply '
+                     f'stopped while the model was still thinking)</i></p>')
         self.code_blocks = r.code_blocks
         self.body.setHtml(f'<div style="color:{c["text"]}">{body}</div>')
+
+    def _render_thoughts(self, reply: Reply) -> None:
+        if not reply.has_thoughts:
+            self.thoughts_box.hide()
+            self.thought_code_blocks = []
+            return
+        c = self.colors
+        live = self.streaming and reply.thinking
+        # open while the model thinks, folded once the answer starts, unless the user chose
+        expanded = self.thoughts_user_choice if self.thoughts_user_choice is not None else live
+        self.thoughts_toggle.setText(("Thinking…" if live else "Thoughts"))
+        self.thoughts_toggle.setArrowType(Qt.DownArrow if expanded else Qt.RightArrow)
+        self.thoughts_toggle.setChecked(expanded)
+        self.thoughts_toggle.setAccessibleDescription(
+            "expanded" if expanded else "collapsed")
+        if expanded:
+            r = markdown.render(reply.thoughts, c)
+            self.thought_code_blocks = r.code_blocks
+            body = r.html or "&nbsp;"
+            if live:
+                body += f'<span style="color:{c["accent"]}">&#9613;</span>'
+            self.thoughts_body.setHtml(
+                f'<div style="color:{c["muted"]}; font-style:italic">{body}</div>')
+        self.thoughts_body.setVisible(expanded)
+        self.thoughts_box.show()
+
+    def _toggle_thoughts(self, checked: bool) -> None:
+        self.thoughts_user_choice = bool(checked)
+        self.render()
+
+    def _thought_anchor(self, url: QUrl) -> None:
+        s = url.toString()
+        if s.startswith("copy-code:"):
+            try:
+                QGuiApplication.clipboard().setText(
+                    self.thought_code_blocks[int(s.split(":", 1)[1])])
+            except (ValueError, IndexError):
+                pass
+        elif url.scheme() in ("http", "https", "mailto"):
+            QDesktopServices.openUrl(url)
 
     def set_content(self, text: str) -> None:
         self.content = text
@@ -191,7 +284,7 @@ class MessageWidget(QFrame):
 
     # actions
     def copy(self) -> None:
-        QGuiApplication.clipboard().setText(self.content)
+        QGuiApplication.clipboard().setText(self.answer_text)
         self.copy_button.setText("Copied")
         QTimer.singleShot(1200, self.copy_button, lambda: self.copy_button.setText("Copy"))
 
@@ -527,7 +620,8 @@ class ModelCard(QFrame):
 
     FIELDS = (("modelArch", "Architecture"), ("modelParams", "Parameters"),
               ("modelQuant", "Quantization"), ("modelFileSize", "File size"),
-              ("modelTrainedContext", "Trained context"), ("modelContext", "Context"),
+              ("modelTrainedContext", "Trained context"), ("modelHeads", "Attention heads"),
+              ("modelContext", "Context"),
               ("modelRamEstimate", "Estimated RAM"), ("modelTemplate", "Prompt format"))
 
     def __init__(self, parent=None):
@@ -612,6 +706,9 @@ class ModelCard(QFrame):
         v["modelQuant"].setText(info["ftype"])
         v["modelFileSize"].setText(human_bytes(info["file_size"]))
         v["modelTrainedContext"].setText(f"{info['n_ctx_train']:,} tokens")
+        v["modelHeads"].setText(info.get("heads_text") or "—")
+        v["modelHeads"].setToolTip(f"{info['n_layer']} layers; query heads, and key/value "
+                                   f"heads where they differ (per layer where the file says)")
         self.set_context(n_ctx)
         v["modelTemplate"].setText(prompt_format or ("chat template" if info["has_template"]
                                                      else "raw completion"))

@@ -11,8 +11,17 @@ from pathlib import Path
 from PySide6.QtCore import QThread, Signal
 
 from .. import native
-from ..chat import ChatTemplate, StopScanner, raw_prompt
+from ..chat import (
+    ChatTemplate,
+    StopScanner,
+    detect_builtin_format,
+    prompt_opens_thinking,
+    raw_prompt,
+    strip_thoughts_from_history,
+)
+from ..chat.reasoning import THINK_OPEN
 from ..engine import EmberError, GenerationStats, Model, SamplingParams, Session
+from ..metadata import meta_int, meta_ints, per_layer_summary
 
 # ---- model description ------------------------------------------------------------------
 
@@ -29,34 +38,63 @@ def error_title(status: int) -> str:
 
 
 def describe_model(model: Model, path: str | Path) -> dict:
-    """What the model card shows (from a header-only or fully loaded model)."""
+    """What the model card shows (from a header-only or fully loaded model).
+
+    Never raises on odd metadata: per-layer arrays (gemma4 stores e.g. the KV head
+    count once per layer), strings or junk all go through ``ember.metadata``."""
     meta = model.metadata
     arch = model.arch
-    n_head = int(meta.get(f"{arch}.attention.head_count") or 0) or 1
-    n_head_kv = int(meta.get(f"{arch}.attention.head_count_kv") or 0) or n_head
+    n_layer = model.n_layer
+    head_values = meta_ints(meta.get(f"{arch}.attention.head_count"))
+    kv_values = meta_ints(meta.get(f"{arch}.attention.head_count_kv"))
+    n_head = max(head_values, default=0) or 1
+    n_head_kv = max(kv_values, default=0) or n_head
+    # the KV cache holds every layer's own heads: sum them where they differ per layer
+    if len(kv_values) > 1:
+        kv_heads_total = sum(v or n_head for v in kv_values)
+    else:
+        kv_heads_total = n_head_kv * max(n_layer, 1)
     n_embd = model.n_embd
-    head_dim = int(meta.get(f"{arch}.attention.key_length") or 0) or max(n_embd // n_head, 1)
+    head_dim = meta_int(meta.get(f"{arch}.attention.key_length")) or max(n_embd // n_head, 1)
     name = meta.get("general.name") or Path(path).stem
     base, size = meta.get("general.basename"), meta.get("general.size_label")
     short = f"{base} {size}" if base and size else (base or str(name))
     short = short if len(short) <= 28 else short[:27] + "…"
+    template = meta.get("tokenizer.chat_template")
+    builtin = detect_builtin_format(meta)
+    tokens = meta.get("tokenizer.ggml.tokens")
     return {
         "path": str(path), "file_name": Path(path).name, "name": str(name), "short_name": short, "arch": arch,
         "n_params": model.n_params, "ftype": model.ftype, "file_size": model.file_size,
-        "n_ctx_train": model.n_ctx_train, "n_layer": model.n_layer, "n_embd": n_embd,
-        "n_head": n_head, "n_head_kv": n_head_kv, "head_dim": head_dim,
-        "n_ff": int(meta.get(f"{arch}.feed_forward_length") or 0) or 4 * n_embd,
-        "n_vocab": int(meta.get(f"{arch}.vocab_size") or 0)
-        or len(meta.get("tokenizer.ggml.tokens") or []) or 32000,
-        "has_template": isinstance(meta.get("tokenizer.chat_template"), str)
-        and bool(meta.get("tokenizer.chat_template").strip()),
+        "n_ctx_train": model.n_ctx_train, "n_layer": n_layer, "n_embd": n_embd,
+        "n_head": n_head, "n_head_kv": n_head_kv, "kv_heads_total": kv_heads_total,
+        "head_dim": head_dim,
+        "heads_text": _heads_text(head_values, kv_values),
+        "n_ff": meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
+        "n_vocab": meta_int(meta.get(f"{arch}.vocab_size"))
+        or (len(tokens) if isinstance(tokens, list) else 0) or 32000,
+        "has_template": isinstance(template, str) and bool(template.strip()),
+        "builtin_format": builtin.name if builtin else None,
+        "builtin_format_label": builtin.label if builtin else None,
         "size_label": meta.get("general.size_label"),
     }
 
 
+def _heads_text(heads: list[int], kv: list[int]) -> str:
+    """ "9, KV 3": query heads and key/value heads; a per-layer array as its most
+    common value and range ("16, KV 8 (per layer: 2-8)")."""
+    if not heads:
+        return "—"
+    text = per_layer_summary(heads)
+    if kv and kv != heads:
+        text += f", KV {per_layer_summary(kv)}"
+    return text
+
+
 def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:
     """Bytes: mapped weights + F16 KV cache + activations and logits + runtime."""
-    kv = 2 * info["n_layer"] * n_ctx * info["head_dim"] * info["n_head_kv"] * 2
+    kv_heads = info.get("kv_heads_total") or info["n_layer"] * info["n_head_kv"]
+    kv = 2 * n_ctx * info["head_dim"] * kv_heads * 2
     act = n_batch * max(info["n_embd"] * 4, info["n_ff"]) * 4 * 4
     act += n_batch * info["n_head"] * n_ctx * 4  # attention scores for one batch
     logits = info["n_vocab"] * 4 * 2
@@ -174,15 +212,23 @@ class BuiltPrompt:
     dropped: int = 0
     notice: str | None = None
     max_tokens: int = 0
+    think_open: bool = False  # the prompt ends inside <think>: the reply starts in thoughts
 
 
 def _render(template: ChatTemplate, messages: list[dict], prefix: str, raw: bool):
+    """The prompt, the text to feed (prompt + the reply so far, when continuing) and
+    whether the prompt opened a reasoning block that the reply starts inside."""
     if raw:
+        messages = strip_thoughts_from_history(messages)
         text = "".join(m["content"] + ("\n\n" if m["role"] == "system" else "")
                        for m in messages) + prefix
-        return raw_prompt(text, [template.eos_token]), text
+        return raw_prompt(text, [template.eos_token]), text, False
     p = template.prompt(messages)
-    return p, p.text + prefix
+    opened = prompt_opens_thinking(p.text)
+    if opened and prefix.lstrip().startswith(THINK_OPEN):
+        # the stored reply carries the tag the template already wrote: not twice
+        prefix = prefix.lstrip()[len(THINK_OPEN):]
+    return p, p.text + prefix, opened
 
 
 def build_prompt(model: Model, template: ChatTemplate, req: GenRequest) -> BuiltPrompt:
@@ -193,7 +239,7 @@ def build_prompt(model: Model, template: ChatTemplate, req: GenRequest) -> Built
     msgs = list(req.messages)
     dropped = 0
     while True:
-        p, text = _render(template, msgs, req.prefix, req.raw)
+        p, text, opened = _render(template, msgs, req.prefix, req.raw)
         n = len(model.tokenize(text, add_special=True, parse_special=not req.raw))
         if n + reserve <= n_ctx:
             break
@@ -217,11 +263,11 @@ def build_prompt(model: Model, template: ChatTemplate, req: GenRequest) -> Built
         notice = (f"{dropped} earlier message{'s' if dropped != 1 else ''} did not fit in the "
                   f"{n_ctx}-token context and {'were' if dropped != 1 else 'was'} left out.")
     return BuiltPrompt(text, tuple(p.stop_strings), n, dropped, notice,
-                       max(1, min(req.max_new_tokens, n_ctx - n)))
+                       max(1, min(req.max_new_tokens, n_ctx - n)), opened)
 
 
 class GenerateWorker(QThread):
-    prepared = Signal(dict)  # n_prompt, dropped, notice
+    prepared = Signal(dict)  # n_prompt, dropped, notice, think_open
     chunk = Signal(str)
     finished_gen = Signal(dict)  # stats
     failed = Signal(str)
@@ -247,7 +293,7 @@ class GenerateWorker(QThread):
             built = build_prompt(self.model, self.template, self.req)
             n_prompt = built.n_tokens
             self.prepared.emit({"n_prompt": built.n_tokens, "dropped": built.dropped,
-                                "notice": built.notice})
+                                "notice": built.notice, "think_open": built.think_open})
             if self._stop.is_set():
                 stats.stop_reason = "cancelled"
             else:
