@@ -8,17 +8,17 @@ namespace {
 
 const ArchSpec kArchs[] = {
     // name     what users know it as                                 rope mode
-    //          hyper-parameters     weights             graph
+    //          hyper-parameters     model-wide weights  block weights      graph
     {"llama", "Llama 1-3.x, TinyLlama, SmolLM, Mistral (as converted)", RopeMode::NORMAL,
-     nullptr, llama_bind_weights, llama_build_graph},
+     nullptr,             llama_bind_model,   llama_bind_layer,  llama_build_graph},
     {"qwen2", "Qwen2, Qwen2.5", RopeMode::NEOX,
-     nullptr, llama_bind_weights, llama_build_graph},
+     nullptr,             nullptr,            llama_bind_layer,  llama_build_graph},
     {"qwen3", "Qwen3 (dense)", RopeMode::NEOX,
-     nullptr, qwen3_bind_weights, llama_build_graph},
+     nullptr,             nullptr,            qwen3_bind_layer,  llama_build_graph},
     {"gemma3", "Gemma 3 (text)", RopeMode::NEOX,
-     gemma3_read_hparams, gemma3_bind_weights, gemma3_build_graph},
+     gemma3_read_hparams, nullptr,            gemma3_bind_layer, gemma3_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
-     phi3_read_hparams, phi3_bind_weights, llama_build_graph},
+     phi3_read_hparams,   phi3_bind_model,    phi3_bind_layer,   llama_build_graph},
 };
 
 }  // namespace

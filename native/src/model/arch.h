@@ -19,8 +19,11 @@ struct ArchSpec {
     RopeMode rope;
     // Family keys, read after the common ones (model.cpp). May be null.
     void (*read_hparams)(const GGUFFile& g, HParams& h);
-    // Binds every weight (Model::weight / layer_weight), given the hyper-parameters.
-    void (*bind_weights)(Model& m);
+    // Binds the family's model-wide weights beyond the embeddings, final norm and head
+    // (which model.cpp binds for everyone). May be null.
+    void (*bind_model)(Model& m);
+    // Binds block il's weights (Model::layer_weight), given the hyper-parameters.
+    void (*bind_layer)(Model& m, int32_t il);
     // Builds the forward graph of one batch and finishes it.
     void (*build_graph)(GraphBuilder& b);
 };
@@ -32,13 +35,15 @@ std::string supported_arch_list();
 const ArchSpec* arch_table(size_t* count);
 
 // The families' entry points (one file each).
-void llama_bind_weights(Model& m);
+void llama_bind_model(Model& m);
+void llama_bind_layer(Model& m, int32_t il);
 void llama_build_graph(GraphBuilder& b);
-void qwen3_bind_weights(Model& m);
+void qwen3_bind_layer(Model& m, int32_t il);
 void gemma3_read_hparams(const GGUFFile& g, HParams& h);
-void gemma3_bind_weights(Model& m);
+void gemma3_bind_layer(Model& m, int32_t il);
 void gemma3_build_graph(GraphBuilder& b);
 void phi3_read_hparams(const GGUFFile& g, HParams& h);
-void phi3_bind_weights(Model& m);
+void phi3_bind_model(Model& m);
+void phi3_bind_layer(Model& m, int32_t il);
 
 }  // namespace ember

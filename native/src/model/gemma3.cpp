@@ -39,17 +39,15 @@ void gemma3_read_hparams(const GGUFFile& g, HParams& h) {
                                    : 1.0f / std::sqrt((float)h.head_dim);
 }
 
-void gemma3_bind_weights(Model& m) {
+void gemma3_bind_layer(Model& m, int32_t il) {
     const HParams& h = m.hparams();
-    for (int32_t il = 0; il < h.n_layer; ++il) {
-        bind_attention_weights(m, il);
-        bind_ffn_weights(m, il);
-        LayerWeights& L = m.layers[(size_t)il];
-        L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
-        L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
-        L.attn_post_norm = m.layer_weight(il, "post_attention_norm", {h.n_embd});
-        L.ffn_post_norm = m.layer_weight(il, "post_ffw_norm", {h.n_embd});
-    }
+    bind_attention_weights(m, il);
+    bind_ffn_weights(m, il);
+    LayerWeights& L = m.layers[(size_t)il];
+    L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
+    L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
+    L.attn_post_norm = m.layer_weight(il, "post_attention_norm", {h.n_embd});
+    L.ffn_post_norm = m.layer_weight(il, "post_ffw_norm", {h.n_embd});
 }
 
 void gemma3_build_graph(GraphBuilder& b) {

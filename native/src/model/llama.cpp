@@ -7,25 +7,23 @@
 
 namespace ember {
 
-void llama_bind_weights(Model& m) {
-    const HParams& h = m.hparams();
+void llama_bind_model(Model& m) {
     // Llama 3.1+ rope scaling: one divisor per rotated pair
-    m.rope_freqs = m.weight("rope_freqs.weight", {h.n_rot / 2}, false);
-    for (int32_t il = 0; il < h.n_layer; ++il) {
-        bind_attention_weights(m, il);
-        bind_ffn_weights(m, il);
-    }
+    m.rope_freqs = m.weight("rope_freqs.weight", {m.hparams().n_rot / 2}, false);
 }
 
-void qwen3_bind_weights(Model& m) {
+void llama_bind_layer(Model& m, int32_t il) {
+    bind_attention_weights(m, il);
+    bind_ffn_weights(m, il);
+}
+
+void qwen3_bind_layer(Model& m, int32_t il) {
     const HParams& h = m.hparams();
-    for (int32_t il = 0; il < h.n_layer; ++il) {
-        bind_attention_weights(m, il);
-        LayerWeights& L = m.layers[(size_t)il];
-        L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
-        L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
-        bind_ffn_weights(m, il);
-    }
+    bind_attention_weights(m, il);
+    LayerWeights& L = m.layers[(size_t)il];
+    L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
+    L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
+    bind_ffn_weights(m, il);
 }
 
 void llama_build_graph(GraphBuilder& b) {

@@ -207,9 +207,12 @@ void Model::bind_weights(const LoadOptions& opts) {
     output_norm = weight("output_norm.weight", {hp_.n_embd});
     output = weight("output.weight", {hp_.n_embd, hp_.n_vocab}, false);
     if (!output) output = tok_embd;  // tied embeddings
+    if (arch_->bind_model) arch_->bind_model(*this);
     layers.assign((size_t)hp_.n_layer, LayerWeights{});
-    check_cancel(opts, 0.1f);
-    arch_->bind_weights(*this);
+    for (int32_t il = 0; il < hp_.n_layer; ++il) {
+        arch_->bind_layer(*this, il);
+        check_cancel(opts, 0.05f + 0.95f * (float)(il + 1) / (float)hp_.n_layer);
+    }
 }
 
 void bind_attention_weights(Model& m, int32_t il) {
