@@ -229,3 +229,32 @@ def test_terminal_answer_without_reasoning_is_untouched():
         w.feed(piece)
     w.finish()
     assert out.getvalue() == "Hello <b> there"
+
+
+@pytest.mark.native
+def test_terminal_chat_shows_thoughts_apart_and_keeps_them_out_of_history(tmp_path, monkeypatch):
+    """`ember chat` on a model whose template opens <think>: the thoughts are prefixed,
+    the answer plain, and the next turn's prompt holds only the answer."""
+    from ember.chat import template as template_module
+    from ember.engine import SamplingParams
+    from ember.terminal import chat_loop
+    from tests.chain_models import reasoning_model
+    path = reasoning_model().write(tmp_path / "reasoning.gguf")
+    prompts = []
+    real_prompt = template_module.ChatTemplate.prompt
+
+    def spy(self, messages, *a, **kw):
+        p = real_prompt(self, messages, *a, **kw)
+        prompts.append(p.text)
+        return p
+
+    monkeypatch.setattr(template_module.ChatTemplate, "prompt", spy)
+    out = io.StringIO()
+    rc = chat_loop(path, n_ctx=256, params=SamplingParams(temperature=0.0), max_tokens=16,
+                   stdin=io.StringIO("Hello\nAgain\n\n"), stdout=out)
+    assert rc == 0
+    turn = "| Hmm, a greeting.\n\nHi there\n"
+    assert out.getvalue() == f"\n> {turn}\n> {turn}\n> "
+    assert len(prompts) == 2
+    assert "Hmm" not in prompts[1]
+    assert "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nAgain" in prompts[1]
