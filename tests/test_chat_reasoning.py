@@ -21,7 +21,8 @@ from ember.chat import (
 from ember.chat.reasoning import normalize_reply
 from ember.terminal import DIM, RESET, ReplyWriter
 
-QWEN3_REPLY = "<think>\nThe user greets me. I should greet back.\n</think>\n\nHello! How can I help?"
+QWEN3_REPLY = ("<think>\nThe user greets me. I should greet back.\n</think>\n\n"
+               "Hello! How can I help?")
 
 
 # --------------------------------------------------------------------------- split_reply

@@ -87,7 +87,8 @@ def test_describe_model_with_per_layer_arrays(per_layer_gguf):
     info = describe_model(m, per_layer_gguf)
     assert info["n_layer"] == 4
     assert info["heads_text"] == "8 (per layer: 8-16), KV 2 (per layer: 2-4)"
-    assert (info["n_head"], info["n_head_kv"], info["n_ff"]) == (16, 4, 256)  # sized for the largest
+    # sized for the largest layer
+    assert (info["n_head"], info["n_head_kv"], info["n_ff"]) == (16, 4, 256)
     assert info["kv_heads_total"] == 2 + 2 + 4 + 4  # the KV cache holds each layer's own heads
     # the KV part of the estimate: K and V, F16, per token, over every layer's KV heads
     per_token = 2 * 2 * info["head_dim"] * 12
