@@ -1,30 +1,58 @@
 #!/usr/bin/env python3
-"""Independent float64 reference forward pass for llama-architecture GGUF files.
+"""Independent float64 reference forward pass for GGUF decoder models.
 
 Pure numpy, no llama.cpp: weights come from gguf-py (``gguf.GGUFReader`` +
 ``gguf.quants.dequantize``) and every activation is float64.  This is the
 "exact math" yardstick for Ember's engine: llama.cpp runs in mixed precision
-(f16/q8 activations in matmuls), so the oracle and llama.cpp are expected to
-agree closely but not bit-exactly (see tests/test_oracle.py for the bounds).
+(f16/q8 activations in matmuls, f16 KV cache), so the oracle and llama.cpp are
+expected to agree closely but not bit-exactly (see tests/test_oracle.py and
+tests/test_architectures.py for the bounds).  It computes what llama.cpp
+computes *mathematically* for each supported ``general.architecture``:
 
-Architecture (``general.architecture == "llama"``)::
+==========  ======  ============================================================
+arch        rope    block
+==========  ======  ============================================================
+llama       normal  pre-norm; optional rope_freqs (Llama 3.x) / biases
+qwen2       neox    pre-norm; q/k/v biases
+qwen3       neox    pre-norm; per-head q/k RMSNorm before rope; head_dim may differ
+                    from n_embd/n_head
+phi3        neox    pre-norm; fused attn_qkv (q|k|v rows) and ffn_up (gate|up rows);
+                    LongRoPE factor tables (long when n_ctx > original ctx, else
+                    short) and attn_factor on cos/sin
+gemma3      neox    "sandwich": embeddings * sqrt(n_embd); per-head q/k RMSNorm;
+                    q * 1/sqrt(head_dim) (1/sqrt(n_embd/n_head) for 62 layers);
+                    post_attention_norm / post_ffw_norm on the branch outputs before
+                    the residual adds; GELU(tanh) GLU; local layers (il % 6 < 5 by
+                    default) use a sliding window and rope base 10000 / scale 1;
+                    optional final logit soft-capping
+==========  ======  ============================================================
 
-    x = token_embd[tokens]
-    for each block:
-        h = rmsnorm(x) * attn_norm
-        q, k, v = h @ Wq^T, h @ Wk^T, h @ Wv^T
-        rope(q, k)          # "normal" mode: rotate adjacent pairs (x[2i], x[2i+1]),
-                            # theta_i = pos * base^(-2i/n_rot); GGUF q/k are pre-permuted
-        attn = softmax(q k^T / sqrt(head_dim) + causal mask) v   # GQA: head h uses kv h // (n_head/n_head_kv)
-        x = x + attn @ Wo^T
-        h = rmsnorm(x) * ffn_norm
-        x = x + Wdown (silu(Wgate h) * (Wup h))
-    logits = (rmsnorm(x) * output_norm) @ W_out^T   # W_out = token_embd when output.weight is absent
+Generic pre-norm block (``x`` is the residual stream)::
+
+    h = rmsnorm(x) * attn_norm
+    q, k, v = h @ Wq^T (+bq), h @ Wk^T (+bk), h @ Wv^T (+bv)      # or split(h @ Wqkv^T)
+    q, k = rmsnorm_per_head(q) * q_norm, ... (if present)
+    q, k = rope(q), rope(k)
+    attn = softmax(q k^T * scale + mask) v          # GQA: head h uses kv head h // (n_head/n_head_kv)
+    x = x + attn @ Wo^T
+    h = rmsnorm(x) * ffn_norm
+    x = x + Wdown (act(Wgate h) * (Wup h))           # act = silu (gelu_tanh for gemma3)
+    logits = (rmsnorm(x) * output_norm) @ W_out^T    # W_out = token_embd when output.weight is absent
+
+RoPE follows ggml's ``rope_yarn`` exactly (in float64): for pair i of n_rot dims
+(normal mode: dims 2i, 2i+1; neox: dims i, i + n_rot/2)::
+
+    theta_extrap = pos * base^(-2i/n_rot) / freq_factor[i]
+    theta_interp = freq_scale * theta_extrap          # freq_scale = 1/rope.scaling.factor
+    YaRN (scaling type "yarn"): ramp between the two over ggml's correction dims
+        (beta_fast 32, beta_slow 1, original ctx), mscale *= 1 + 0.1 ln(1/freq_scale)
+    cos, sin = cos(theta) * mscale, sin(theta) * mscale   # mscale = attn_factor
 
 Usage::
 
     from tools.oracle import Oracle
-    orc = Oracle(path)                 # dequantizes all weights once (float64, ~1.1 GB for 135M)
+    orc = Oracle(path)                 # dequantizes all weights once (float64)
+    orc = Oracle(path, n_ctx=4096)     # n_ctx only matters for LongRoPE (phi3)
     logits = orc.logits(token_ids)     # [n_tokens, n_vocab] float64
     ids, gaps = orc.greedy(prompt_ids, 32)   # greedy continuation (KV-cached)
 
@@ -32,9 +60,11 @@ CLI: ``python tools/oracle.py MODEL.gguf 1 2 3 ...`` prints top-5 at the last po
 """
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -50,83 +80,274 @@ class HParams:
     n_rot: int
     head_dim: int
     rope_base: float
-    rope_scale: float
+    rope_scale: float                  # freq_scale (1 / rope.scaling.factor)
     eps: float
+    arch: str = "llama"
+    head_dim_v: int = 0
+    rope_type: str = "norm"            # "norm" (adjacent pairs) | "neox" (halves)
+    ext_factor: float = 0.0            # YaRN mix (1 for scaling type "yarn")
+    attn_factor: float = 1.0           # mscale on cos/sin (llama.cpp's cparams.yarn_attn_factor)
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    n_ctx_orig: int = 0                # rope.scaling.original_context_length (else n_ctx_train)
+    n_ctx: int = 2048                  # the context size llama.cpp would run with
+    attn_scale: float = 0.0            # multiplies q.k (0 = 1/sqrt(head_dim))
+    embd_scale: float = 1.0            # token embeddings are multiplied by this
+    final_softcap: float = 0.0         # logits = c * tanh(logits / c) when > 0
+    n_swa: int = 0                     # sliding window (keys p0 visible from p1 iff p1 - p0 < n_swa)
+    swa_layers: list = field(default_factory=list)   # per layer: local (sliding window) or not
+    rope_base_swa: float = 10000.0
+    rope_scale_swa: float = 1.0
 
 
 def _field(r, key, default=None):
     f = r.fields.get(key)
     if f is None:
         return default
-    v = f.contents()
-    return v
+    return f.contents()
+
+
+# ---------------------------------------------------------------------------
+# family table: arch -> rope mode, FFN activation, extra hparams, block function
+# ---------------------------------------------------------------------------
+
+def _read_gemma3(get, hp: HParams, a: str) -> None:
+    hp.embd_scale = math.sqrt(hp.n_embd)
+    hp.final_softcap = float(get(f"{a}.final_logit_softcapping", 0.0) or 0.0)
+    # llama.cpp: 27B (62 layers) scales q by 1/sqrt(n_embd/n_head), others by 1/sqrt(head_dim)
+    hp.attn_scale = 1.0 / math.sqrt(hp.n_embd / hp.n_head if hp.n_layer == 62 else hp.head_dim)
+    n_swa = int(get(f"{a}.attention.sliding_window", 0) or 0)
+    if n_swa > 0:
+        hp.n_swa = n_swa
+        pattern = get(f"{a}.attention.sliding_window_pattern", 6)
+        if isinstance(pattern, list):                      # one flag per layer
+            hp.swa_layers = [bool(x) for x in pattern]
+        else:
+            n = int(pattern)
+            hp.swa_layers = [n == 0 or il % n < n - 1 for il in range(hp.n_layer)]
+        hp.rope_base_swa = float(get(f"{a}.rope.freq_base_swa", 10000.0))
+        hp.rope_scale_swa = 1.0
+
+
+@dataclass(frozen=True)
+class Family:
+    rope_type: str                                  # "norm" | "neox"
+    ffn_act: str                                    # "silu" | "gelu_tanh"
+    block: str                                      # "prenorm" | "sandwich"
+    read: Callable | None = None                    # extra hparams: read(get, hp, arch)
+
+
+FAMILIES: dict[str, Family] = {
+    "llama": Family("norm", "silu", "prenorm"),
+    "qwen2": Family("neox", "silu", "prenorm"),
+    "qwen3": Family("neox", "silu", "prenorm"),
+    "phi3": Family("neox", "silu", "prenorm"),
+    "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
+}
+
+
+def _silu(g):
+    return g / (1.0 + np.exp(-g))
+
+
+def _gelu_tanh(g):
+    return 0.5 * g * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * g * (1.0 + 0.044715 * g * g)))
+
+
+_ACT = {"silu": _silu, "gelu_tanh": _gelu_tanh}
 
 
 class Oracle:
-    def __init__(self, path: str | Path, dtype=np.float64):
+    def __init__(self, path: str | Path, dtype=np.float64, n_ctx: int = 2048):
         import gguf
 
         self.path = Path(path)
         self.dtype = dtype
         r = gguf.GGUFReader(self.path)
-        arch = _field(r, "general.architecture")
-        if arch != "llama":
-            raise NotImplementedError(f"oracle supports llama architecture only, got {arch!r}")
+        get = lambda k, d=None: _field(r, k, d)  # noqa: E731
+        arch = get("general.architecture")
+        if arch not in FAMILIES:
+            raise NotImplementedError(f"oracle supports {sorted(FAMILIES)}, got {arch!r}")
+        self.family = FAMILIES[arch]
         a = arch
-        n_embd = int(_field(r, f"{a}.embedding_length"))
-        n_head = int(_field(r, f"{a}.attention.head_count"))
-        head_dim = int(_field(r, f"{a}.attention.key_length", n_embd // n_head))
-        scaling = _field(r, f"{a}.rope.scaling.type", "none")
-        if scaling not in ("none", None):
-            raise NotImplementedError(f"rope scaling {scaling!r} not supported")
-        self.hp = HParams(
-            n_layer=int(_field(r, f"{a}.block_count")),
+        n_embd = int(get(f"{a}.embedding_length"))
+        n_head = int(get(f"{a}.attention.head_count"))
+        head_dim = int(get(f"{a}.attention.key_length", n_embd // n_head))
+        n_ctx_train = int(get(f"{a}.context_length", 0) or 0)
+        hp = HParams(
+            arch=a,
+            n_layer=int(get(f"{a}.block_count")),
             n_embd=n_embd,
             n_head=n_head,
-            n_head_kv=int(_field(r, f"{a}.attention.head_count_kv", n_head)),
-            n_ff=int(_field(r, f"{a}.feed_forward_length")),
+            n_head_kv=int(get(f"{a}.attention.head_count_kv", n_head)),
+            n_ff=int(get(f"{a}.feed_forward_length")),
             n_vocab=0,
-            n_rot=int(_field(r, f"{a}.rope.dimension_count", head_dim)),
+            n_rot=int(get(f"{a}.rope.dimension_count", head_dim)),
             head_dim=head_dim,
-            rope_base=float(_field(r, f"{a}.rope.freq_base", 10000.0)),
+            head_dim_v=int(get(f"{a}.attention.value_length", n_embd // n_head)),
+            rope_base=float(get(f"{a}.rope.freq_base", 10000.0)),
             rope_scale=1.0,
-            eps=float(_field(r, f"{a}.attention.layer_norm_rms_epsilon", 1e-5)),
+            eps=float(get(f"{a}.attention.layer_norm_rms_epsilon", 1e-5)),
+            rope_type=self.family.rope_type,
+            n_ctx_orig=int(get(f"{a}.rope.scaling.original_context_length", n_ctx_train) or n_ctx_train),
+            n_ctx=n_ctx,
         )
+        # rope scaling, as llama.cpp's hparams + llama_context derive it
+        scaling = get(f"{a}.rope.scaling.type", "linear") or "linear"
+        if scaling not in ("none", "linear", "yarn", "longrope"):
+            raise NotImplementedError(f"rope scaling {scaling!r} not supported")
+        factor = float(get(f"{a}.rope.scaling.factor", 0.0) or get(f"{a}.rope.scale_linear", 0.0) or 0.0)
+        hp.rope_scale = 1.0 if (factor == 0.0 or scaling == "none") else 1.0 / factor
+        hp.ext_factor = 1.0 if scaling == "yarn" else 0.0
+        attn_factor = 1.0
+        if hp.ext_factor != 0.0:
+            f = 1.0 / hp.rope_scale
+            attn_factor = (1.0 + 0.1 * math.log(f)) if f > 1.0 else 1.0
+            attn_factor *= 1.0 / (1.0 + 0.1 * math.log(f))
+        hp.attn_factor = attn_factor * float(get(f"{a}.rope.scaling.attn_factor", 1.0))
+        if self.family.read is not None:
+            self.family.read(get, hp, a)
+        if not hp.swa_layers:
+            hp.swa_layers = [False] * hp.n_layer
+        self.hp = hp
+
         self.w: dict[str, np.ndarray] = {}
         for t in r.tensors:
             x = gguf.quants.dequantize(t.data, t.tensor_type)
             # numpy shape is (ne[n-1], ..., ne[0]) == (out_features, in_features) for matrices
             self.w[t.name] = np.ascontiguousarray(x, dtype=dtype)
         self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
-        self.hp.n_vocab = self.out_w.shape[0]
+        hp.n_vocab = self.out_w.shape[0]
         del r
+        # rope frequency divisors: Llama 3 rope_freqs, else LongRoPE long/short by context size
+        if "rope_freqs.weight" in self.w:
+            self.freq_factors = self.w["rope_freqs.weight"]
+        elif "rope_factors_long.weight" in self.w:
+            self.freq_factors = self.w["rope_factors_long.weight" if n_ctx > hp.n_ctx_orig
+                                       else "rope_factors_short.weight"]
+        else:
+            self.freq_factors = None
+        self._rope_cache: dict = {}
 
     # -- building blocks ---------------------------------------------------
     def _rmsnorm(self, x, w):
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.hp.eps) * w
 
-    def _rope(self, x, pos):
-        """x: [n_tok, n_heads, head_dim]; rotate adjacent pairs in the first n_rot dims."""
+    def _lin(self, x, name):
+        """x @ W^T (+ bias when the file has one)."""
+        y = x @ self.w[name + ".weight"].T
+        b = self.w.get(name + ".bias")
+        return y if b is None else y + b
+
+    def _cos_sin(self, pos, il):
+        """cos/sin [n, n_rot/2] for layer il (ggml rope_yarn semantics, float64)."""
         hp = self.hp
+        local = hp.swa_layers[il]
+        base = hp.rope_base_swa if local else hp.rope_base
+        freq_scale = hp.rope_scale_swa if local else hp.rope_scale
         n_rot = hp.n_rot
         i = np.arange(n_rot // 2, dtype=np.float64)
-        inv_freq = hp.rope_base ** (-2.0 * i / n_rot)
-        theta = (pos.astype(np.float64) / hp.rope_scale)[:, None] * inv_freq[None, :]  # [n, n_rot/2]
-        c = np.cos(theta)[:, None, :]
-        s = np.sin(theta)[:, None, :]
+        inv = base ** (-2.0 * i / n_rot)
+        if self.freq_factors is not None:
+            inv = inv / self.freq_factors[: n_rot // 2]
+        theta_extrap = pos.astype(np.float64)[:, None] * inv[None, :]
+        theta = freq_scale * theta_extrap
+        mscale = hp.attn_factor
+        if hp.ext_factor != 0.0:
+            def corr_dim(n_rot_beta):
+                return n_rot * math.log(hp.n_ctx_orig / (n_rot_beta * 2 * math.pi)) / (2 * math.log(base))
+            low = max(0.0, math.floor(corr_dim(hp.beta_fast)))
+            high = min(n_rot - 1.0, math.ceil(corr_dim(hp.beta_slow)))
+            y = (i - low) / max(0.001, high - low)
+            ramp = (1.0 - np.clip(y, 0.0, 1.0)) * hp.ext_factor
+            theta = theta * (1.0 - ramp) + theta_extrap * ramp
+            mscale *= 1.0 + 0.1 * math.log(1.0 / freq_scale)
+        return np.cos(theta) * mscale, np.sin(theta) * mscale
+
+    def _rope(self, x, cs):
+        """x: [n_tok, n_heads, head_dim]; rotate the first n_rot dims (normal or neox pairs)."""
+        c, s = cs[0][:, None, :], cs[1][:, None, :]
+        n_rot = self.hp.n_rot
         out = x.copy()
-        x0 = x[..., 0:n_rot:2]
-        x1 = x[..., 1:n_rot:2]
-        out[..., 0:n_rot:2] = x0 * c - x1 * s
-        out[..., 1:n_rot:2] = x0 * s + x1 * c
+        if self.hp.rope_type == "neox":
+            x0, x1 = x[..., : n_rot // 2], x[..., n_rot // 2: n_rot]
+            out[..., : n_rot // 2] = x0 * c - x1 * s
+            out[..., n_rot // 2: n_rot] = x0 * s + x1 * c
+        else:
+            x0, x1 = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+            out[..., 0:n_rot:2] = x0 * c - x1 * s
+            out[..., 1:n_rot:2] = x0 * s + x1 * c
         return out
+
+    def _attention(self, il, h, pos, cache):
+        """Self-attention sub-block output [n, n_embd] (before any post-norm / residual)."""
+        hp, w, p = self.hp, self.w, f"blk.{il}."
+        n = h.shape[0]
+        hd, hdv, nh, nkv = hp.head_dim, hp.head_dim_v, hp.n_head, hp.n_head_kv
+        if p + "attn_qkv.weight" in w:
+            qkv = self._lin(h, p + "attn_qkv")
+            q = qkv[:, : nh * hd]
+            k = qkv[:, nh * hd: nh * hd + nkv * hd]
+            v = qkv[:, nh * hd + nkv * hd:]
+        else:
+            q, k, v = (self._lin(h, p + f"attn_{t}") for t in "qkv")
+        q, k, v = q.reshape(n, nh, hd), k.reshape(n, nkv, hd), v.reshape(n, nkv, hdv)
+        if p + "attn_q_norm.weight" in w:
+            q = self._rmsnorm(q, w[p + "attn_q_norm.weight"])
+            k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
+        cs = self._cos_sin(pos, il)
+        q, k = self._rope(q, cs), self._rope(k, cs)
+        if cache is not None:
+            k = np.concatenate([cache[il][0], k], axis=0)
+            v = np.concatenate([cache[il][1], v], axis=0)
+            cache[il][0], cache[il][1] = k, v
+        kpos = np.arange(k.shape[0])
+        d = pos[:, None] - kpos[None, :]               # query pos - key pos
+        visible = d >= 0
+        if hp.swa_layers[il]:
+            visible &= d < hp.n_swa
+        mask = np.where(visible, 0.0, -np.inf)
+        scale = hp.attn_scale or 1.0 / math.sqrt(hd)
+        group = nh // nkv
+        att = np.empty((n, nh, hdv), dtype=self.dtype)
+        for hh in range(nh):
+            kh = hh // group
+            s = (q[:, hh, :] @ k[:, kh, :].T) * scale + mask
+            s = s - s.max(axis=-1, keepdims=True)
+            e = np.exp(s)
+            e /= e.sum(axis=-1, keepdims=True)
+            att[:, hh, :] = e @ v[:, kh, :]
+        return self._lin(att.reshape(n, nh * hdv), p + "attn_output")
+
+    def _ffn(self, il, h):
+        w, p = self.w, f"blk.{il}."
+        act = _ACT[self.family.ffn_act]
+        if p + "ffn_gate.weight" in w:
+            g, u = self._lin(h, p + "ffn_gate"), self._lin(h, p + "ffn_up")
+        else:                                           # fused: rows gate then up
+            gu = self._lin(h, p + "ffn_up")
+            g, u = gu[:, : gu.shape[1] // 2], gu[:, gu.shape[1] // 2:]
+        return self._lin(act(g) * u, p + "ffn_down")
+
+    def _block_prenorm(self, il, x, pos, cache):
+        w, p = self.w, f"blk.{il}."
+        x = x + self._attention(il, self._rmsnorm(x, w[p + "attn_norm.weight"]), pos, cache)
+        return x + self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+
+    def _block_sandwich(self, il, x, pos, cache):
+        w, p = self.w, f"blk.{il}."
+        a = self._attention(il, self._rmsnorm(x, w[p + "attn_norm.weight"]), pos, cache)
+        x = x + self._rmsnorm(a, w[p + "post_attention_norm.weight"])
+        f = self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+        return x + self._rmsnorm(f, w[p + "post_ffw_norm.weight"])
 
     # -- forward -------------------------------------------------------------
     def new_cache(self) -> list:
-        """Empty KV cache: per layer [K (n, n_head_kv, head_dim), V (same)]."""
-        hd, nkv = self.hp.head_dim, self.hp.n_head_kv
-        z = np.zeros((0, nkv, hd), dtype=self.dtype)
-        return [[z, z] for _ in range(self.hp.n_layer)]
+        """Empty KV cache: per layer [K (n, n_head_kv, head_dim), V (n, n_head_kv, head_dim_v)]."""
+        hp = self.hp
+        zk = np.zeros((0, hp.n_head_kv, hp.head_dim), dtype=self.dtype)
+        zv = np.zeros((0, hp.n_head_kv, hp.head_dim_v), dtype=self.dtype)
+        return [[zk, zv] for _ in range(hp.n_layer)]
 
     def hidden(self, tokens, cache: list | None = None) -> np.ndarray:
         """Final normed hidden states [n_tokens, n_embd] for `tokens`.
@@ -140,41 +361,23 @@ class Oracle:
         n_past = 0 if cache is None else cache[0][0].shape[0]
         pos = np.arange(n_past, n_past + n)
         x = w["token_embd.weight"][tokens].astype(self.dtype)
-        hd, nh, nkv = hp.head_dim, hp.n_head, hp.n_head_kv
-        group = nh // nkv
-        # query i (absolute n_past+i) sees keys 0..n_past+i
-        mask = np.triu(np.full((n, n_past + n), -np.inf), k=n_past + 1)
-        scale = 1.0 / np.sqrt(hd)
+        if hp.embd_scale != 1.0:
+            x = x * hp.embd_scale
+        block = self._block_sandwich if self.family.block == "sandwich" else self._block_prenorm
         for il in range(hp.n_layer):
-            p = f"blk.{il}."
-            h = self._rmsnorm(x, w[p + "attn_norm.weight"])
-            q = (h @ w[p + "attn_q.weight"].T).reshape(n, nh, hd)
-            k = (h @ w[p + "attn_k.weight"].T).reshape(n, nkv, hd)
-            v = (h @ w[p + "attn_v.weight"].T).reshape(n, nkv, hd)
-            q = self._rope(q, pos)
-            k = self._rope(k, pos)
-            if cache is not None:
-                k = np.concatenate([cache[il][0], k], axis=0)
-                v = np.concatenate([cache[il][1], v], axis=0)
-                cache[il][0], cache[il][1] = k, v
-            att = np.empty((n, nh, hd), dtype=self.dtype)
-            for hh in range(nh):
-                kh = hh // group
-                s = (q[:, hh, :] @ k[:, kh, :].T) * scale + mask
-                s = s - s.max(axis=-1, keepdims=True)
-                e = np.exp(s)
-                e /= e.sum(axis=-1, keepdims=True)
-                att[:, hh, :] = e @ v[:, kh, :]
-            x = x + att.reshape(n, nh * hd) @ w[p + "attn_output.weight"].T
-            h = self._rmsnorm(x, w[p + "ffn_norm.weight"])
-            g = h @ w[p + "ffn_gate.weight"].T
-            u = h @ w[p + "ffn_up.weight"].T
-            x = x + ((g / (1.0 + np.exp(-g))) * u) @ w[p + "ffn_down.weight"].T
+            x = block(il, x, pos, cache)
         return self._rmsnorm(x, w["output_norm.weight"])
 
     def logits(self, tokens, cache: list | None = None) -> np.ndarray:
         """Per-position logits [n_tokens, n_vocab] (float64)."""
-        return self.hidden(tokens, cache) @ self.out_w.T
+        lg = self.hidden(tokens, cache) @ self.out_w.T
+        b = self.w.get("output.bias")
+        if b is not None:
+            lg += b
+        c = self.hp.final_softcap
+        if c > 0:
+            lg = c * np.tanh(lg / c)
+        return lg
 
     def greedy(self, prompt, n_predict: int, stop=()) -> tuple[list[int], list[float]]:
         """Greedy continuation with a KV cache: batched prompt, then one token per step.

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Golden logits for the synthetic architecture-family models (DEV ONLY, llama.cpp).
+
+For each family of tools/make_arch_models.py: build the synthetic GGUF (asset
+cache), tokenize the family's text with llama.cpp, run it teacher-forced with
+``Llama(path, n_ctx=2048, n_batch=512, n_threads=2, logits_all=True)`` and write
+``tests/golden/arch_<family>.npz``; then run the float64 oracle
+(tools/oracle.py) on the same tokens and record how closely it agrees with
+llama.cpp.  meta.json["arch"] gets the file sha256s, texts, token counts and
+the measured agreement; tests/test_architectures.py reads all of it.
+
+Setup as for tools/make_golden.py (see tests/golden/README.md)::
+
+    export LLAMA_CPP_LIB_PATH=/work/ref/llama_cpp_python-0.3.36/build/bin
+    export PYTHONPATH=/work/ref/llama_cpp_python-0.3.36:/work/ref/pydeps
+    python tools/make_arch_golden.py [families...] [--no-oracle]
+
+npz arrays (n = number of tokens)::
+
+    tokens [n] int32, top_ids/top_logits [n,10], next_id, next_logit, next_logprob,
+    logsumexp, gap [n]                         as in logits_*.npz (tools/make_golden.py)
+    cols [1024] int32                          a fixed seeded subset of the vocabulary
+    rows [r] int32                             the positions sub_logits holds (all of them,
+                                               except llama3: 0-399 and 900-1199)
+    sub_logits [r, 1024] float32               llama.cpp's logits at (rows, cols)
+
+Agreement measure (also used by the tests): row-centred NMSE on the subset
+columns -- subtract each row's mean over the subset from both, then
+sum((ours - ref)^2) / sum(ref^2) over all stored rows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tools import make_arch_models  # noqa: E402
+from tools.make_golden import GOLDEN, TEXTS, N_CTX, N_BATCH, N_THREADS, position_stats  # noqa: E402
+from tools.make_variants import file_sha256_cached  # noqa: E402
+
+N_COLS = 1024
+GAP_SURE = 0.5
+NMSE_BAR = 1e-5
+LONG_FROM = 900            # llama3: positions where rope_freqs matter most
+
+# family -> texts (tests/data/texts/<name>.txt) joined with "\n\n"
+FAMILY_TEXTS = {
+    "llama3": ["essay", "prose"],
+    "tinyllama": ["prose"],
+    "qwen2": ["prose"],
+    "qwen3": ["code"],
+    "gemma3": ["prose"],
+    "phi3": ["code"],
+}
+JOIN = "\n\n"
+
+
+def family_text(family: str) -> str:
+    return JOIN.join((TEXTS / f"{n}.txt").read_text(encoding="utf-8") for n in FAMILY_TEXTS[family])
+
+
+def stored_rows(family: str, n: int) -> np.ndarray:
+    if family == "llama3":
+        return np.concatenate([np.arange(0, min(400, n)), np.arange(LONG_FROM, min(1200, n))]).astype(np.int32)
+    return np.arange(n, dtype=np.int32)
+
+
+def columns(family: str, n_vocab: int) -> np.ndarray:
+    """N_COLS distinct vocabulary ids, fixed per family (PCG64 raw stream ranks)."""
+    raw = np.random.PCG64(make_arch_models._seed(family, "golden-columns")).random_raw(n_vocab)
+    return np.sort(np.argsort(raw, kind="stable")[:N_COLS]).astype(np.int32)
+
+
+def centred_nmse(ours: np.ndarray, ref: np.ndarray) -> float:
+    o = ours.astype(np.float64)
+    r = ref.astype(np.float64)
+    o = o - o.mean(axis=1, keepdims=True)
+    r = r - r.mean(axis=1, keepdims=True)
+    return float(((o - r) ** 2).sum() / (r ** 2).sum())
+
+
+def agreement(full_logits: np.ndarray, g: dict) -> dict:
+    """Compare [n, n_vocab] logits with a golden dict (npz contents)."""
+    rows, cols = g["rows"], g["cols"]
+    sub = full_logits[rows][:, cols]
+    out = {"nmse": centred_nmse(sub, g["sub_logits"])}
+    sel = rows >= LONG_FROM
+    if sel.any():
+        out["nmse_pos_ge_900"] = centred_nmse(sub[sel], g["sub_logits"][sel])
+    sure = g["gap"] >= GAP_SURE
+    top1 = full_logits.argmax(axis=1)
+    out["n_gap_ge_0.5"] = int(sure.sum())
+    out["frac_gap_ge_0.5"] = round(float(sure.mean()), 4)
+    out["top1_agree_gap_ge_0.5"] = float((top1[sure] == g["top_ids"][sure, 0]).mean())
+    out["top1_agree_all"] = float((top1 == g["top_ids"][:, 0]).mean())
+    return out
+
+
+def log(msg):
+    print(f"[make_arch_golden {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def run_llama_cpp(path: Path, family: str) -> dict:
+    from tools.make_golden import load
+    m = load(path)
+    text = family_text(family)
+    ids = m.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+    if len(ids) > N_CTX:
+        raise RuntimeError(f"{family}: {len(ids)} tokens > n_ctx")
+    m.reset()
+    t0 = time.time()
+    m.eval(ids)
+    lg = np.array(m.scores[: len(ids)], dtype=np.float32)
+    n_vocab = m.n_vocab()
+    del m
+    st = position_stats(lg, ids)
+    rows = stored_rows(family, len(ids))
+    cols = columns(family, n_vocab)
+    st.update(rows=rows, cols=cols, sub_logits=lg[rows][:, cols].astype(np.float32))
+    log(f"{family}: {len(ids)} tokens, llama.cpp eval {time.time() - t0:.1f}s, "
+        f"gap>={GAP_SURE} at {float((st['gap'] >= GAP_SURE).mean()):.0%} of positions")
+    return st
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("families", nargs="*", default=None)
+    ap.add_argument("--no-oracle", action="store_true", help="skip the oracle agreement measurement")
+    ap.add_argument("--oracle-only", action="store_true",
+                    help="only re-measure the oracle against the existing npz files")
+    a = ap.parse_args(argv)
+    fams = a.families or list(make_arch_models.FAMILIES)
+
+    meta_path = GOLDEN / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    arch_meta = meta.setdefault("arch", {})
+    arch_meta.update({
+        "generator": "tools/make_arch_golden.py: llama.cpp (llama-cpp-python 0.3.36 sdist, CPU) "
+                     "on the synthetic files of tools/make_arch_models.py",
+        "settings": {"n_ctx": N_CTX, "n_batch": N_BATCH, "n_threads": N_THREADS, "logits_all": True,
+                     "add_bos": True, "parse_special": False, "kv_cache": "f16 (llama.cpp default)"},
+        "n_cols": N_COLS,
+        "measure": "row-centred NMSE on the subset columns (each row minus its subset mean, "
+                   "sum((ours-ref)^2)/sum(ref^2)); top-1 agreement where llama.cpp's gap >= 0.5",
+        "bars": {"nmse": NMSE_BAR, "gap_sure": GAP_SURE, "long_from": LONG_FROM},
+    })
+    families = arch_meta.setdefault("families", {})
+
+    def save():
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+
+    for fam in fams:
+        spec = make_arch_models.FAMILIES[fam]
+        path = make_arch_models.build(fam)
+        entry = families.get(fam, {})
+        entry.update({"file": path.name, "sha256": file_sha256_cached(path), "arch": spec.arch,
+                      "texts": [f"tests/data/texts/{n}.txt" for n in FAMILY_TEXTS[fam]],
+                      "join": JOIN})
+        if spec.note:
+            entry["note"] = spec.note
+        npz = GOLDEN / f"arch_{fam}.npz"
+        if not a.oracle_only:
+            st = run_llama_cpp(path, fam)
+            np.savez_compressed(npz, **st)
+            entry["n_tokens"] = int(len(st["tokens"]))
+            entry["stored_rows"] = int(len(st["rows"]))
+            entry["frac_gap_ge_0.5"] = round(float((st["gap"] >= GAP_SURE).mean()), 4)
+            log(f"wrote {npz.name} ({npz.stat().st_size / 1e6:.2f} MB)")
+        families[fam] = entry
+        save()
+        if not a.no_oracle:
+            from tools.oracle import Oracle
+            with np.load(npz) as z:
+                g = {k: z[k] for k in z.files}
+            t0 = time.time()
+            orc = Oracle(path, n_ctx=N_CTX)
+            lg = orc.logits(g["tokens"])
+            del orc
+            r = agreement(lg, g)
+            del lg
+            r = {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in r.items()}
+            entry["oracle_vs_llama_cpp"] = r
+            log(f"{fam}: oracle vs llama.cpp {r} ({time.time() - t0:.1f}s)")
+            if r["nmse"] > NMSE_BAR:
+                log(f"WARNING {fam}: NMSE {r['nmse']:.3g} > {NMSE_BAR}")
+            save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Write small synthetic GGUF models, one per architecture family, deterministically.
+
+These files exist to check Ember's forward pass for several architecture
+families against llama.cpp (tests/golden/arch_<family>.npz, made by
+tools/make_arch_golden.py) and against the float64 oracle (tools/oracle.py).
+The weights are random, but everything else is real: the tokenizer (every
+``tokenizer.*`` key is copied from a real vocabulary file) and the
+hyper-parameter keys, tensor names, shapes and types (matrices F16, norms,
+biases and rope factor tables F32) follow what llama.cpp's converters write for
+the real models of each family.
+
+Families (``FAMILIES`` below)::
+
+    llama3     llama,  Llama-3 BPE vocab (128256), n_embd 256, 2 layers, 4/2 heads, n_ff 512,
+               rope base 500000, ctx 131072, tied, rope_freqs.weight with Llama 3.1's rule
+               (factor 32, low/high freq factor 1/4, original ctx 8192) -- evaluate on > 1000
+               tokens, its effect grows with position
+    tinyllama  llama,  Llama SPM vocab (32000), TinyLlama-1.1B's widths (n_embd 2048, 32/4 heads,
+               n_ff 5632, rope base 10000, ctx 2048, untied) but only 2 of its 22 layers
+    qwen2      qwen2,  Qwen2 BPE vocab (151936), n_embd 256, 2 layers, 4/2 heads, n_ff 512,
+               rope base 1e6, q/k/v biases, tied
+    qwen3      qwen3,  Qwen2 BPE vocab, n_embd 256, 2 layers, 4/2 heads of head_dim 128
+               (n_head*head_dim = 512 != n_embd), n_ff 512, rope base 1e6, per-head q/k RMSNorm,
+               no biases, untied
+    gemma3     gemma3, the real gemma-3-270m vocab (262144), n_embd 256, 6 layers (0-4 sliding
+               window 128, 5 global), 4/1 heads of 64, n_ff 512, rope base 1e6 (local layers 10000),
+               rms eps 1e-6, q/k norms, post-attention / post-FFN norms, tied
+    phi3       phi3,   Phi-3 SPM vocab (32064), n_embd 256, 2 layers, 4/4 heads, n_ff 512, fused
+               attn_qkv and gate|up, LongRoPE factor tables (long/short), attn_factor 1.19,
+               original ctx 1024 (so n_ctx 2048 selects the long factors), ctx 131072, untied
+
+Determinism: every tensor comes from ``numpy.random.PCG64(seed).random_raw(n)``
+(a bit-generator stream numpy keeps stable), with the seed taken from the
+sha256 of "<family>/<tensor name>", turned into uniform floats with integer and
+IEEE float arithmetic only (u = (raw >> 11) * 2**-53, w = (u - 0.5) * 2 sqrt(3) std),
+rounded float64 -> float32 (-> float16 for matrices).  The files are therefore
+byte-identical on any machine and numpy version (with gguf==0.19.0's writer);
+tests/golden/meta.json["arch"][family]["sha256"] records them.
+
+Scales: matrices std 1/sqrt(fan_in) (every projection keeps unit variance);
+token_embd std 0.02.  Untied: output.weight std LOGIT_STD/sqrt(n_embd).  Tied:
+output_norm.weight is scaled to mean LOGIT_STD/(0.02 sqrt(n_embd)) (~14 for
+n_embd 256) instead of 1, so the logits have a real spread (top-1/top-2 gaps
+>= 0.5 at most positions) while the residual stream is not dominated by the
+input token's own embedding (a large tied embedding would make "repeat the
+current token" the top-1 everywhere).  Other norm weights (Gemma's included:
+its GGUF norms already carry the +1) are 1 + uniform noise of std 0.1 (the
+noise of output_norm scales with its mean).
+
+Python API::
+
+    from tools.make_arch_models import build, FAMILIES
+    path = build("qwen3")                      # <asset cache>/synthetic/ember-synth-qwen3.gguf
+
+CLI: ``python tools/make_arch_models.py [families...] [--out DIR] [--force]`` prints
+path and sha256 per file.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools import fetch_assets  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+META = REPO / "tests" / "golden" / "meta.json"
+
+LOGIT_STD = 4.5      # std of a logit for a unit-RMS final hidden state
+EMBD_STD = 0.02      # token_embd std
+NORM_STD = 0.1       # norm weights: 1 + noise of this std
+BIAS_STD = 0.3       # qwen2 q/k/v biases
+
+
+def _vocab(name: str) -> Callable[[], Path]:
+    return lambda: fetch_assets.vocab_dir() / f"ggml-vocab-{name}.gguf"
+
+
+@dataclass(frozen=True)
+class Family:
+    arch: str
+    vocab: Callable[[], Path]
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    n_ff: int
+    rope_base: float
+    n_ctx_train: int
+    eps: float
+    tied: bool
+    head_dim: int | None = None           # key/value length when it differs from n_embd/n_head
+    write_head_dim: bool = False          # write key_length/value_length even when equal
+    qkv_bias: bool = False                # qwen2
+    qk_norm: bool = False                 # qwen3, gemma3
+    post_norms: bool = False              # gemma3: post_attention_norm, post_ffw_norm
+    fused: bool = False                   # phi3: attn_qkv, ffn_up = gate|up
+    llama3_rope: bool = False             # rope_freqs.weight (Llama 3.1 rule)
+    longrope: bool = False                # phi3 rope_factors_long/short + attn_factor
+    extra_kv: dict = field(default_factory=dict)   # key suffix -> (value, "u32"/"f32")
+    note: str = ""
+
+    @property
+    def hd(self) -> int:
+        return self.head_dim or self.n_embd // self.n_head
+
+
+FAMILIES: dict[str, Family] = {
+    "llama3": Family("llama", _vocab("llama-bpe"), 128256, 256, 2, 4, 2, 512, 500000.0, 131072,
+                     1e-5, tied=True, llama3_rope=True,
+                     note="Llama 3.1 rope_freqs; evaluate on > 1000 tokens"),
+    "tinyllama": Family("llama", _vocab("llama-spm"), 32000, 2048, 2, 32, 4, 5632, 10000.0, 2048,
+                        1e-5, tied=False, note="TinyLlama-1.1B widths, 2 of its 22 layers"),
+    "qwen2": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 32768,
+                    1e-6, tied=True, qkv_bias=True),
+    "qwen3": Family("qwen3", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 40960,
+                    1e-6, tied=False, head_dim=128, qk_norm=True),
+    "gemma3": Family("gemma3", fetch_assets.gemma_model, 262144, 256, 6, 4, 1, 512, 1000000.0,
+                     32768, 1e-6, tied=True, head_dim=64, write_head_dim=True, qk_norm=True,
+                     post_norms=True, extra_kv={"attention.sliding_window": (128, "u32")},
+                     note="layers 0-4 sliding window 128 (rope base 10000), layer 5 global"),
+    "phi3": Family("phi3", _vocab("phi-3"), 32064, 256, 2, 4, 4, 512, 10000.0, 131072,
+                   1e-5, tied=False, fused=True, longrope=True,
+                   extra_kv={"rope.scaling.attn_factor": (1.19, "f32"),
+                             "rope.scaling.original_context_length": (1024, "u32")}),
+}
+
+
+def file_name(family: str) -> str:
+    return f"ember-synth-{family}.gguf"
+
+
+# ---------------------------------------------------------------------------
+# deterministic numbers
+# ---------------------------------------------------------------------------
+
+def _seed(family: str, name: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{family}/{name}".encode()).digest()[:8], "little")
+
+
+def uniform(family: str, name: str, n: int, std: float, mean: float = 0.0) -> np.ndarray:
+    """n float64 values, uniform with the given mean and std, from PCG64 raw output."""
+    gen = np.random.PCG64(_seed(family, name))
+    half_width = 2.0 * math.sqrt(3.0) * std
+    out = np.empty(n, dtype=np.float64)
+    chunk = 1 << 23
+    for i in range(0, n, chunk):
+        m = min(chunk, n - i)
+        raw = gen.random_raw(m)
+        u = (raw >> np.uint64(11)).astype(np.float64) * (2.0 ** -53)
+        out[i:i + m] = (u - 0.5) * half_width + mean
+    return out
+
+
+def matrix(family: str, name: str, rows: int, cols: int, std: float) -> np.ndarray:
+    """[rows (out), cols (in)] F16 matrix: ggml ne = [cols, rows]."""
+    w = uniform(family, name, rows * cols, std).astype(np.float32).astype(np.float16)
+    return w.reshape(rows, cols)
+
+
+def vector(family: str, name: str, n: int, std: float, mean: float = 0.0) -> np.ndarray:
+    return uniform(family, name, n, std, mean).astype(np.float32)
+
+
+def llama3_rope_freqs(n_rot: int, base: float, factor: float = 32.0, low_freq_factor: float = 1.0,
+                      high_freq_factor: float = 4.0, orig_ctx: int = 8192) -> np.ndarray:
+    """Llama 3.1's per-pair frequency divisors (llama.cpp divides theta_i by these)."""
+    low_wavelen = orig_ctx / low_freq_factor
+    high_wavelen = orig_ctx / high_freq_factor
+    out = []
+    for i in range(n_rot // 2):
+        freq = base ** (-2.0 * i / n_rot)
+        wavelen = 2.0 * math.pi / freq
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (orig_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            out.append(1.0 / ((1.0 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def longrope_factors(n: int, top: float) -> np.ndarray:
+    """Increasing factors 1 .. top (quadratic ramp), like Phi-3's long/short tables."""
+    i = np.arange(n, dtype=np.float64)
+    return (1.0 + (top - 1.0) * (i / (n - 1)) ** 2).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------
+# tensors
+# ---------------------------------------------------------------------------
+
+def tensors(family: str) -> list[tuple[str, np.ndarray]]:
+    f = FAMILIES[family]
+    E, hd = f.n_embd, f.hd
+    nq, nkv = f.n_head * hd, f.n_head_kv * hd
+    out: list[tuple[str, np.ndarray]] = []
+
+    def mat(name, rows, cols, std=None):
+        out.append((name, matrix(family, name, rows, cols, std if std is not None else 1.0 / math.sqrt(cols))))
+
+    def norm(name, n, mean=1.0):
+        out.append((name, vector(family, name, n, NORM_STD * mean, mean)))
+
+    mat("token_embd.weight", f.n_vocab, E, EMBD_STD)
+    if f.llama3_rope:
+        out.append(("rope_freqs.weight", llama3_rope_freqs(hd, f.rope_base)))
+    if f.longrope:
+        out.append(("rope_factors_long.weight", longrope_factors(hd // 2, 40.0)))
+        out.append(("rope_factors_short.weight", longrope_factors(hd // 2, 3.0)))
+    # tied: the logit spread comes from the final norm's gain (see the module docstring)
+    norm("output_norm.weight", E, LOGIT_STD / (EMBD_STD * math.sqrt(E)) if f.tied else 1.0)
+    if not f.tied:
+        mat("output.weight", f.n_vocab, E, LOGIT_STD / math.sqrt(E))
+    for il in range(f.n_layer):
+        p = f"blk.{il}."
+        norm(p + "attn_norm.weight", E)
+        if f.fused:
+            mat(p + "attn_qkv.weight", nq + 2 * nkv, E)
+        else:
+            mat(p + "attn_q.weight", nq, E)
+            mat(p + "attn_k.weight", nkv, E)
+            mat(p + "attn_v.weight", nkv, E)
+        if f.qkv_bias:
+            for t, n in (("q", nq), ("k", nkv), ("v", nkv)):
+                out.append((p + f"attn_{t}.bias", vector(family, p + f"attn_{t}.bias", n, BIAS_STD)))
+        if f.qk_norm:
+            norm(p + "attn_q_norm.weight", hd)
+            norm(p + "attn_k_norm.weight", hd)
+        mat(p + "attn_output.weight", E, nq)
+        if f.post_norms:
+            norm(p + "post_attention_norm.weight", E)
+        norm(p + "ffn_norm.weight", E)
+        if f.fused:
+            mat(p + "ffn_up.weight", 2 * f.n_ff, E)      # rows: gate then up
+        else:
+            mat(p + "ffn_gate.weight", f.n_ff, E)
+            mat(p + "ffn_up.weight", f.n_ff, E)
+        mat(p + "ffn_down.weight", E, f.n_ff)
+        if f.post_norms:
+            norm(p + "post_ffw_norm.weight", E)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------
+
+def _copy_tokenizer(w, src: Path) -> int:
+    """Copy every tokenizer.* key of `src` (raw bytes, original value types); returns n_vocab."""
+    import gguf
+    from gguf import GGUFValueType as VT
+    r = gguf.GGUFReader(src)
+    n_vocab = 0
+    for key, fld in r.fields.items():
+        if not key.startswith("tokenizer."):
+            continue
+        t0 = fld.types[0]
+        if t0 == VT.STRING:
+            w.add_key_value(key, bytes(fld.parts[fld.data[0]]), VT.STRING)
+        elif t0 == VT.ARRAY:
+            sub = fld.types[-1]
+            if sub == VT.STRING:
+                vals = [bytes(fld.parts[i]) for i in fld.data]
+            elif sub == VT.ARRAY:
+                raise NotImplementedError(f"nested array in {key}")
+            else:
+                vals = [fld.parts[i].tolist()[0] for i in fld.data]
+            w.add_key_value(key, vals, VT.ARRAY, sub_type=sub)
+            if key == "tokenizer.ggml.tokens":
+                n_vocab = len(vals)
+        else:
+            w.add_key_value(key, fld.parts[fld.data[0]].tolist()[0], t0)
+    del r
+    return n_vocab
+
+
+def write(family: str, dst: Path) -> Path:
+    import gguf
+    from gguf import GGUFValueType as VT
+    f = FAMILIES[family]
+    a = f.arch
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=dst.name + ".", suffix=".tmp", dir=dst.parent)
+    os.close(fd)
+    try:
+        w = gguf.GGUFWriter(tmp, a)
+        w.add_key_value("general.name", f"ember-synthetic-{family}", VT.STRING)
+        u32 = lambda k, v: w.add_key_value(f"{a}.{k}", int(v), VT.UINT32)  # noqa: E731
+        f32 = lambda k, v: w.add_key_value(f"{a}.{k}", float(v), VT.FLOAT32)  # noqa: E731
+        u32("context_length", f.n_ctx_train)
+        u32("embedding_length", f.n_embd)
+        u32("block_count", f.n_layer)
+        u32("feed_forward_length", f.n_ff)
+        u32("attention.head_count", f.n_head)
+        u32("attention.head_count_kv", f.n_head_kv)
+        if f.head_dim is not None and (f.write_head_dim or f.head_dim != f.n_embd // f.n_head):
+            u32("attention.key_length", f.hd)
+            u32("attention.value_length", f.hd)
+        f32("attention.layer_norm_rms_epsilon", f.eps)
+        f32("rope.freq_base", f.rope_base)
+        u32("rope.dimension_count", f.hd)
+        for k, (v, ty) in f.extra_kv.items():
+            (u32 if ty == "u32" else f32)(k, v)
+        w.add_key_value("general.file_type", 1, VT.UINT32)
+        n_vocab = _copy_tokenizer(w, f.vocab())
+        if n_vocab != f.n_vocab:
+            raise RuntimeError(f"{family}: vocabulary has {n_vocab} tokens, expected {f.n_vocab}")
+        for name, data in tensors(family):
+            w.add_tensor(name, data)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return dst
+
+
+def recorded_sha256(family: str) -> str | None:
+    try:
+        return json.loads(META.read_text())["arch"]["families"][family]["sha256"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def default_dir() -> Path:
+    return fetch_assets.asset_dir() / "synthetic"
+
+
+def build(family: str, out_dir: Path | None = None, force: bool = False) -> Path:
+    """Path of the synthetic file for `family`, writing it if needed.
+
+    An existing file is kept when its sha256 equals the one recorded in
+    tests/golden/meta.json (or when nothing is recorded yet); otherwise it is
+    rewritten.  The caller checks the sha256 against the record (a mismatch
+    after a rebuild means this generator changed, not the cache).
+    """
+    from tools.make_variants import file_sha256_cached
+    if family not in FAMILIES:
+        raise KeyError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    out_dir = Path(out_dir) if out_dir else default_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / file_name(family)
+    with fetch_assets._lock("synthetic"):
+        if path.is_file() and not force:
+            want = recorded_sha256(family)
+            if want is None or file_sha256_cached(path) == want:
+                return path
+        write(family, path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    from tools.make_variants import file_sha256_cached
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("families", nargs="*", default=None, help=f"subset of {', '.join(FAMILIES)}")
+    ap.add_argument("--out", type=Path, default=None, help="output dir (default <asset cache>/synthetic)")
+    ap.add_argument("--force", action="store_true", help="rewrite even if a matching file exists")
+    a = ap.parse_args(argv)
+    for fam in a.families or list(FAMILIES):
+        p = build(fam, a.out, force=a.force)
+        print(f"{fam:10s} {p}  sha256={file_sha256_cached(p)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
