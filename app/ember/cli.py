@@ -266,7 +266,9 @@ def _has_display() -> bool:
     import os
     if sys.platform in ("win32", "darwin"):
         return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    # a Qt platform chosen by hand (offscreen, vnc, eglfs...) needs no X11 or Wayland display
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                or os.environ.get("QT_QPA_PLATFORM"))
 
 
 def cmd_default(args) -> int:

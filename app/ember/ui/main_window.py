@@ -292,7 +292,7 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         act(f, "Settings…", self.open_settings, "Ctrl+,", "actionSettings")
         f.addSeparator()
-        act(f, "Quit", self.close, "Ctrl+Q")
+        act(f, "Quit", self.close, "Ctrl+Q", "actionQuit")
         e = mb.addMenu("&Edit")
         act(e, "Find chat", self.focus_search, "Ctrl+F", "actionFind")
         c = mb.addMenu("&Chat")
