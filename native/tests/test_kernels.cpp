@@ -12,9 +12,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
+#include "core/error.h"
 #include "core/fp16.h"
 #include "core/tensor.h"
 #include "cpu/kernels.h"
@@ -251,6 +253,34 @@ int main() {
                            DType::Q4_K, DType::Q5_K, DType::Q6_K};
     const Isa levels[] = {Isa::SCALAR, Isa::AVX2, Isa::AVX512, Isa::NEON};
     int failures = 0;
+
+    // The type table walked by id: every type a model may hold as a weight has kernels at
+    // every level (and is checked below); every other id is refused, never handed another
+    // type's kernel.
+    for (uint32_t id = 0; id < 32; ++id) {
+        const DType t = (DType)id;
+        const bool listed = std::find(std::begin(types), std::end(types), t) != std::end(types);
+        if (weight_type_supported(t) != listed) {
+            std::printf("type id %u (%s): weight_type_supported says %d but the checked list %s it\n", id,
+                        type_name(id) ? type_name(id) : "?", (int)weight_type_supported(t),
+                        listed ? "has" : "lacks");
+            ++failures;
+        }
+        for (Isa isa : levels) {
+            if (!isa_supported(isa)) continue;
+            bool refused = false;
+            try {
+                (void)dot_kernels(t, isa);
+            } catch (const Error&) {
+                refused = true;
+            }
+            if (refused == listed) {
+                std::printf("type id %u at %s: %s\n", id, isa_name(isa),
+                            listed ? "no kernel for a supported type" : "a kernel handed out for an unsupported type");
+                ++failures;
+            }
+        }
+    }
     std::printf("detected ISA: %s\n", isa_name(detect_isa()));
     std::printf("%-5s %-7s %-9s %-8s %9s %9s %9s %9s  %s\n", "type", "isa", "kernels", "convert", "vec_dot",
                 "gemm", "mul_mat", "ref/f64", "result");

@@ -318,19 +318,6 @@ void vec_dot_q6_k(int64_t n, float* s, const void* w, const void* a) {
     *s = sum;
 }
 
-// Q8_K weights (not a file type in practice, kept for completeness): dequantized dot.
-void vec_dot_q8_k(int64_t n, float* s, const void* w, const void* a) {
-    const BlockQ8_K* x = static_cast<const BlockQ8_K*>(w);
-    const float* y = static_cast<const float*>(a);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K) {
-        float t = 0.0f;
-        for (int j = 0; j < QK_K; ++j) t += (float)x[i].qs[j] * y[j];
-        sum += x[i].d * t;
-    }
-    *s = sum;
-}
-
 }  // namespace
 
 void register_scalar_kernels(KernelTable& t) {
@@ -347,7 +334,6 @@ void register_scalar_kernels(KernelTable& t) {
     t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_q45_k<BlockQ4_K, unpack_q4_k>, nullptr};
     t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_q45_k<BlockQ5_K, unpack_q5_k>, nullptr};
     t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_q6_k, nullptr};
-    t[(int)DType::Q8_K] = {DType::F32, nullptr, vec_dot_q8_k, nullptr};
 }
 
 }  // namespace ember
