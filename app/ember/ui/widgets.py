@@ -428,6 +428,13 @@ class ChatInput(QPlainTextEdit):
         self.document().documentLayout().documentSizeChanged.connect(self._grow)
         self._grow()
 
+    def setPlaceholderText(self, text: str) -> None:
+        # QPlainTextEdit repaints only when the placeholder appears or disappears, not when
+        # its text changes while shown: the old text would stay on screen until a click
+        if text != self.placeholderText():
+            super().setPlaceholderText(text)
+            self.viewport().update()
+
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if e.key() in (Qt.Key_Return, Qt.Key_Enter) and not (e.modifiers() & Qt.ShiftModifier):
             e.accept()
