@@ -107,3 +107,22 @@ def test_gemma3_sliding_window_matters(gemma_model_path, tmp_path):
     wide = Model(copy, n_ctx=1024, n_threads=2).eval_logits(tokens)
     assert np.abs(ours[:512] - wide[:512]).max() == 0.0
     assert np.abs(ours[600:] - wide[600:]).max() > 0.1
+
+
+def test_gemma3_sliding_window_cache_wraps_and_refuses_what_it_lost(gemma_model_path):
+    """With n_batch 64 the local layers keep 512 + 64 positions: past that the cache wraps
+    (logits still llama.cpp's), and a rewind to a position whose window was overwritten is
+    refused with a message, while one within reach gives the same bits as before."""
+    g = golden("essay")
+    tokens = [int(t) for t in g["tokens"]]
+    m = Model(gemma_model_path, n_ctx=2048, n_threads=2, n_batch=64)
+    ours = m.eval_logits(tokens)
+    check_against_golden(ours, g, "wrapped cache")
+    # positions 1008 - 576 + 1 = 433 and later are intact; a decode from p needs p - 511
+    assert m.rewind_limit == 433 + 511
+    from ember.engine import EmberError
+    with pytest.raises(EmberError, match="sliding-window"):
+        m.decode(tokens[900:], 900, all_logits=True)
+    m.decode(tokens[960:], 960, all_logits=True)  # the same chunk as in the first pass
+    assert np.array_equal(m.logits(-1), ours[-1])
+    m.close()

@@ -91,6 +91,7 @@ class TensorInfo:
 @dataclass
 class GenerationStats:
     prompt_tokens: int = 0
+    prompt_evaluated: int = 0  # prompt tokens decoded (the rest came from the KV cache)
     generated_tokens: int = 0
     prompt_seconds: float = 0.0
     generation_seconds: float = 0.0
@@ -342,6 +343,12 @@ class Model:
     def n_past(self) -> int:
         return int(self._lib.ember_context_n_past(self._context())) if self._ctx else 0
 
+    @property
+    def rewind_limit(self) -> int:
+        """The earliest position a decode may start at and keep the cache before it (models
+        with sliding-window layers keep only the last window of positions in those)."""
+        return int(self._lib.ember_context_rewind_limit(self._context())) if self._ctx else 0
+
     def decode(self, ids: list[int], pos0: int, all_logits: bool = False) -> None:
         """Evaluates ids at positions pos0..; the cache keeps positions < pos0."""
         ctx = self._context()
@@ -403,6 +410,8 @@ class Session:
             limit = min(len(cached), len(ids) - 1)  # always evaluate at least the last token
             while common < limit and cached[common] == ids[common]:
                 common += 1
+            if common < self.model.rewind_limit:
+                common = 0  # the sliding-window layers no longer hold what precedes it
         del cached[common:]
         try:
             self.model.decode(ids[common:], common)
@@ -436,7 +445,7 @@ class Session:
         with m._lock:
             t0 = time.perf_counter()
             try:
-                self._prefill(ids)
+                stats.prompt_evaluated = self._prefill(ids)
             except CancelledError:
                 stats.stop_reason = "cancelled"
                 return

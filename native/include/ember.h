@@ -200,6 +200,10 @@ EMBER_API void ember_context_free(ember_context *ctx);
 EMBER_API const char *ember_context_last_error(const ember_context *ctx);
 EMBER_API int32_t ember_context_n_ctx(const ember_context *ctx);
 EMBER_API int32_t ember_context_n_past(const ember_context *ctx);
+/* The earliest position a decode may start at while keeping the cache before it: 0, except
+   for models with sliding-window layers, whose caches hold only the last window plus a batch
+   of positions; rewinding further than that means decoding again from position 0. */
+EMBER_API int32_t ember_context_rewind_limit(const ember_context *ctx);
 /* The engine polls *flag between batches and layers; nonzero -> EMBER_ERR_CANCELLED. */
 EMBER_API void ember_context_set_cancel_flag(ember_context *ctx, const volatile int32_t *flag);
 

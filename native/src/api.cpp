@@ -387,6 +387,7 @@ void ember_context_free(ember_context* ctx) { delete ctx; }
 const char* ember_context_last_error(const ember_context* ctx) { return ctx ? ctx->last_error.c_str() : ""; }
 int32_t ember_context_n_ctx(const ember_context* ctx) { return ctx ? ctx->ctx->n_ctx() : 0; }
 int32_t ember_context_n_past(const ember_context* ctx) { return ctx ? ctx->ctx->n_past() : 0; }
+int32_t ember_context_rewind_limit(const ember_context* ctx) { return ctx ? ctx->ctx->rewind_limit() : 0; }
 
 void ember_context_set_cancel_flag(ember_context* ctx, const volatile int32_t* flag) {
     if (ctx) ctx->ctx->set_cancel_flag(flag);

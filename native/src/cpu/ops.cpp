@@ -205,8 +205,9 @@ void op_kv_store(const Tensor* t, int ith, int nth, Isa isa) {
     for (int64_t j = r.begin; j < r.end; ++j) {
         const float* kj = k->row<float>(0, j);
         const float* vj = v->row<float>(0, j);
-        uint16_t* kd = kc->row<uint16_t>(0, pos[j]);
-        uint16_t* vd = vc->row<uint16_t>(0, pos[j]);
+        // position p lives in row p % rows (rows < n_ctx for sliding-window caches)
+        uint16_t* kd = kc->row<uint16_t>(0, pos[j] % kc->ne[2]);
+        uint16_t* vd = vc->row<uint16_t>(0, pos[j] % vc->ne[2]);
         if (convert) {
             convert(kj, kd, row);
             convert(vj, vd, row);
@@ -281,6 +282,7 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     const float scale = t->fparams[0];
     const float softcap = t->fparams[1];
     const int64_t window = t->iparams[0];
+    const int64_t rows = kc->ne[2];
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
     const int64_t n_head_kv = kc->ne[1];
     const int64_t group = n_head / n_head_kv;
@@ -304,15 +306,19 @@ void op_attention(const Tensor* t, ComputeParams& p) {
         const int64_t n_kv = (int64_t)pos[j] + 1;
         // a sliding window drops the keys more than `window` positions back
         const int64_t first = window > 0 && n_kv > window ? n_kv - window : 0;
+        if (n_kv - first > rows) fail(EMBER_ERR_INTERNAL, "attention: the cache holds fewer positions than it needs");
         const float* qi = q->row<float>(h0, j);
         for (int64_t g = 0; g < group; ++g) {
             max[g] = -INFINITY;
             sum[g] = 0.0;
         }
         for (int64_t d = 0; d < group * head_dim; ++d) acc[d] = 0.0f;
-        for (int64_t k0 = first; k0 < n_kv; k0 += kAttnBlock) {
-            const int64_t nk = n_kv - k0 < kAttnBlock ? n_kv - k0 : kAttnBlock;
-            ak.scores(qi, q_stride, (int)group, kc->row<uint16_t>(hk, k0), kv_stride, nk, head_dim, scale, score,
+        for (int64_t k0 = first, nk; k0 < n_kv; k0 += nk) {
+            // a block of consecutive positions in consecutive rows: it ends where the cache
+            // wraps around (sliding-window caches keep position p in row p % rows)
+            const int64_t row0 = k0 % rows;
+            nk = std::min({kAttnBlock, n_kv - k0, rows - row0});
+            ak.scores(qi, q_stride, (int)group, kc->row<uint16_t>(hk, row0), kv_stride, nk, head_dim, scale, score,
                       kAttnBlock);
             for (int64_t g = 0; g < group; ++g) {
                 float* sg = score + g * kAttnBlock;
@@ -335,8 +341,8 @@ void op_attention(const Tensor* t, ComputeParams& p) {
                 }
                 sum[g] += ak.exp_sub_sum(sg, nk, max[g]);
             }
-            ak.accumulate(acc, (size_t)head_dim, (int)group, vc->row<uint16_t>(hk, k0), kv_stride, score, kAttnBlock,
-                          nk, head_dim);
+            ak.accumulate(acc, (size_t)head_dim, (int)group, vc->row<uint16_t>(hk, row0), kv_stride, score,
+                          kAttnBlock, nk, head_dim);
         }
         float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h0 * head_dim;
         for (int64_t g = 0; g < group; ++g) {

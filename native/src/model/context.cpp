@@ -40,9 +40,14 @@ Context::Context(const Model& model, const ContextOptions& opts)
     if (n_ctx_ < 1 || n_ctx_ > (1 << 20)) fail(EMBER_ERR_INVALID_ARGUMENT, "n_ctx must be in 1..1048576");
     const HParams& h = model.hparams();
 
-    // KV cache: one allocation for every layer, F16, sized for n_ctx.
-    const size_t per_layer = (size_t)h.head_dim * (size_t)h.n_head_kv * (size_t)n_ctx_ * 2;
-    kv_.storage.resize(align_up(per_layer) * 2 * (size_t)h.n_layer);
+    // KV cache: one allocation for every layer, F16; a full layer holds n_ctx positions, a
+    // sliding-window layer its window plus a batch.
+    if (h.n_swa > 0 && (int64_t)h.n_swa + n_batch_ < n_ctx_) swa_rows_ = h.n_swa + n_batch_;
+    auto rows_of = [&](int32_t il) { return h.is_swa(il) && swa_rows_ ? swa_rows_ : n_ctx_; };
+    const size_t per_row = (size_t)h.head_dim * (size_t)h.n_head_kv * 2;
+    size_t total = 0;
+    for (int32_t il = 0; il < h.n_layer; ++il) total += 2 * align_up(per_row * (size_t)rows_of(il));
+    kv_.storage.resize(total);
     kv_.storage.zero();  // commit the pages now, so memory use does not creep up while generating
     kv_.k.resize((size_t)h.n_layer);
     kv_.v.resize((size_t)h.n_layer);
@@ -52,10 +57,10 @@ Context::Context(const Model& model, const ContextOptions& opts)
             t->type = DType::F16;
             t->ne[0] = h.head_dim;
             t->ne[1] = h.n_head_kv;
-            t->ne[2] = n_ctx_;
+            t->ne[2] = rows_of(il);
             tensor_set_contiguous_strides(t);
             t->data = base;
-            base += align_up(per_layer);
+            base += align_up(per_row * (size_t)rows_of(il));
         }
     }
     in_tokens_.resize((size_t)n_batch_);
@@ -93,6 +98,10 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
     if (pos0 < 0 || pos0 > n_past_)
         fail(EMBER_ERR_INVALID_ARGUMENT, "position " + std::to_string(pos0) + " is past the " +
                                              std::to_string(n_past_) + " tokens in the cache");
+    if (pos0 > 0 && pos0 < rewind_limit())
+        fail(EMBER_ERR_INVALID_ARGUMENT, "position " + std::to_string(pos0) +
+                                             " is before the sliding-window cache's reach (" +
+                                             std::to_string(rewind_limit()) + "); decode again from 0");
     if ((int64_t)pos0 + n_tokens > n_ctx_)
         fail(EMBER_ERR_CONTEXT_FULL, "context is full: " + std::to_string(pos0) + " + " +
                                          std::to_string(n_tokens) + " tokens exceed n_ctx = " +
@@ -108,6 +117,7 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
     n_logits_ = 0;
     logits_first_ = all_logits ? 0 : n_tokens - 1;
     n_past_ = pos0;  // positions >= pos0 are overwritten from here on
+    if (pos0 == 0) max_written_ = -1;
 
     for (int32_t done = 0; done < n_tokens;) {
         const int32_t n = std::min(n_batch_, n_tokens - done);
@@ -118,6 +128,8 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
             in_tokens_[(size_t)i] = tokens[done + i];
             in_pos_[(size_t)i] = pos0 + done + i;
         }
+        // before computing: a cancelled batch may already have stored some of its rows
+        max_written_ = std::max(max_written_, pos0 + done + n - 1);
         if (!backend_.compute(bg.graph, cancel_)) fail(EMBER_ERR_CANCELLED, "decoding cancelled");
         if (bg.logits) {
             const int64_t rows = bg.logits->ne[1];
@@ -129,6 +141,14 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
         done += n;
         n_past_ = pos0 + done;
     }
+}
+
+int32_t Context::rewind_limit() const {
+    // Row p % rows holds the last position written there, so positions above
+    // max_written - rows are intact; a decode from pos0 needs its window before pos0.
+    if (!swa_rows_) return 0;
+    const int32_t oldest = max_written_ - swa_rows_ + 1;
+    return oldest <= 0 ? 0 : oldest + model_.hparams().n_swa - 1;
 }
 
 const float* Context::logits(int32_t i) const {

@@ -32,8 +32,11 @@ struct BatchGraph {
     Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] or null
 };
 
+// Per layer, F16 [head_dim, n_head_kv, rows]: position p lives in row p % rows. Full layers
+// have rows = n_ctx; sliding-window layers only the window plus a batch (a batch's first
+// query still sees its window after the whole batch is stored), as llama.cpp's iSWA cache.
 struct KVCache {
-    std::vector<Tensor> k, v;  // per layer, F16 [head_dim, n_head_kv, n_ctx]
+    std::vector<Tensor> k, v;
     AlignedBuffer storage;
 };
 
@@ -43,6 +46,7 @@ public:
 
     int32_t n_ctx() const { return n_ctx_; }
     int32_t n_past() const { return n_past_; }
+    int32_t rewind_limit() const;
     void set_cancel_flag(const volatile int32_t* flag) { cancel_ = flag; }
 
     // Throws ember::Error; on failure n_past() tells how much of the cache is valid.
@@ -57,6 +61,8 @@ private:
     int32_t n_ctx_;
     int32_t n_batch_;
     int32_t n_past_ = 0;
+    int32_t max_written_ = -1;  // the highest position stored since decoding last began at 0
+    int32_t swa_rows_ = 0;      // rows of the sliding-window layers' caches (0: none)
     const volatile int32_t* cancel_ = nullptr;
     KVCache kv_;
     CpuBackend backend_;
