@@ -68,7 +68,8 @@ def family_text(family: str) -> str:
 
 def stored_rows(family: str, n: int) -> np.ndarray:
     if family == "llama3":
-        return np.concatenate([np.arange(0, min(400, n)), np.arange(LONG_FROM, min(1200, n))]).astype(np.int32)
+        rows = np.concatenate([np.arange(0, min(400, n)), np.arange(LONG_FROM, min(1200, n))])
+        return rows.astype(np.int32)
     return np.arange(n, dtype=np.int32)
 
 
@@ -132,7 +133,8 @@ def run_llama_cpp(path: Path, family: str) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("families", nargs="*", default=None)
-    ap.add_argument("--no-oracle", action="store_true", help="skip the oracle agreement measurement")
+    ap.add_argument("--no-oracle", action="store_true",
+                    help="skip the oracle agreement measurement")
     ap.add_argument("--oracle-only", action="store_true",
                     help="only re-measure the oracle against the existing npz files")
     a = ap.parse_args(argv)
@@ -145,7 +147,8 @@ def main(argv=None) -> int:
         "generator": "tools/make_arch_golden.py: llama.cpp (llama-cpp-python 0.3.36 sdist, CPU) "
                      "on the synthetic files of tools/make_arch_models.py",
         "settings": {"n_ctx": N_CTX, "n_batch": N_BATCH, "n_threads": N_THREADS, "logits_all": True,
-                     "add_bos": True, "parse_special": False, "kv_cache": "f16 (llama.cpp default)"},
+                     "add_bos": True, "parse_special": False,
+                     "kv_cache": "f16 (llama.cpp default)"},
         "n_cols": N_COLS,
         "measure": "row-centred NMSE on the subset columns (each row minus its subset mean, "
                    "sum((ours-ref)^2)/sum(ref^2)); top-1 agreement where llama.cpp's gap >= 0.5",

@@ -211,7 +211,8 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
     out: list[tuple[str, np.ndarray]] = []
 
     def mat(name, rows, cols, std=None):
-        out.append((name, matrix(family, name, rows, cols, std if std is not None else 1.0 / math.sqrt(cols))))
+        std = std if std is not None else 1.0 / math.sqrt(cols)
+        out.append((name, matrix(family, name, rows, cols, std)))
 
     def norm(name, n, mean=1.0):
         out.append((name, vector(family, name, n, NORM_STD * mean, mean)))
@@ -237,7 +238,8 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
             mat(p + "attn_v.weight", nkv, E)
         if f.qkv_bias:
             for t, n in (("q", nq), ("k", nkv), ("v", nkv)):
-                out.append((p + f"attn_{t}.bias", vector(family, p + f"attn_{t}.bias", n, BIAS_STD)))
+                name = p + f"attn_{t}.bias"
+                out.append((name, vector(family, name, n, BIAS_STD)))
         if f.qk_norm:
             norm(p + "attn_q_norm.weight", hd)
             norm(p + "attn_k_norm.weight", hd)
@@ -373,7 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     from tools.make_variants import file_sha256_cached
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("families", nargs="*", default=None, help=f"subset of {', '.join(FAMILIES)}")
-    ap.add_argument("--out", type=Path, default=None, help="output dir (default <asset cache>/synthetic)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output dir (default <asset cache>/synthetic)")
     ap.add_argument("--force", action="store_true", help="rewrite even if a matching file exists")
     a = ap.parse_args(argv)
     for fam in a.families or list(FAMILIES):

@@ -33,11 +33,11 @@ Generic pre-norm block (``x`` is the residual stream)::
     q, k, v = h @ Wq^T (+bq), h @ Wk^T (+bk), h @ Wv^T (+bv)      # or split(h @ Wqkv^T)
     q, k = rmsnorm_per_head(q) * q_norm, ... (if present)
     q, k = rope(q), rope(k)
-    attn = softmax(q k^T * scale + mask) v          # GQA: head h uses kv head h // (n_head/n_head_kv)
+    attn = softmax(q k^T * scale + mask) v   # GQA: head h uses kv head h // (n_head/n_head_kv)
     x = x + attn @ Wo^T
     h = rmsnorm(x) * ffn_norm
     x = x + Wdown (act(Wgate h) * (Wup h))           # act = silu (gelu_tanh for gemma3)
-    logits = (rmsnorm(x) * output_norm) @ W_out^T    # W_out = token_embd when output.weight is absent
+    logits = (rmsnorm(x) * output_norm) @ W_out^T   # W_out = token_embd if no output.weight
 
 RoPE follows ggml's ``rope_yarn`` exactly (in float64): for pair i of n_rot dims
 (normal mode: dims 2i, 2i+1; neox: dims i, i + n_rot/2)::
@@ -94,7 +94,7 @@ class HParams:
     attn_scale: float = 0.0            # multiplies q.k (0 = 1/sqrt(head_dim))
     embd_scale: float = 1.0            # token embeddings are multiplied by this
     final_softcap: float = 0.0         # logits = c * tanh(logits / c) when > 0
-    n_swa: int = 0                     # sliding window (keys p0 visible from p1 iff p1 - p0 < n_swa)
+    n_swa: int = 0                     # sliding window: key p0 visible from p1 iff p1 - p0 < n_swa
     swa_layers: list = field(default_factory=list)   # per layer: local (sliding window) or not
     rope_base_swa: float = 10000.0
     rope_scale_swa: float = 1.0
@@ -189,14 +189,15 @@ class Oracle:
             rope_scale=1.0,
             eps=float(get(f"{a}.attention.layer_norm_rms_epsilon", 1e-5)),
             rope_type=self.family.rope_type,
-            n_ctx_orig=int(get(f"{a}.rope.scaling.original_context_length", n_ctx_train) or n_ctx_train),
+            n_ctx_orig=int(get(f"{a}.rope.scaling.original_context_length", 0) or n_ctx_train),
             n_ctx=n_ctx,
         )
         # rope scaling, as llama.cpp's hparams + llama_context derive it
         scaling = get(f"{a}.rope.scaling.type", "linear") or "linear"
         if scaling not in ("none", "linear", "yarn", "longrope"):
             raise NotImplementedError(f"rope scaling {scaling!r} not supported")
-        factor = float(get(f"{a}.rope.scaling.factor", 0.0) or get(f"{a}.rope.scale_linear", 0.0) or 0.0)
+        factor = float(get(f"{a}.rope.scaling.factor", 0.0)
+                       or get(f"{a}.rope.scale_linear", 0.0) or 0.0)
         hp.rope_scale = 1.0 if (factor == 0.0 or scaling == "none") else 1.0 / factor
         hp.ext_factor = 1.0 if scaling == "yarn" else 0.0
         attn_factor = 1.0
@@ -255,7 +256,8 @@ class Oracle:
         mscale = hp.attn_factor
         if hp.ext_factor != 0.0:
             def corr_dim(n_rot_beta):
-                return n_rot * math.log(hp.n_ctx_orig / (n_rot_beta * 2 * math.pi)) / (2 * math.log(base))
+                ratio = hp.n_ctx_orig / (n_rot_beta * 2 * math.pi)
+                return n_rot * math.log(ratio) / (2 * math.log(base))
             low = max(0.0, math.floor(corr_dim(hp.beta_fast)))
             high = min(n_rot - 1.0, math.ceil(corr_dim(hp.beta_slow)))
             y = (i - low) / max(0.001, high - low)
