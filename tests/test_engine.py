@@ -195,3 +195,19 @@ def test_generating_500_tokens_does_not_grow_memory(starter_model_path):
     first, last = map(int, r.stdout.split())
     # The KV cache for 500 tokens alone would be ~11.5 MB if it were grown lazily.
     assert last - first < 2048, f"RSS grew from {first} kB to {last} kB"
+
+
+def test_profile_counts_every_node_of_a_decode(starter_model_path):
+    """`ember bench --profile`'s numbers: one one-token decode of the 30-layer starter runs
+    each layer's products once and the tied head (token_embd) once; times are non-negative."""
+    m = Model(starter_model_path, n_ctx=64, n_threads=2)
+    m.decode([1, 2, 3], 0)
+    m.set_profiling(True)
+    m.decode([4], 3)
+    rows = {name: (count, sec) for name, count, sec in m.profile()}
+    m.close()
+    for w in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
+        assert rows[f"mul_mat {w}"][0] == 30, w
+    assert rows["mul_mat token_embd"][0] == 1
+    assert rows["attention"][0] == 30 and rows["rms_norm"][0] == 61
+    assert all(sec >= 0 for _, sec in rows.values())

@@ -167,9 +167,10 @@ def _peak_rss_bytes() -> int | None:
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
 
 
-def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
+def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | None = None) -> dict:
     """pp: n_prompt tokens in one decode from an empty cache; tg: n_gen one-token decodes.
-    Like llama-bench: random token ids, one warm-up run, then reps timed runs."""
+    Like llama-bench: random token ids, one warm-up run, then reps timed runs. With
+    `profiles` (a dict), the engine's per-op timing of each test's timed runs lands there."""
     # no numpy here: the peak RSS reported is the engine's, not a numerics library's
     import random
     import statistics
@@ -180,16 +181,23 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
         times = []
         for r in range(reps + 1):
             ids = [rng.randrange(vocab) for _ in range(n_prompt)]
+            if r == 1 and profiles is not None:
+                model.set_profiling(True)  # after the warm-up run
             t0 = time.perf_counter()
             model.decode(ids, 0)
             if r:
                 times.append(time.perf_counter() - t0)
         ts = [n_prompt / t for t in times]
         result[f"pp{n_prompt}"] = (statistics.fmean(ts), statistics.pstdev(ts))
+        if profiles is not None:
+            profiles[f"pp{n_prompt}"] = (model.profile(), sum(times))
+            model.set_profiling(False)
     if n_gen > 0:
         times = []
         for r in range(reps + 1):
             tok = rng.randrange(vocab)
+            if r == 1 and profiles is not None:
+                model.set_profiling(True)
             t0 = time.perf_counter()
             for pos in range(n_gen):
                 model.decode([tok], pos)
@@ -197,6 +205,9 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int) -> dict:
                 times.append(time.perf_counter() - t0)
         ts = [n_gen / t for t in times]
         result[f"tg{n_gen}"] = (statistics.fmean(ts), statistics.pstdev(ts))
+        if profiles is not None:
+            profiles[f"tg{n_gen}"] = (model.profile(), sum(times))
+            model.set_profiling(False)
     return result
 
 
@@ -215,7 +226,8 @@ def cmd_bench(args) -> int:
     emb = next(t for t in model.tensors() if t.name == "token_embd.weight")
     tied = not any(t.name == "output.weight" for t in model.tensors())
     weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
-    res = bench_model(model, args.n_prompt, args.n_gen, args.reps)
+    profiles: dict | None = {} if args.profile else None
+    res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles)
     peak_rss = _peak_rss_bytes()  # before the bandwidth probe, whose buffer is not the model's
     bw = _read_bandwidth_gbs()
     bound = bw * 1e9 / weight_bytes
@@ -225,6 +237,10 @@ def cmd_bench(args) -> int:
            "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
            "tg_bound_tps": bound, "peak_rss_bytes": peak_rss,
            "results": {k: {"mean": m, "sd": s} for k, (m, s) in res.items()}}
+    if profiles is not None:
+        out["profile"] = {test: {"wall_seconds": wall, "ops": [
+            {"name": n, "count": c, "seconds": sec} for n, c, sec in rows]}
+            for test, (rows, wall) in profiles.items()}
     if args.json:
         print(json.dumps(out))
         return 0
@@ -239,6 +255,11 @@ def cmd_bench(args) -> int:
     tg = [m for k, (m, s) in res.items() if k.startswith("tg")]
     if tg:
         print(f"tg at {100 * tg[0] / bound:.0f}% of the bandwidth bound", file=sys.stderr)
+    for test, (rows, wall) in (profiles or {}).items():
+        print(f"\nprofile of {test} (thread 0; {wall:.3f} s wall over the timed runs)")
+        print("| node | count | ms | % of wall |\n|---|---|---|---|")
+        for name, count, sec in sorted(rows, key=lambda r: -r[2]):
+            print(f"| {name} | {count} | {sec * 1e3:.1f} | {100 * sec / wall:.1f} |")
     return 0
 
 
@@ -338,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-t", "--threads", type=int, default=None)
     b.add_argument("-r", "--reps", type=int, default=5)
     b.add_argument("--pin", action="store_true", help="pin the worker threads to CPUs (Linux)")
+    b.add_argument("--profile", action="store_true",
+                   help="time every kind of node (thread 0's compute and its barrier waits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
 

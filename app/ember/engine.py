@@ -349,6 +349,16 @@ class Model:
         with sliding-window layers keep only the last window of positions in those)."""
         return int(self._lib.ember_context_rewind_limit(self._context())) if self._ctx else 0
 
+    def set_profiling(self, on: bool) -> None:
+        """Per-op timing of the decodes that follow (on resets the counts)."""
+        self._lib.ember_context_set_profiling(self._context(), on)
+
+    def profile(self) -> list[tuple[str, int, float]]:
+        """(kind of node, how many ran, seconds on the first thread) since set_profiling(True)."""
+        text = native.decode_str(self._lib.ember_context_profile(self._context()))
+        rows = [line.split("\t") for line in text.splitlines() if line]
+        return [(name, int(n), float(sec)) for name, n, sec in rows]
+
     def decode(self, ids: list[int], pos0: int, all_logits: bool = False) -> None:
         """Evaluates ids at positions pos0..; the cache keeps positions < pos0."""
         ctx = self._context()

@@ -135,6 +135,8 @@ _SIGNATURES = {
     "ember_context_n_ctx": (c_int32, [c_void_p]),
     "ember_context_n_past": (c_int32, [c_void_p]),
     "ember_context_rewind_limit": (c_int32, [c_void_p]),
+    "ember_context_set_profiling": (None, [c_void_p, c_bool]),
+    "ember_context_profile": (c_char_p, [c_void_p]),
     "ember_context_set_cancel_flag": (None, [c_void_p, POINTER(c_int32)]),
     "ember_decode": (c_int32, [c_void_p, token_p, c_int32, c_int32, c_bool]),
     "ember_get_logits": (POINTER(c_float), [c_void_p, c_int32]),

@@ -204,6 +204,12 @@ EMBER_API int32_t ember_context_n_past(const ember_context *ctx);
    for models with sliding-window layers, whose caches hold only the last window plus a batch
    of positions; rewinding further than that means decoding again from position 0. */
 EMBER_API int32_t ember_context_rewind_limit(const ember_context *ctx);
+/* Per-op timing of the decodes that follow (off by default; enabling resets it), for
+   `ember bench --profile`. The report is one line per kind of node: name, a tab, how many
+   ran, a tab, seconds on the first thread (its waits at barriers are a line of their own).
+   The string lives until the next call on this context. */
+EMBER_API void ember_context_set_profiling(ember_context *ctx, bool on);
+EMBER_API const char *ember_context_profile(ember_context *ctx);
 /* The engine polls *flag between batches and layers; nonzero -> EMBER_ERR_CANCELLED. */
 EMBER_API void ember_context_set_cancel_flag(ember_context *ctx, const volatile int32_t *flag);
 

@@ -2,6 +2,7 @@
 // exception and turns it into an ember_status plus a last-error message.
 #include "ember.h"
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -30,6 +31,7 @@ struct ember_context {
     ember_model* owner = nullptr;
     std::unique_ptr<Context> ctx;
     std::string last_error;
+    std::string profile_report;
 };
 
 struct ember_sampler {
@@ -387,6 +389,22 @@ void ember_context_free(ember_context* ctx) { delete ctx; }
 const char* ember_context_last_error(const ember_context* ctx) { return ctx ? ctx->last_error.c_str() : ""; }
 int32_t ember_context_n_ctx(const ember_context* ctx) { return ctx ? ctx->ctx->n_ctx() : 0; }
 int32_t ember_context_n_past(const ember_context* ctx) { return ctx ? ctx->ctx->n_past() : 0; }
+void ember_context_set_profiling(ember_context* ctx, bool on) {
+    if (ctx) ctx->ctx->set_profiling(on);
+}
+
+const char* ember_context_profile(ember_context* ctx) {
+    if (!ctx) return "";
+    std::string& out = ctx->profile_report;
+    out.clear();
+    char seconds[32];
+    for (const auto& [name, e] : ctx->ctx->profile().entries) {
+        std::snprintf(seconds, sizeof(seconds), "%.9f", e.seconds);
+        out += name + "\t" + std::to_string(e.count) + "\t" + seconds + "\n";
+    }
+    return out.c_str();
+}
+
 int32_t ember_context_rewind_limit(const ember_context* ctx) { return ctx ? ctx->ctx->rewind_limit() : 0; }
 
 void ember_context_set_cancel_flag(ember_context* ctx, const volatile int32_t* flag) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -502,6 +503,53 @@ CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
     for (auto& s : scratch_) s.buf.resize(floats * sizeof(float));
 }
 
+OpProfile::Entry& OpProfile::at(const std::string& key) {
+    for (auto& [k, e] : entries)
+        if (k == key) return e;
+    entries.emplace_back(key, Entry{});
+    return entries.back().second;
+}
+
+void CpuBackend::set_profiling(bool on) {
+    profiling_ = on;
+    profile_.entries.clear();
+}
+
+namespace {
+const char* op_name(Op op) {
+    switch (op) {
+        case Op::GET_ROWS: return "get_rows";
+        case Op::RMS_NORM_MUL: return "rms_norm";
+        case Op::MUL_MAT: return "mul_mat";
+        case Op::ADD: return "add";
+        case Op::GLU: return "glu";
+        case Op::SCALE: return "scale";
+        case Op::ROPE: return "rope";
+        case Op::KV_STORE: return "kv_store";
+        case Op::ATTENTION: return "attention";
+        default: return "other";
+    }
+}
+
+// "mul_mat ffn_down" for blk.N.ffn_down.weight; the op name for everything else
+std::string profile_key(const Tensor* t) {
+    std::string key = op_name(t->op);
+    if (t->op != Op::MUL_MAT) return key;
+    std::string w = t->src[0]->name;
+    if (w.rfind("blk.", 0) == 0) {
+        const size_t dot = w.find('.', 4);
+        if (dot != std::string::npos) w = w.substr(dot + 1);
+    }
+    const size_t suffix = w.rfind(".weight");
+    if (suffix != std::string::npos) w = w.substr(0, suffix);
+    return key + " " + (w.empty() ? "?" : w);
+}
+
+double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
     work_.resize(work_size(graph, isa_, pool_.size()) + 64);  // grows only: no allocation in the token loop
     const auto& nodes = graph.nodes();
@@ -529,6 +577,7 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
         p.isa = isa_;
         p.pool = nth > 1 ? &pool_ : nullptr;
         int64_t passed = 0;  // barriers passed, the same count on every thread
+        const bool timed = profiling_ && ith == 0;
         auto sync = [&]() {
             if (ith == 0 && cancel && *cancel && stop_at.load(std::memory_order_relaxed) == kNever)
                 stop_at.store(passed, std::memory_order_relaxed);
@@ -537,9 +586,24 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
         };
         for (size_t i = 0; i < nodes.size(); ++i) {
             if (nodes[i]->op == Op::VIEW) continue;  // no work, so no barrier either
-            if (plan[i] && sync()) return;
+            double t0 = timed ? now_seconds() : 0.0;
+            if (plan[i]) {
+                if (sync()) return;
+                if (timed) {
+                    const double t1 = now_seconds();
+                    OpProfile::Entry& e = profile_.at("barrier wait");
+                    ++e.count;
+                    e.seconds += t1 - t0;
+                    t0 = t1;
+                }
+            }
             p.next_chunk = &chunks_[i];
             compute_node(nodes[i], p);
+            if (timed) {
+                OpProfile::Entry& e = profile_.at(profile_key(nodes[i]));
+                ++e.count;
+                e.seconds += now_seconds() - t0;
+            }
         }
     });
     return stop_at.load() == kNever;

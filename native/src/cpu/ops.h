@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/arena.h"
@@ -33,6 +35,19 @@ struct ComputeParams {
     std::atomic<int64_t>* next_chunk = nullptr;  // this node's shared row-chunk counter
 };
 
+// Where a graph's time goes, per kind of node (op name; matrix products by weight name
+// with the block number dropped, "mul_mat ffn_down"), measured on thread 0: its own
+// compute, and separately its waits at barriers (the other threads' lag plus the
+// barrier's cost).
+struct OpProfile {
+    struct Entry {
+        int64_t count = 0;
+        double seconds = 0.0;
+    };
+    std::vector<std::pair<std::string, Entry>> entries;  // first-seen order
+    Entry& at(const std::string& key);
+};
+
 class CpuBackend {
 public:
     // max_row: the longest activation row (elements), for per-thread scratch.
@@ -42,6 +57,9 @@ public:
     // Runs every node in order. cancel (may be null) is polled between nodes;
     // returns false when cancelled.
     bool compute(const Graph& graph, const volatile int32_t* cancel);
+    // Profiling (off by default): on resets the counts.
+    void set_profiling(bool on);
+    const OpProfile& profile() const { return profile_; }
 
 private:
     ThreadPool pool_;
@@ -53,6 +71,8 @@ private:
     // plan is made once per shape, not per token)
     uint64_t plan_graph_ = 0;
     std::vector<uint8_t> plan_;
+    bool profiling_ = false;
+    OpProfile profile_;
 };
 
 // Bytes of the work buffer a graph needs at an ISA level: converted activations,

@@ -53,6 +53,8 @@ public:
     void decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool all_logits);
     const float* logits(int32_t i) const;  // nullptr when absent
     int32_t n_logits() const { return n_logits_; }
+    void set_profiling(bool on) { backend_.set_profiling(on); }
+    const OpProfile& profile() const { return backend_.profile(); }
 
 private:
     BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
