@@ -98,7 +98,7 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
     q = g.rope(q, pos, rp, rope_factors);
     const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
     Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
-                               hp.is_swa(il) ? hp.n_swa : 0);
+                               hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap);
     return g.mul_mat(L.wo, attn);
 }
 

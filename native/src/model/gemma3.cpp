@@ -3,6 +3,8 @@
 // (tanh) gated feed-forward; five of every six blocks attend over a sliding window with
 // their own rope base (10000), the sixth over everything with the model's rope base and
 // scaling. GGUF norm weights already include Gemma's +1.
+// Gemma 2 is the same graph without the Q/K norms, every other block local (with the
+// model's own rope), and soft-capped attention scores and logits.
 #include <cmath>
 
 #include "core/error.h"
@@ -11,43 +13,77 @@
 
 namespace ember {
 
+namespace {
+
+// Which blocks are local: a per-layer flag array, or "every n-th block global" (n from
+// the file, else the family's default).
+void read_swa_pattern(const GGUFFile& g, HParams& h, int64_t default_period) {
+    const std::string a = h.arch + ".";
+    h.swa_layers.assign((size_t)h.n_layer, 0);
+    const GGUFValue* pattern = g.find(a + "attention.sliding_window_pattern");
+    if (pattern && pattern->type == GGUFType::ARRAY) {
+        const std::vector<int64_t> flags = g.get_int_array(a + "attention.sliding_window_pattern");
+        if ((int64_t)flags.size() < h.n_layer)
+            fail(EMBER_ERR_FORMAT, "attention.sliding_window_pattern has fewer entries than layers");
+        for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = flags[(size_t)il] != 0;
+    } else {
+        const int64_t n = g.get_int_or(a + "attention.sliding_window_pattern", default_period);
+        if (n < 0) fail(EMBER_ERR_FORMAT, "attention.sliding_window_pattern must not be negative");
+        for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = n == 0 || il % n < n - 1;
+    }
+}
+
+// Gemma 2 and 3 27B scale queries by the model width per head, the others by the head size.
+float gemma_query_scale(const HParams& h, int32_t layers_of_27b) {
+    return h.n_layer == layers_of_27b ? 1.0f / std::sqrt((float)(h.n_embd / h.n_head))
+                                      : 1.0f / std::sqrt((float)h.head_dim);
+}
+
+}  // namespace
+
+void gemma2_read_hparams(const GGUFFile& g, HParams& h) {
+    const std::string a = h.arch + ".";
+    h.n_swa = (int32_t)g.get_int_or(a + "attention.sliding_window", 4096);
+    if (h.n_swa <= 0) fail(EMBER_ERR_FORMAT, "attention.sliding_window must be positive");
+    read_swa_pattern(g, h, 2);
+    h.rope_freq_base_swa = (float)g.get_float_or(a + "rope.freq_base_swa", h.rope_freq_base);
+    h.rope_freq_scale_swa = h.rope_freq_scale;
+    h.attn_softcap = (float)g.get_float_or(a + "attn_logit_softcapping", 0.0);
+    h.final_softcap = (float)g.get_float_or(a + "final_logit_softcapping", 0.0);
+    if (h.attn_softcap < 0.0f || h.final_softcap < 0.0f) fail(EMBER_ERR_FORMAT, "soft-caps must not be negative");
+    h.attn_scale = gemma_query_scale(h, 46);
+}
+
 void gemma3_read_hparams(const GGUFFile& g, HParams& h) {
     const std::string a = h.arch + ".";
     h.n_swa = (int32_t)g.get_int_or(a + "attention.sliding_window", 0);
     if (h.n_swa < 0) fail(EMBER_ERR_FORMAT, "attention.sliding_window must not be negative");
     h.swa_layers.clear();
     if (h.n_swa > 0) {
-        h.swa_layers.assign((size_t)h.n_layer, 0);
-        const GGUFValue* pattern = g.find(a + "attention.sliding_window_pattern");
-        if (pattern && pattern->type == GGUFType::ARRAY) {
-            // one flag per layer
-            const std::vector<int64_t> flags = g.get_int_array(a + "attention.sliding_window_pattern");
-            if ((int64_t)flags.size() < h.n_layer)
-                fail(EMBER_ERR_FORMAT, "attention.sliding_window_pattern has fewer entries than layers");
-            for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = flags[(size_t)il] != 0;
-        } else {
-            // every n-th layer global, the others local
-            const int64_t n = g.get_int_or(a + "attention.sliding_window_pattern", 6);
-            for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = n == 0 || il % n < n - 1;
-        }
+        read_swa_pattern(g, h, 6);
         h.rope_freq_base_swa = (float)g.get_float_or(a + "rope.freq_base_swa", 10000.0);
         h.rope_freq_scale_swa = 1.0f;
     }
     h.final_softcap = (float)g.get_float_or(a + "final_logit_softcapping", 0.0);
-    // Gemma 3 27B scales queries by the model width per head, the others by the head size
-    h.attn_scale = h.n_layer == 62 ? 1.0f / std::sqrt((float)(h.n_embd / h.n_head))
-                                   : 1.0f / std::sqrt((float)h.head_dim);
+    if (h.final_softcap < 0.0f) fail(EMBER_ERR_FORMAT, "final_logit_softcapping must not be negative");
+    h.attn_scale = gemma_query_scale(h, 62);
 }
 
-void gemma3_bind_layer(Model& m, int32_t il) {
+void gemma2_bind_layer(Model& m, int32_t il) {
     const HParams& h = m.hparams();
     bind_attention_weights(m, il);
     bind_ffn_weights(m, il);
     LayerWeights& L = m.layers[(size_t)il];
-    L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
-    L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
     L.attn_post_norm = m.layer_weight(il, "post_attention_norm", {h.n_embd});
     L.ffn_post_norm = m.layer_weight(il, "post_ffw_norm", {h.n_embd});
+}
+
+void gemma3_bind_layer(Model& m, int32_t il) {
+    const HParams& h = m.hparams();
+    gemma2_bind_layer(m, il);
+    LayerWeights& L = m.layers[(size_t)il];
+    L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
+    L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
 }
 
 void gemma3_build_graph(GraphBuilder& b) {

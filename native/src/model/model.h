@@ -43,6 +43,7 @@ struct HParams {
     float rope_freq_scale_swa = 1.0f;
     float attn_scale = 0.0f;        // scale of Q.K; 0: 1/sqrt(head_dim)
     float final_softcap = 0.0f;     // logits soft-cap; 0: none
+    float attn_softcap = 0.0f;      // attention scores soft-cap; 0: none
 
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
 };
