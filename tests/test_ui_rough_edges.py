@@ -142,6 +142,20 @@ def test_regenerate_does_not_report_a_prompt_speed_for_a_cached_prompt(qtbot, da
 
 # ---- bug 6: one name for the model ---------------------------------------------------------
 
+@pytest.mark.parametrize(("file", "name"), [
+    ("SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct"),
+    ("gemma-3-270m-q4_k_m.gguf", "gemma-3-270m"),
+    ("Llama-3.2-1B-Instruct-IQ3_XXS.gguf", "Llama-3.2-1B-Instruct"),
+    ("phi-4-BF16.gguf", "phi-4"),
+    ("ember-synth-qwen3.gguf", "ember-synth-qwen3"),
+    ("Q8_0.gguf", "Q8_0"),
+    ("/models/My Model v2.gguf", "My Model v2"),
+])
+def test_display_name_is_the_file_name_without_the_quantization(file, name):
+    from ember.ui.workers import display_name
+    assert display_name(file) == name
+
+
 def test_the_model_has_one_name(qtbot, data_dir, starter_model_path):
     from ember.ui.workers import display_name
     name = display_name(starter_model_path)
@@ -207,6 +221,5 @@ def test_after_a_failed_load_with_chats_the_window_offers_to_open_a_model(
                         lambda *a, **k: (str(starter_model_path), ""))
     with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
         qtbot.mouseClick(visible[0], Qt.LeftButton)
-    assert not any(b.isVisible() for b in visible if b.window() is win
-                   and b.objectName() == "noModelOpenButton")
+    assert not win.no_model_bar.isVisible()
     type_and_send(qtbot, win, "Hi")

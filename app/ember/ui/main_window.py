@@ -34,13 +34,33 @@ from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
 from .settings_dialog import SettingsDialog
-from .widgets import Banner, ChatView, Composer, MessageWidget, ModelCard, Sidebar, WelcomeView
-from .workers import GenerateWorker, GenRequest, LoadWorker, effective_n_ctx, human_bytes
+from .widgets import (
+    Banner,
+    ChatView,
+    Composer,
+    MessageWidget,
+    ModelCard,
+    NoModelBar,
+    Sidebar,
+    WelcomeView,
+)
+from .workers import (
+    GenerateWorker,
+    GenRequest,
+    LoadWorker,
+    display_name,
+    effective_n_ctx,
+    human_bytes,
+)
 
 log = logging.getLogger("ember.ui")
 
 FLUSH_MS = 40  # streamed text reaches the screen and the database at most this often
 UNDO_SECONDS = 10
+STATUS_SECONDS = 8  # how long a one-off status line ("Imported 1 chat") stays
+# A prompt speed needs a batch to time: with fewer new tokens (Regenerate and Continue
+# find the prompt in the KV cache) the time is one decode step, not prompt processing.
+MIN_PROMPT_SPEED_TOKENS = 16
 STOP_LABELS = {"eog": "finished", "length": "length limit", "cancelled": "stopped",
                "context_full": "context full", "stop_string": "finished", "error": "error"}
 
@@ -124,6 +144,9 @@ class MainWindow(QMainWindow):
         self._undo_timer = QTimer(self)
         self._undo_timer.setSingleShot(True)
         self._undo_timer.timeout.connect(self._expire_undo)
+        self._status_timer = QTimer(self)
+        self._status_timer.setSingleShot(True)
+        self._status_timer.timeout.connect(lambda: self.status_msg.setText(""))
         self._mem_timer = QTimer(self)
         self._mem_timer.timeout.connect(self._update_memory)
         self._mem_timer.start(2000)
@@ -133,7 +156,9 @@ class MainWindow(QMainWindow):
         convs = self.store.conversations()
         if convs:
             self.select_conversation(convs[0].id)
-        self.welcome.set_starter_available(starter.installed() is not None)
+        has_starter = starter.installed() is not None
+        self.welcome.set_starter_available(has_starter)
+        self.no_model_bar.set_starter_available(has_starter)
         self.welcome.set_recent([p for p in self.settings.recent_models if Path(p).is_file()])
         self._update_view()
         target = open_model or (self.settings.last_model if restore_last else None)
@@ -207,6 +232,13 @@ class MainWindow(QMainWindow):
         cw = QVBoxLayout(comp_wrap)
         cw.setContentsMargins(24, 6, 24, 10)
         cw.setSpacing(4)
+        self.no_model_bar = NoModelBar()
+        self.no_model_bar.setMaximumWidth(860)
+        nrow = QHBoxLayout()
+        nrow.addStretch(1)
+        nrow.addWidget(self.no_model_bar, 100)
+        nrow.addStretch(1)
+        cw.addLayout(nrow)
         crow = QHBoxLayout()
         crow.addStretch(1)
         self.composer = Composer()
@@ -260,6 +292,8 @@ class MainWindow(QMainWindow):
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.use_starter.connect(self.use_starter)
         self.welcome.open_recent.connect(self.open_model_path)
+        self.no_model_bar.open_model.connect(self.choose_model)
+        self.no_model_bar.use_starter.connect(self.use_starter)
         self.card.cancel_load.connect(self.cancel_load)
         self.card.open_model.connect(self.choose_model)
         for w in (self.composer.input, self.system_edit, self.sidebar.search):
@@ -328,6 +362,7 @@ class MainWindow(QMainWindow):
         show_chat = self.model is not None or has_msgs
         self.stack.setCurrentWidget(self.chat_page if show_chat else self.welcome)
         self.card.setVisible(self.model_info is not None or self.loading)
+        self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
         ready = self.model is not None and not self.loading
         self.composer.input.setEnabled(True)
         self.composer.send_button.setEnabled(ready and not self.generating)
@@ -347,6 +382,9 @@ class MainWindow(QMainWindow):
                           busy=busy)
 
     def show_error(self, title: str, detail: str = "") -> None:
+        if self._status_timer.isActive():  # "Imported 1 chat" is no news after an error
+            self._status_timer.stop()
+            self.status_msg.setText("")
         self.error_banner.show_message(title, detail)
         log.warning("%s: %s", title, detail)
 
@@ -385,15 +423,17 @@ class MainWindow(QMainWindow):
         self.system_button.setChecked(bool(conv.system_prompt))
         self.notice_banner.hide()
         self._render_conversation()
+        self._show_chat_status()
         self._update_view()
 
     def _render_conversation(self) -> None:
         self.chat_view.clear()
         if self.current_conv is None:
             return
-        name = self.model_info["short_name"] if self.model_info else "Assistant"
+        conv = self.store.conversation(self.current_conv)
         for m in self.store.messages(self.current_conv):
-            w = self._message_widget(m.id, m.role, m.content, m.created, m.complete, name)
+            w = self._message_widget(m.id, m.role, m.content, m.created, m.complete,
+                                     self._reply_name(m.meta, conv))
             if self._gen and m.id == self._gen["msg_id"]:
                 w.content = self._gen["text"]
                 w.set_streaming(True)
@@ -401,6 +441,16 @@ class MainWindow(QMainWindow):
                 w.set_footer(self._footer(m.meta))
         self._update_actions()
         self.chat_view.scroll_to_bottom()
+
+    def _reply_name(self, meta: dict | None, conv) -> str:
+        """Who wrote a reply, by the one name the app gives a model (display_name): the
+        model the reply records, else the one the chat was started with, else the model
+        loaded now; "Assistant" only for replies of unknown origin (imported chats)."""
+        if meta and meta.get("model_file"):
+            return display_name(meta["model_file"])
+        if conv is not None and conv.model_path:
+            return display_name(conv.model_path)
+        return self.model_info["name"] if self.model_info else "Assistant"
 
     def _message_widget(self, msg_id, role, content, created=None, complete=True,
                         name="Assistant") -> MessageWidget:
@@ -559,7 +609,7 @@ class MainWindow(QMainWindow):
         self.settings.remember_model(info["path"])
         self._save_settings()
         self.setWindowTitle(f"Ember — {info['name']}")
-        self._status(self.status_ctx, f"context 0 / {info['n_ctx']:,}")
+        self._show_chat_status()
         self.welcome.set_recent(self.settings.recent_models)
         self._update_view()
         self.composer.input.setFocus()
@@ -581,7 +631,7 @@ class MainWindow(QMainWindow):
             return
         self._finish_loader()
         self._restore_card()
-        self.status_msg.setText(f"Loading {Path(path).name} was cancelled")
+        self._flash(f"Loading {Path(path).name} was cancelled")
         self._update_view()
 
     def _restore_card(self) -> None:
@@ -654,17 +704,22 @@ class MainWindow(QMainWindow):
             history = self._history(conv_id, upto=continue_id)
             prefix = msg.content
             mid = continue_id
+            base_tokens = msg.meta.get("generated_tokens")
+            if not isinstance(base_tokens, int):  # interrupted before it was counted
+                base_tokens = len(self.model.tokenize(prefix, add_special=False)) if prefix else 0
             self.store.update_message(mid, complete=False)
             w = self.chat_view.widget_for(mid)
         else:
             history = self._history(conv_id)
             prefix = ""
+            base_tokens = 0
             mid = self.store.add_message(conv_id, "assistant", "", complete=False)
-            w = self._message_widget(mid, "assistant", "", name=self.model_info["short_name"])
+            w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
         if w is not None:
             w.set_footer("")
             w.set_streaming(True)
         self._gen = {"conv_id": conv_id, "msg_id": mid, "text": prefix, "pending": "",
+                     "base_tokens": base_tokens,
                      "t0": time.perf_counter(), "first": None, "notice": None, "error": None}
         req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
                          params=s.sampling_params(), raw=self._raw_mode(),
@@ -692,8 +747,9 @@ class MainWindow(QMainWindow):
         if info.get("notice"):
             self._gen["notice"] = info["notice"]
             self.notice_banner.show_message("Context window", info["notice"])
-        if self.model_info:
-            self._status(self.status_ctx, f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
+        if self.model_info and self._gen["conv_id"] == self.current_conv:
+            self._status(self.status_ctx,
+                         f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
 
     def _on_chunk(self, text: str) -> None:
         g = self._gen
@@ -735,16 +791,20 @@ class MainWindow(QMainWindow):
         self.status_msg.setText("")
         if g is None:
             return
-        pe = stats.get("prompt_evaluated") or stats["prompt_tokens"]
-        pp = pe / stats["prompt_seconds"] if stats["prompt_seconds"] > 0 else 0.0
+        pe = stats.get("prompt_evaluated", stats["prompt_tokens"])
+        pp = (pe / stats["prompt_seconds"]
+              if stats["prompt_seconds"] > 0 and pe >= MIN_PROMPT_SPEED_TOKENS else None)
         tg = (stats["generated_tokens"] / stats["generation_seconds"]
               if stats["generation_seconds"] > 0 else 0.0)
-        meta = {"prompt_tokens": stats["prompt_tokens"],
-                "generated_tokens": stats["generated_tokens"],
-                "prompt_tps": round(pp, 2), "gen_tps": round(tg, 2),
+        meta = {"prompt_tokens": stats["prompt_tokens"], "prompt_evaluated": pe,
+                # a continued reply counts all its tokens, not only this run's
+                "generated_tokens": g["base_tokens"] + stats["generated_tokens"],
+                "prompt_tps": round(pp, 2) if pp is not None else None,
+                "gen_tps": round(tg, 2), "n_past": stats["n_past"],
                 "stop_reason": stats["stop_reason"],
                 "first_token_s": round(g["first"], 3) if g["first"] is not None else None,
-                "model": self.model_info["name"] if self.model_info else None}
+                "model": self.model_info["name"] if self.model_info else None,
+                "model_file": self.model_info["file_name"] if self.model_info else None}
         if g["notice"]:
             meta["notice"] = g["notice"]
         self.last_stats = dict(stats, prompt_tps=pp, gen_tps=tg)
@@ -764,10 +824,8 @@ class MainWindow(QMainWindow):
                 "The context window is full",
                 "The reply stopped because the conversation reached the context length. "
                 "Start a new chat or raise the context length in Settings.")
-        if stats["generated_tokens"] or stats["prompt_seconds"]:
-            self._status(self.status_tps, f"prompt {pp:.1f} t/s · generation {tg:.1f} t/s")
-        if self.model_info:
-            self._status(self.status_ctx, f"context {stats['n_past']:,} / {self.model_info['n_ctx']:,}")
+        if g["conv_id"] == self.current_conv:
+            self._show_chat_status()
         self._update_view()
         log.info("reply: %s", json.dumps(meta))
         self.generation_finished.emit(dict(stats, msg_id=g["msg_id"], text=g["text"]))
@@ -884,7 +942,7 @@ class MainWindow(QMainWindow):
         else:
             Path(path).write_text(json.dumps(self.store.export_json(), indent=2,
                                              ensure_ascii=False), encoding="utf-8")
-        self.status_msg.setText(f"Exported to {path}")
+        self._flash(f"Exported to {path}")
 
     def import_chats(self, path: str | os.PathLike) -> list[int]:
         try:
@@ -895,7 +953,7 @@ class MainWindow(QMainWindow):
         self.refresh_conversations()
         if ids:
             self.select_conversation(ids[0])
-        self.status_msg.setText(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''}")
+        self._flash(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''}")
         return ids
 
     def _docs_dir(self) -> str:
@@ -980,6 +1038,39 @@ class MainWindow(QMainWindow):
     def _update_memory(self) -> None:
         rss = process_memory()
         self.status_mem.setText(f"memory {human_bytes(rss)}" if rss else "memory —")
+
+    def _flash(self, text: str) -> None:
+        """A one-off status line: it goes after STATUS_SECONDS, or at the next error."""
+        self.status_msg.setText(text)
+        self._status_timer.start(STATUS_SECONDS * 1000)
+
+    def _show_chat_status(self) -> None:
+        """Speeds and context use of the chat on screen, from its last counted reply."""
+        n_ctx = f"{self.model_info['n_ctx']:,}" if self.model_info else "—"
+        msgs = self.store.messages(self.current_conv) if self.current_conv is not None else []
+        meta = next((m.meta for m in reversed(msgs)
+                     if m.role == "assistant" and "generated_tokens" in m.meta), None)
+        if meta is None:
+            self._status(self.status_tps, "— t/s")
+            self.status_tps.setToolTip("Prompt processing and generation speed of this "
+                                       "chat's last reply")
+            self._status(self.status_ctx, f"context {0 if not msgs else '—'} / {n_ctx}")
+            return
+        pp, tg = meta.get("prompt_tps"), meta.get("gen_tps") or 0.0
+        prompt = f"prompt {pp:.1f} t/s" if pp else "prompt cached"
+        self._status(self.status_tps, f"{prompt} · generation {tg:.1f} t/s")
+        pe = meta.get("prompt_evaluated")
+        tip = f"Last reply: {meta.get('prompt_tokens', 0):,} prompt tokens"
+        if isinstance(pe, int):
+            tip += f", {pe:,} evaluated and {max(meta.get('prompt_tokens', 0) - pe, 0):,} " \
+                   f"reused from the cache"
+        self.status_tps.setToolTip(tip + f"; {meta['generated_tokens']:,} tokens generated")
+        used = meta.get("n_past")
+        if not isinstance(used, int):  # replies stored before n_past was
+            used = meta.get("prompt_tokens", 0) + meta["generated_tokens"]
+        self._status(self.status_ctx, f"context {used:,} / {n_ctx}")
+        self.status_ctx.setToolTip("Tokens this chat takes in the context window (prompt "
+                                   "and reply)")
 
     @staticmethod
     def _status(label: QLabel, text: str) -> None:

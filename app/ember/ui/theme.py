@@ -127,8 +127,8 @@ QToolButton:hover {{ background: {c['sidebar_sel']}; color: {c['text']}; }}
 #errorBanner {{ background: {c['error_bg']}; border: 1px solid {c['error_border']};
     border-radius: 10px; }}
 #errorText {{ color: {c['error_text']}; }}
-#noticeBanner, #undoBar {{ background: {c['notice_bg']}; border-radius: 10px; }}
-#noticeText, #undoText {{ color: {c['notice_text']}; }}
+#noticeBanner, #undoBar, #noModelBar {{ background: {c['notice_bg']}; border-radius: 10px; }}
+#noticeText, #undoText, #noModelText {{ color: {c['notice_text']}; }}
 QProgressBar {{ border: 1px solid {c['border']}; border-radius: 5px; background: {c['bg']};
     height: 10px; text-align: center; color: {c['text']}; }}
 QProgressBar::chunk {{ background: {c['accent']}; border-radius: 4px; }}

@@ -701,6 +701,9 @@ class ModelCard(QFrame):
     def show_info(self, info: dict, n_ctx: int, prompt_format: str = "") -> None:
         self.info = info
         self.name.setText(info["name"])
+        general = info.get("general_name")
+        self.name.setToolTip(f"Name in the file: {general}" if general and general != info["name"]
+                             else "")
         self.file.setText(info["file_name"])
         self.file.setToolTip(info["path"])
         size = info.get("size_label")
@@ -844,6 +847,39 @@ class WelcomeView(QFrame):
         self.drop_zone.setProperty("active", on)
         self.drop_zone.style().unpolish(self.drop_zone)
         self.drop_zone.style().polish(self.drop_zone)
+
+
+# ---- no model ------------------------------------------------------------------------------
+
+class NoModelBar(QFrame):
+    """Above the message box while no model is loaded (after a failed or cancelled load,
+    with chats on screen): says so, and offers to open one."""
+
+    open_model = Signal()
+    use_starter = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("noModelBar")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(14, 8, 8, 8)
+        lay.setSpacing(8)
+        self.text = QLabel("No model is loaded. Open one to continue this chat.")
+        self.text.setObjectName("noModelText")
+        self.text.setWordWrap(True)
+        lay.addWidget(self.text, 1)
+        self.open_button = _button("Open model…", "noModelOpenButton", primary=True,
+                                   tip="Open a .gguf file (Ctrl+O)")
+        self.open_button.clicked.connect(self.open_model)
+        lay.addWidget(self.open_button)
+        self.starter_button = _button("Use the starter model", "noModelStarterButton",
+                                      tip="SmolLM2 135M Instruct: small and quick")
+        self.starter_button.clicked.connect(self.use_starter)
+        lay.addWidget(self.starter_button)
+        self.hide()
+
+    def set_starter_available(self, available: bool) -> None:
+        self.starter_button.setVisible(available)
 
 
 # ---- banners --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ QThread, reporting back through queued signals. The UI thread never calls into t
 engine while a worker owns the model (it only calls Model.cancel(), which is safe)."""
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,6 +38,23 @@ def error_title(status: int) -> str:
     return _STATUS_TITLES.get(status, "The model could not be loaded")
 
 
+# a quantization tag at the end of a file name: ".Q4_1", "-q4_k_m", "-IQ3_XXS", ".F16", "-bf16"
+_QUANT_SUFFIX = re.compile(r"[.\-_](?:i?q\d+(?:_[0-9a-z]+)*|f16|f32|bf16|fp16|fp32)$",
+                           re.IGNORECASE)
+
+
+def display_name(path: str | Path) -> str:
+    """The one name the app gives a model (card, message headers, window title): its file
+    name without the extension and the quantization tag ("SmolLM2-135M-Instruct" for
+    SmolLM2-135M-Instruct.Q4_1.gguf). The file name is what the user chose and will
+    recognise, and it is known before the model loads."""
+    stem = Path(str(path)).name
+    if stem.lower().endswith(".gguf"):
+        stem = stem[:-5]
+    short = _QUANT_SUFFIX.sub("", stem)
+    return short or stem or "Model"
+
+
 def describe_model(model: Model, path: str | Path) -> dict:
     """What the model card shows (from a header-only or fully loaded model).
 
@@ -56,15 +74,13 @@ def describe_model(model: Model, path: str | Path) -> dict:
         kv_heads_total = n_head_kv * max(n_layer, 1)
     n_embd = model.n_embd
     head_dim = meta_int(meta.get(f"{arch}.attention.key_length")) or max(n_embd // n_head, 1)
-    name = meta.get("general.name") or Path(path).stem
-    base, size = meta.get("general.basename"), meta.get("general.size_label")
-    short = f"{base} {size}" if base and size else (base or str(name))
-    short = short if len(short) <= 28 else short[:27] + "…"
+    general_name = meta.get("general.name")
     template = meta.get("tokenizer.chat_template")
     builtin = detect_builtin_format(meta)
     tokens = meta.get("tokenizer.ggml.tokens")
     return {
-        "path": str(path), "file_name": Path(path).name, "name": str(name), "short_name": short, "arch": arch,
+        "path": str(path), "file_name": Path(path).name, "name": display_name(path),
+        "general_name": str(general_name) if general_name else "", "arch": arch,
         "n_params": model.n_params, "ftype": model.ftype, "file_size": model.file_size,
         "n_ctx_train": model.n_ctx_train, "n_layer": n_layer, "n_embd": n_embd,
         "n_head": n_head, "n_head_kv": n_head_kv, "kv_heads_total": kv_heads_total,
@@ -288,7 +304,6 @@ class GenerateWorker(QThread):
     def run(self) -> None:
         stats = GenerationStats()
         n_prompt = 0
-        n_evaluated = 0
         try:
             built = build_prompt(self.model, self.template, self.req)
             n_prompt = built.n_tokens
@@ -298,14 +313,6 @@ class GenerateWorker(QThread):
                 stats.stop_reason = "cancelled"
             else:
                 scanner = StopScanner(built.stop_strings)
-                cached = list(self.session.cached)
-                ids = self.model.tokenize(built.text, add_special=True,
-                                          parse_special=not self.req.raw)
-                common = 0
-                while (common < min(len(cached), len(ids) - 1)
-                       and cached[common] == ids[common]):
-                    common += 1
-                n_evaluated = len(ids) - common
                 gen = self.session.generate(built.text, built.max_tokens, self.req.params,
                                             stats=stats)
                 try:
@@ -344,7 +351,7 @@ class GenerateWorker(QThread):
         self.finished_gen.emit({
             "prompt_tokens": stats.prompt_tokens or n_prompt,
             "generated_tokens": stats.generated_tokens,
-            "prompt_evaluated": n_evaluated,
+            "prompt_evaluated": stats.prompt_evaluated,
             "prompt_seconds": stats.prompt_seconds,
             "generation_seconds": stats.generation_seconds,
             "stop_reason": stats.stop_reason,
