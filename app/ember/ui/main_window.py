@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QPlainTextEdit,
+    QSizePolicy,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -38,6 +39,7 @@ from .widgets import (
     Banner,
     ChatView,
     Composer,
+    ElidedLabel,
     MessageWidget,
     ModelCard,
     NoModelBar,
@@ -175,7 +177,6 @@ class MainWindow(QMainWindow):
         row.setSpacing(0)
         self.sidebar = Sidebar()
         row.addWidget(self.sidebar)
-        self.sidebar.setFixedWidth(260)
         center = QWidget()
         col = QVBoxLayout(center)
         col.setContentsMargins(0, 0, 0, 0)
@@ -199,7 +200,7 @@ class MainWindow(QMainWindow):
         header.setObjectName("chatHeader")
         hl = QHBoxLayout(header)
         hl.setContentsMargins(24, 10, 16, 10)
-        self.chat_title = QLabel("New chat")
+        self.chat_title = ElidedLabel("New chat")
         self.chat_title.setObjectName("chatTitle")
         hl.addWidget(self.chat_title, 1)
         self.system_button = QToolButton()
@@ -249,6 +250,7 @@ class MainWindow(QMainWindow):
         self.composer_hint = QLabel("Enter to send · Shift+Enter for a new line · Esc to stop")
         self.composer_hint.setObjectName("composerHint")
         self.composer_hint.setAlignment(Qt.AlignCenter)
+        self.composer_hint.setWordWrap(True)
         cw.addWidget(self.composer_hint)
         cp.addWidget(comp_wrap)
         self.stack.addWidget(self.chat_page)
@@ -360,7 +362,12 @@ class MainWindow(QMainWindow):
     def _update_view(self) -> None:
         has_msgs = bool(self.current_conv and self.store.messages(self.current_conv))
         show_chat = self.model is not None or has_msgs
-        self.stack.setCurrentWidget(self.chat_page if show_chat else self.welcome)
+        page = self.chat_page if show_chat else self.welcome
+        self.stack.setCurrentWidget(page)
+        for w in (self.chat_page, self.welcome):
+            # the page not shown does not set the window's minimum size
+            policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
+            w.setSizePolicy(policy, policy)
         self.card.setVisible(self.model_info is not None or self.loading)
         self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
         ready = self.model is not None and not self.loading

@@ -115,6 +115,7 @@ QToolButton:hover {{ background: {c['sidebar_sel']}; color: {c['text']}; }}
 #chatInput {{ background: transparent; border: none; color: {c['text']}; }}
 #composerHint {{ color: {c['muted']}; font-size: {font_size - 2}pt; }}
 #modelCard {{ background: {c['surface']}; border-left: 1px solid {c['border']}; }}
+#modelCardScroll, #modelCardBody {{ background: transparent; border: none; }}
 #modelName {{ font-size: {font_size + 2}pt; font-weight: 700; }}
 #modelCard QLabel[field="true"] {{ color: {c['muted']}; }}
 #cardSection {{ color: {c['muted']}; font-size: {font_size - 2}pt; font-weight: 600;
@@ -138,9 +139,10 @@ QStatusBar QLabel {{ color: {c['muted']}; padding: 0 8px; }}
 QScrollBar:vertical {{ background: transparent; width: 10px; margin: 0; }}
 QScrollBar::handle:vertical {{ background: {c['border']}; border-radius: 4px; min-height: 30px; }}
 QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
-QLineEdit, QPlainTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
+QLineEdit, QPlainTextEdit, QComboBox {{
     background: {c['surface']}; border: 1px solid {c['border']}; border-radius: 6px;
     padding: 4px 6px; color: {c['text']}; }}
+#conversationList QLineEdit {{ padding: 1px 6px; border-color: {c['accent']}; }}
 QMenu {{ background: {c['surface']}; border: 1px solid {c['border']}; }}
 QMenu::item {{ padding: 5px 22px; }}
 QMenu::item:selected {{ background: {c['accent_soft']}; color: {c['text']}; }}

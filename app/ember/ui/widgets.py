@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLayout,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QStyledItemDelegate,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
@@ -54,6 +56,146 @@ def _tool(text: str, name: str, tip: str) -> QToolButton:
     b.setAccessibleName(tip)
     b.setCursor(Qt.PointingHandCursor)
     return b
+
+
+class HeaderLayout(QLayout):
+    """A message's header: who and when at the left, the actions at the right, on one
+    line where they fit; in a narrow window the items wrap onto more lines (left-aligned)
+    instead of widening the message past the window's edge."""
+
+    def __init__(self, parent=None, spacing: int = 6):
+        super().__init__(parent)
+        self._items: list = []
+        self._split = 0  # items before this index go left, the rest right
+        self.setSpacing(spacing)
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item) -> None:
+        self._items.append(item)
+
+    def add_left(self, w: QWidget) -> None:
+        self.addWidget(w)
+        self._items.insert(self._split, self._items.pop())
+        self._split += 1
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, i: int):
+        return self._items[i] if 0 <= i < len(self._items) else None
+
+    def takeAt(self, i: int):
+        if 0 <= i < len(self._items):
+            if i < self._split:
+                self._split -= 1
+            return self._items.pop(i)
+        return None
+
+    def expandingDirections(self):
+        return Qt.Orientations(0)
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return self._arrange(QRect(0, 0, width, 0), apply=False)
+
+    def _visible(self):
+        return [(i, it) for i, it in enumerate(self._items) if not it.isEmpty()]
+
+    def sizeHint(self) -> QSize:
+        items = self._visible()
+        w = sum(it.sizeHint().width() for _, it in items) + self.spacing() * max(len(items) - 1, 0)
+        h = max((it.sizeHint().height() for _, it in items), default=0)
+        m = self.contentsMargins()
+        return QSize(w + m.left() + m.right(), h + m.top() + m.bottom())
+
+    def minimumSize(self) -> QSize:
+        items = self._visible()
+        w = max((it.minimumSize().width() for _, it in items), default=0)
+        h = max((it.minimumSize().height() for _, it in items), default=0)
+        m = self.contentsMargins()
+        return QSize(w + m.left() + m.right(), h + m.top() + m.bottom())
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._arrange(rect, apply=True)
+
+    def _arrange(self, rect: QRect, apply: bool) -> int:
+        m = self.contentsMargins()
+        r = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
+        items = self._visible()
+        sp = self.spacing()
+        hints = [it.sizeHint() for _, it in items]
+        total = sum(h.width() for h in hints) + sp * max(len(items) - 1, 0)
+        line_h = max((h.height() for h in hints), default=0)
+        if total <= r.width():  # one line: left group at the left, the actions at the right
+            if apply:
+                x = r.x()
+                right = [k for k, (i, _) in enumerate(items) if i >= self._split]
+                for k, (i, it) in enumerate(items):
+                    if right and k == right[0]:
+                        x = r.right() + 1 - (sum(hints[j].width() for j in right)
+                                             + sp * (len(right) - 1))
+                    h = hints[k]
+                    it.setGeometry(QRect(x, r.y() + (line_h - h.height()) // 2, h.width(),
+                                         h.height()))
+                    x += h.width() + sp
+            return line_h + m.top() + m.bottom()
+        x, y, line_h = r.x(), r.y(), 0
+        for k, (_, it) in enumerate(items):
+            w = min(hints[k].width(), r.width())
+            if x > r.x() and x + w > r.right() + 1:
+                x, y, line_h = r.x(), y + line_h + sp, 0
+            if apply:
+                it.setGeometry(QRect(x, y, w, hints[k].height()))
+            x += w + sp
+            line_h = max(line_h, hints[k].height())
+        return y + line_h - r.y() + m.top() + m.bottom()
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that shortens its text with "…" to the width it is given (the full
+    text in its tooltip) instead of asking the layout for the whole text's width."""
+
+    def __init__(self, text: str = "", parent=None):
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
+        self.setText(text)
+
+    def full_text(self) -> str:
+        return self._full
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._elide()
+
+    def sizeHint(self) -> QSize:
+        fm = self.fontMetrics()
+        m = self.contentsMargins()
+        return QSize(fm.horizontalAdvance(self._full) + m.left() + m.right() + 2,
+                     super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance("…") * 3,
+                     super().minimumSizeHint().height())
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._elide()
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() in (QEvent.FontChange, QEvent.StyleChange):
+            self._elide()
+
+    def _elide(self) -> None:
+        width = self.contentsRect().width()
+        shown = self.fontMetrics().elidedText(self._full, Qt.ElideRight, max(width, 1))
+        super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
+        self.setAccessibleName(self._full)
 
 
 # ---- messages ---------------------------------------------------------------------------
@@ -117,16 +259,14 @@ class MessageWidget(QFrame):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(16, 10, 16, 10)
         lay.setSpacing(6)
-        head = QHBoxLayout()
-        head.setSpacing(6)
+        head = HeaderLayout()
         name = ROLE_NAMES.get(role, role) if role != "assistant" else (assistant_name or "Assistant")
-        self.role_label = QLabel(name)
+        self.role_label = ElidedLabel(name)
         self.role_label.setObjectName("messageRole")
-        head.addWidget(self.role_label)
+        head.add_left(self.role_label)
         self.time_label = QLabel(time.strftime("%H:%M", time.localtime(created or time.time())))
         self.time_label.setObjectName("messageTime")
-        head.addWidget(self.time_label)
-        head.addStretch(1)
+        head.add_left(self.time_label)
         self.copy_button = _tool("Copy", "copyButton", "Copy this message")
         self.copy_button.clicked.connect(self.copy)
         self.edit_button = _tool("Edit", "editButton", "Edit this message and re-run from it")
@@ -477,6 +617,20 @@ class Composer(QFrame):
 
 # ---- sidebar -------------------------------------------------------------------------------
 
+class ConversationDelegate(QStyledItemDelegate):
+    """Rows as tall as the font needs, and the inline rename editor over the whole row
+    (the style would squeeze it into the item's padded text area and clip its text)."""
+
+    def sizeHint(self, option, index) -> QSize:
+        # no width of its own: a long title is elided to the list's width, never scrolled
+        return QSize(0, max(36, option.fontMetrics.height() + 18))
+
+    def updateEditorGeometry(self, editor, option, index) -> None:
+        r = option.rect
+        h = min(r.height(), max(editor.sizeHint().height(), editor.minimumSizeHint().height()))
+        editor.setGeometry(r.x() + 2, r.y() + (r.height() - h) // 2, r.width() - 4, h)
+
+
 class Sidebar(QFrame):
     new_chat = Signal()
     selected = Signal(int)
@@ -489,8 +643,10 @@ class Sidebar(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("sidebar")
+        # 260 px, down to 210 in a narrow window (the chat keeps the room it needs)
         self.setMinimumWidth(210)
-        self.setMaximumWidth(340)
+        self.setMaximumWidth(260)
+        self.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Preferred)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(12, 14, 12, 10)
         lay.setSpacing(10)
@@ -524,6 +680,8 @@ class Sidebar(QFrame):
         self.list.installEventFilter(self)
         self.list.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         self.list.setTextElideMode(Qt.ElideRight)
+        self.list.setItemDelegate(ConversationDelegate(self.list))
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         lay.addWidget(self.list, 1)
         self.empty = QLabel("Your chats will appear here.")
         self.empty.setObjectName("sidebarEmpty")
@@ -544,6 +702,9 @@ class Sidebar(QFrame):
         lay.addWidget(self.undo_bar)
         self._filling = False
 
+    def sizeHint(self) -> QSize:
+        return QSize(260, super().sizeHint().height())
+
     def eventFilter(self, obj, e):
         if obj is self.list and e.type() == QEvent.KeyPress and e.key() == Qt.Key_Delete:
             cid = self.current_id()
@@ -560,7 +721,6 @@ class Sidebar(QFrame):
             item.setData(Qt.UserRole, c.id)
             item.setFlags(item.flags() | Qt.ItemIsEditable)
             item.setToolTip(c.title)
-            item.setSizeHint(QSize(0, 36))
             self.list.addItem(item)
             if c.id == current:
                 self.list.setCurrentItem(item)
@@ -635,8 +795,22 @@ class ModelCard(QFrame):
         super().__init__(parent)
         self.setObjectName("modelCard")
         self.setAccessibleName("Model")
-        self.setFixedWidth(270)
-        lay = QVBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        # the fields scroll in a window too short for them at a large font, instead of
+        # making the window taller than the screen
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("modelCardScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll.viewport().setAutoFillBackground(False)
+        body = QWidget()
+        body.setObjectName("modelCardBody")
+        self.scroll.setWidget(body)
+        outer.addWidget(self.scroll)
+        lay = QVBoxLayout(body)
+        self._body_layout = lay
         lay.setContentsMargins(18, 18, 18, 14)
         lay.setSpacing(10)
         sec = QLabel("MODEL")
@@ -656,6 +830,7 @@ class ModelCard(QFrame):
         grid.setHorizontalSpacing(12)
         grid.setVerticalSpacing(7)
         self.values: dict[str, QLabel] = {}
+        self.keys: dict[str, QLabel] = {}
         for row, (name, label) in enumerate(self.FIELDS):
             k = QLabel(label)
             k.setProperty("field", True)
@@ -664,10 +839,12 @@ class ModelCard(QFrame):
             v.setObjectName(name)
             v.setTextInteractionFlags(Qt.TextSelectableByMouse)
             v.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            v.setWordWrap(True)  # a value too long for the widest card wraps, never clips
             grid.addWidget(k, row, 0)
             grid.addWidget(v, row, 1)
             grid.setColumnStretch(1, 1)
             self.values[name] = v
+            self.keys[name] = k
         lay.addLayout(grid)
         self.load_box = QWidget()
         lb = QVBoxLayout(self.load_box)
@@ -697,6 +874,24 @@ class ModelCard(QFrame):
         self.change_button.clicked.connect(self.open_model)
         lay.addWidget(self.change_button)
         self.info: dict | None = None
+        self._fit_width()
+
+    MIN_WIDTH, MAX_WIDTH = 270, 400
+
+    def _fit_width(self) -> None:
+        """As wide as the longest field name and value need at the current font size
+        (between MIN_WIDTH and MAX_WIDTH; a longer value wraps)."""
+        grid_w = (max(k.sizeHint().width() for k in self.keys.values()) + 12
+                  + max(v.fontMetrics().horizontalAdvance(v.text()) + 4
+                        for v in self.values.values()))
+        m = self._body_layout.contentsMargins()
+        need = max(grid_w, self.change_button.sizeHint().width()) + m.left() + m.right()
+        self.setFixedWidth(max(self.MIN_WIDTH, min(self.MAX_WIDTH, need)))
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() in (QEvent.FontChange, QEvent.StyleChange):
+            QTimer.singleShot(0, self, self._fit_width)  # after the labels have the new font
 
     def show_info(self, info: dict, n_ctx: int, prompt_format: str = "") -> None:
         self.info = info
@@ -722,6 +917,7 @@ class ModelCard(QFrame):
         self.set_context(n_ctx)
         v["modelTemplate"].setText(prompt_format or ("chat template" if info["has_template"]
                                                      else "raw completion"))
+        self._fit_width()
 
     def set_context(self, n_ctx: int) -> None:
         if self.info is None:
@@ -731,6 +927,7 @@ class ModelCard(QFrame):
         self.values["modelRamEstimate"].setToolTip(
             f"Weights {human_bytes(self.info['file_size'])} plus the KV cache and working "
             f"memory for a {n_ctx:,}-token context")
+        self._fit_width()
 
     def set_notice(self, text: str | None) -> None:
         self.notice.setText(text or "")
@@ -766,6 +963,7 @@ class WelcomeView(QFrame):
         title = QLabel("Welcome to Ember")
         title.setObjectName("welcomeTitle")
         title.setAlignment(Qt.AlignCenter)
+        title.setWordWrap(True)
         col.addWidget(title)
         sub = QLabel("Private AI chat on your own computer. Nothing leaves it.")
         sub.setObjectName("welcomeSubtitle")
@@ -788,6 +986,7 @@ class WelcomeView(QFrame):
         hint = QLabel("Drop a <b>.gguf</b> model file anywhere in this window")
         hint.setObjectName("dropHint")
         hint.setAlignment(Qt.AlignCenter)
+        hint.setWordWrap(True)
         dz.addWidget(hint)
         row = QHBoxLayout()
         row.addStretch(1)
@@ -822,7 +1021,6 @@ class WelcomeView(QFrame):
         box = QWidget()
         box.setLayout(col)
         box.setMaximumWidth(620)
-        box.setMinimumWidth(520)
         wrap.addWidget(box, 3)
         wrap.addStretch(1)
         outer.addLayout(wrap)
