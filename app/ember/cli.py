@@ -11,10 +11,13 @@ import time
 
 
 def _add_model_args(p: argparse.ArgumentParser, ctx_default: int | None = None) -> None:
-    p.add_argument("-m", "--model", required=True, help="path to a .gguf model")
-    p.add_argument("-c", "--ctx-size", type=int, default=ctx_default,
-                   help="context length in tokens (default: the model's, at most 4096)")
-    p.add_argument("-t", "--threads", type=int, default=None, help="threads (default: physical cores)")
+    p.add_argument("-m", "--model", required=True, metavar="MODEL.gguf",
+                   help="path to a .gguf model")
+    p.add_argument("-c", "--ctx-size", type=int, default=ctx_default, metavar="N",
+                   help="context length in tokens (default: the model's trained length, at "
+                        "most 4096)")
+    p.add_argument("-t", "--threads", type=int, default=None, metavar="N",
+                   help="threads (default: the number of physical cores)")
 
 
 def _load(args, **kw):
@@ -309,24 +312,47 @@ def cmd_default(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    p = argparse.ArgumentParser(prog="ember", description="Offline chat with local GGUF models.")
+    p = argparse.ArgumentParser(
+        prog="ember", usage="ember [MODEL.gguf] | ember COMMAND [options]",
+        description="Offline chat with local GGUF models.\n\n"
+                    "  ember              open the app (a terminal chat where there is no "
+                    "display)\n"
+                    "  ember MODEL.gguf   open the app with that model loaded",
+        epilog="`ember COMMAND --help` describes a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"ember {__version__}")
     p.add_argument("--self-test", nargs="?", const="", default=None, metavar="MODEL",
                    help="load a model (default: the starter model) in the app, generate a few "
                         "tokens and exit 0 on success, 1 on failure")
-    sub = p.add_subparsers(dest="command")
+    sub = p.add_subparsers(dest="command", prog="ember")  # "usage: ember run ..."
 
-    r = sub.add_parser("run", help="generate text from a prompt (text to stdout)")
+    r = sub.add_parser("run", help="generate text from a prompt (text to stdout)",
+                       description="Generates a continuation of PROMPT (no chat template) and "
+                                   "prints only the text on stdout; statistics go to stderr.")
     _add_model_args(r)
-    r.add_argument("-p", "--prompt", required=True)
-    r.add_argument("-n", "--n-predict", type=int, default=128)
-    r.add_argument("--temp", type=float, default=0.8)
-    r.add_argument("--seed", type=int, default=None)
-    r.add_argument("--top-k", type=int, default=40)
-    r.add_argument("--top-p", type=float, default=0.95)
-    r.add_argument("--min-p", type=float, default=0.05)
-    r.add_argument("--repeat-penalty", type=float, default=1.0)
-    r.add_argument("--repeat-last-n", type=int, default=64)
+    r.add_argument("-p", "--prompt", required=True, help="the text to continue")
+    r.add_argument("-n", "--n-predict", type=int, default=128, metavar="N",
+                   help="tokens to generate at most (default: %(default)s)")
+    r.add_argument("--temp", type=float, default=0.8,
+                   help="sampling temperature; 0 picks the most likely token (greedy) "
+                        "(default: %(default)s)")
+    r.add_argument("--seed", type=int, default=None,
+                   help="random seed, for a repeatable run (default: a new one each run)")
+    r.add_argument("--top-k", type=int, default=40, metavar="K",
+                   help="sample among the K most likely tokens; 0 for all "
+                        "(default: %(default)s)")
+    r.add_argument("--top-p", type=float, default=0.95, metavar="P",
+                   help="sample among the most likely tokens that together reach "
+                        "probability P; 1 for all (default: %(default)s)")
+    r.add_argument("--min-p", type=float, default=0.05, metavar="P",
+                   help="drop tokens less likely than P times the most likely one; 0 keeps "
+                        "all (default: %(default)s)")
+    r.add_argument("--repeat-penalty", type=float, default=1.0, metavar="X",
+                   help="divide the scores of recently seen tokens by X; 1 is off "
+                        "(default: %(default)s)")
+    r.add_argument("--repeat-last-n", type=int, default=64, metavar="N",
+                   help="how many recent tokens the repeat penalty looks at "
+                        "(default: %(default)s)")
     r.set_defaults(func=cmd_run)
 
     t = sub.add_parser("tokenize", help="print the token ids of TEXT as JSON")
@@ -370,10 +396,45 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _is_gguf_file(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _not_a_model(arg: str, commands) -> str | None:
+    """What to tell the user when `ember ARG` names a file that is no model (None when
+    ARG is a command, an option, or a word argparse should answer)."""
+    if arg.startswith("-") or arg in commands:
+        return None
+    from pathlib import Path
+    p = Path(arg)
+    if p.is_dir():
+        return (f"ember: {arg} is a folder, not a model. Open a .gguf model file: "
+                f"ember MODEL.gguf")
+    if p.is_file() or p.suffix or "/" in arg or "\\" in arg:
+        what = "does not exist" if not p.exists() else "is not a GGUF model"
+        return (f"ember: {arg} {what}. Ember opens GGUF models (.gguf files): "
+                f"ember MODEL.gguf; `ember --help` lists the commands.")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or (len(argv) == 1 and argv[0].lower().endswith(".gguf")):
+    commands = next(a for a in parser._actions
+                    if isinstance(a, argparse._SubParsersAction)).choices
+    one = argv[0] if len(argv) == 1 else None
+    if (one is not None and not one.startswith("-") and one not in commands
+            and not one.lower().endswith(".gguf") and not _is_gguf_file(one)):
+        msg = _not_a_model(one, commands)  # `ember notes.md`: say so, not "invalid choice"
+        if msg:
+            print(msg, file=sys.stderr)
+            return 2
+    if not argv or (one is not None and one not in commands and not one.startswith("-")
+                    and (one.lower().endswith(".gguf") or _is_gguf_file(one))):
         # `ember` or `ember model.gguf` (as from a file manager): open the app
         ns = argparse.Namespace(model_file=argv[0] if argv else None, ctx_size=None, temp=0.7,
                                 seed=None, system=None)
