@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -53,52 +52,14 @@ def cmd_tokenize(args) -> int:
     return 0
 
 
-def perplexity(model, tokens: list[int], n_ctx: int, progress=None) -> tuple[float, float]:
-    """PPL as llama-perplexity computes it: chunks of n_ctx tokens (first replaced by BOS
-    when the model adds one), scoring only the second half of each chunk."""
-    import numpy as np  # not at start-up: `ember --version` stays fast
-    n_chunks = len(tokens) // n_ctx
-    if n_chunks < 1:
-        raise ValueError(f"need at least {n_ctx} tokens for a context of {n_ctx}, got {len(tokens)}")
-    first = n_ctx // 2
-    add_bos = model.bos_id >= 0 and bool(model.metadata.get("tokenizer.ggml.add_bos_token", True))
-    nll_sum, nll2_sum, count = 0.0, 0.0, 0
-    for c in range(n_chunks):
-        chunk = tokens[c * n_ctx:(c + 1) * n_ctx]
-        if add_bos:
-            chunk = [model.bos_id] + chunk[1:]
-        logits = model.eval_logits(chunk).astype(np.float64)
-        targets = np.array(tokens[c * n_ctx + first + 1:(c + 1) * n_ctx])
-        rows = logits[first:n_ctx - 1]
-        mx = rows.max(axis=1, keepdims=True)
-        lse = np.log(np.exp(rows - mx).sum(axis=1)) + mx[:, 0]
-        nll = lse - rows[np.arange(len(targets)), targets]
-        nll_sum += float(nll.sum())
-        nll2_sum += float((nll * nll).sum())
-        count += len(nll)
-        if progress:
-            progress(c + 1, n_chunks, math.exp(nll_sum / count))
-    mean = nll_sum / count
-    var = max(nll2_sum / count - mean * mean, 0.0)
-    err = math.exp(mean) * math.sqrt(var / max(count - 1, 1))
-    return math.exp(mean), err
+def _add_perplexity_args(p: argparse.ArgumentParser) -> None:
+    from .perplexity import add_arguments  # numpy is imported there, not at start-up
+    add_arguments(p)
 
 
 def cmd_perplexity(args) -> int:
-    model = _load(args)
-    with open(args.file, encoding="utf-8") as f:
-        text = f.read()
-    tokens = model.tokenize(text, add_special=True, parse_special=False)
-    n_ctx = args.ctx_size or 512
-    t0 = time.perf_counter()
-
-    def progress(i, n, ppl):
-        print(f"[{i}/{n}] {ppl:.4f}", file=sys.stderr)
-
-    ppl, err = perplexity(model, tokens, n_ctx, progress)
-    print(f"PPL = {ppl:.4f} +/- {err:.5f}")
-    print(f"[{len(tokens)} tokens, {time.perf_counter() - t0:.1f} s]", file=sys.stderr)
-    return 0
+    from . import perplexity
+    return perplexity.run(args)
 
 
 def _human(n: float) -> str:
@@ -362,9 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--parse-special", action="store_true", help="match special-token text")
     t.set_defaults(func=cmd_tokenize)
 
-    pp = sub.add_parser("perplexity", help="perplexity of a text file, as llama-perplexity")
-    _add_model_args(pp)
-    pp.add_argument("-f", "--file", required=True)
+    pp = sub.add_parser("perplexity", help="perplexity (and KL divergence) as llama-perplexity")
+    _add_perplexity_args(pp)
     pp.set_defaults(func=cmd_perplexity)
 
     c = sub.add_parser("chat", help="chat in the terminal")

@@ -271,6 +271,11 @@ class Model:
         return int(self._lib.ember_token_bos(self._model))
 
     @property
+    def add_bos(self) -> bool:
+        """Whether tokenize(add_special=True) puts BOS first (the vocab's setting)."""
+        return bool(self._lib.ember_vocab_add_bos(self._model))
+
+    @property
     def eos_id(self) -> int:
         return int(self._lib.ember_token_eos(self._model))
 
@@ -373,18 +378,22 @@ class Model:
             raise EmberError(native.ERR_INVALID_ARGUMENT, f"no logits for index {i}")
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
 
-    def eval_logits(self, ids: list[int]) -> np.ndarray:
-        """Teacher-forced logits at every position: float32 [len(ids), n_vocab]."""
+    def eval_logits(self, ids: list[int], first: int = 0) -> np.ndarray:
+        """Teacher-forced logits from an empty cache: float32 [len(ids) - first, n_vocab],
+        the rows of positions first.. (the tokens before are evaluated without logits)."""
         import numpy as np
-        if not ids:
+        first = max(0, min(first, len(ids)))
+        if first == len(ids):
             return np.zeros((0, self.n_vocab), dtype=np.float32)
         with self._lock:
             self._cancel_flag.value = 0
             self._kv_tokens.clear()
-            self.decode(ids, 0, all_logits=True)
+            if first:
+                self.decode(ids[:first], 0)
+            self.decode(ids[first:], first, all_logits=True)
             self._kv_tokens[:] = ids
             ptr = self._lib.ember_get_logits(self._ctx, 0)
-            return np.ctypeslib.as_array(ptr, shape=(len(ids), self.n_vocab)).copy()
+            return np.ctypeslib.as_array(ptr, shape=(len(ids) - first, self.n_vocab)).copy()
 
     def cancel(self) -> None:
         """Asks a running decode/generation to stop (safe from any thread)."""
