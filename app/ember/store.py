@@ -6,7 +6,13 @@ they stream (``update_message`` commits every batch), so if the process is kille
 at most the last batch of text is lost; such a reply keeps ``complete = 0``.
 
 Deleting a conversation is soft (``deleted_at``) so it can be undone; ``purge_deleted``
-removes them for good."""
+removes them for good.
+
+Messages form a tree (schema 3): each has a ``parent_id`` (NULL for a chat's first
+message), and Edit and Regenerate add a sibling beside the message they replace instead of
+deleting it, so every earlier version stays. Among siblings one is ``active``; following the
+active child from the root gives the conversation as shown and as sent to the model, which is
+what ``messages()`` returns. ``versions()`` and ``select_version()`` move between siblings."""
 from __future__ import annotations
 
 import json
@@ -51,6 +57,15 @@ MIGRATIONS: list[str] = [
     ALTER TABLE messages ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
     CREATE INDEX conversations_by_updated ON conversations(updated);
     """,
+    # 3: versions: messages form a tree (a chain for every existing conversation)
+    """
+    ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
+    ALTER TABLE messages ADD COLUMN active INTEGER NOT NULL DEFAULT 1;
+    UPDATE messages SET parent_id = (SELECT MAX(p.id) FROM messages p
+                                     WHERE p.conversation_id = messages.conversation_id
+                                       AND p.id < messages.id);
+    CREATE INDEX messages_by_parent ON messages(parent_id);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -68,6 +83,7 @@ class Message:
     created: float
     complete: bool = True
     meta: dict = field(default_factory=dict)
+    parent_id: int | None = None
 
     def as_chat(self) -> dict:
         return {"role": self.role, "content": self.content}
@@ -189,17 +205,27 @@ class Store:
         return cur.rowcount
 
     # ---- messages -------------------------------------------------------------------
+    _TAIL = object()
+
     def add_message(self, conv_id: int, role: str, content: str, *, complete: bool = True,
-                    meta: dict | None = None, created: float | None = None) -> int:
+                    meta: dict | None = None, created: float | None = None,
+                    parent_id: int | None | object = _TAIL) -> int:
+        """Adds a message after parent_id (by default after the last message shown) as the
+        active one among its siblings: a new version beside them when there are some."""
         if role not in ROLES:
             raise StoreError(f"unknown role {role!r}")
         now = created if created is not None else time.time()
+        if parent_id is Store._TAIL:
+            path = self.messages(conv_id)
+            parent_id = path[-1].id if path else None
         self.db.execute("BEGIN")
         try:
+            self._deactivate_children(conv_id, parent_id)
             cur = self.db.execute(
-                "INSERT INTO messages(conversation_id, role, content, created, complete, meta) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (conv_id, role, content, now, int(complete), json.dumps(meta or {})))
+                "INSERT INTO messages(conversation_id, role, content, created, complete, meta, "
+                "parent_id, active) VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+                (conv_id, role, content, now, int(complete), json.dumps(meta or {}),
+                 parent_id))
             self.db.execute("UPDATE conversations SET updated = ? WHERE id = ?",
                             (max(now, time.time()), conv_id))
             self.db.execute("COMMIT")
@@ -229,18 +255,107 @@ class Store:
         row = self.db.execute("SELECT * FROM messages WHERE id = ?", (msg_id,)).fetchone()
         return _message(row) if row else None
 
+    def _deactivate_children(self, conv_id: int, parent_id: int | None) -> None:
+        if parent_id is None:
+            self.db.execute("UPDATE messages SET active = 0 WHERE conversation_id = ? "
+                            "AND parent_id IS NULL", (conv_id,))
+        else:
+            self.db.execute("UPDATE messages SET active = 0 WHERE parent_id = ?", (parent_id,))
+
+    def _tree(self, conv_id: int) -> dict[int | None, list]:
+        children: dict[int | None, list] = {}
+        for r in self.db.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY id",
+                                 (conv_id,)):
+            children.setdefault(r["parent_id"], []).append(r)
+        return children
+
     def messages(self, conv_id: int) -> list[Message]:
+        """The conversation as shown: from the first message, the active version at each
+        turn (the newest where none is marked)."""
+        children = self._tree(conv_id)
+        path, parent, seen = [], None, set()
+        while parent in children and parent not in seen:
+            seen.add(parent)
+            rows = children[parent]
+            row = next((r for r in reversed(rows) if r["active"]), rows[-1])
+            path.append(_message(row))
+            parent = row["id"]
+        return path
+
+    def all_messages(self, conv_id: int) -> list[Message]:
+        """Every message of the conversation, every version, in the order written."""
         return [_message(r) for r in self.db.execute(
             "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,))]
 
+    def versions(self, msg_id: int) -> list[int]:
+        """The ids of msg_id's versions (itself and its siblings), oldest first."""
+        row = self.db.execute("SELECT conversation_id, parent_id FROM messages WHERE id = ?",
+                              (msg_id,)).fetchone()
+        if row is None:
+            return []
+        if row["parent_id"] is None:
+            cur = self.db.execute("SELECT id FROM messages WHERE conversation_id = ? AND "
+                                  "parent_id IS NULL ORDER BY id", (row["conversation_id"],))
+        else:
+            cur = self.db.execute("SELECT id FROM messages WHERE parent_id = ? ORDER BY id",
+                                  (row["parent_id"],))
+        return [int(r[0]) for r in cur]
+
+    def version_counts(self, conv_id: int) -> dict[int, tuple[int, int]]:
+        """msg_id -> (its 1-based number among its versions, how many there are)."""
+        out = {}
+        for rows in self._tree(conv_id).values():
+            for i, r in enumerate(rows):
+                out[int(r["id"])] = (i + 1, len(rows))
+        return out
+
+    def select_version(self, msg_id: int) -> None:
+        """Shows msg_id (and the branch under it) instead of its siblings."""
+        row = self.db.execute("SELECT conversation_id, parent_id FROM messages WHERE id = ?",
+                              (msg_id,)).fetchone()
+        if row is None:
+            return
+        self.db.execute("BEGIN")
+        try:
+            self._deactivate_children(row["conversation_id"], row["parent_id"])
+            self.db.execute("UPDATE messages SET active = 1 WHERE id = ?", (msg_id,))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
     def delete_message(self, msg_id: int) -> None:
-        self.db.execute("DELETE FROM messages WHERE id = ?", (msg_id,))
+        """Deletes a message with the branch under it; the newest remaining version
+        beside it (if any) is shown in its place."""
+        row = self.db.execute("SELECT conversation_id, parent_id, active FROM messages "
+                              "WHERE id = ?", (msg_id,)).fetchone()
+        if row is None:
+            return
+        self.db.execute("BEGIN")
+        try:
+            self.db.execute("DELETE FROM messages WHERE id = ?", (msg_id,))
+            if row["active"]:
+                if row["parent_id"] is None:
+                    self.db.execute(
+                        "UPDATE messages SET active = 1 WHERE id = (SELECT MAX(id) FROM messages "
+                        "WHERE conversation_id = ? AND parent_id IS NULL)",
+                        (row["conversation_id"],))
+                else:
+                    self.db.execute(
+                        "UPDATE messages SET active = 1 WHERE id = (SELECT MAX(id) FROM messages "
+                        "WHERE parent_id = ?)", (row["parent_id"],))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def delete_messages_after(self, conv_id: int, msg_id: int) -> int:
-        """Drops every message that comes after msg_id (editing a turn re-runs from it)."""
-        cur = self.db.execute("DELETE FROM messages WHERE conversation_id = ? AND id > ?",
-                              (conv_id, msg_id))
-        return cur.rowcount
+        """Drops every message shown after msg_id, with their versions (the branch under
+        msg_id)."""
+        count = "SELECT COUNT(*) FROM messages WHERE conversation_id = ?"
+        before = self.db.execute(count, (conv_id,)).fetchone()[0]
+        self.db.execute("DELETE FROM messages WHERE parent_id = ?", (msg_id,))
+        return before - self.db.execute(count, (conv_id,)).fetchone()[0]
 
     # ---- export / import --------------------------------------------------------------
     def export_markdown(self, conv_id: int) -> str:
@@ -309,16 +424,19 @@ class Store:
                     (str(c.get("title") or "Imported chat"), str(c.get("system_prompt") or ""),
                      c.get("model_path"), created, float(c.get("updated") or created)))
                 cid = int(cur.lastrowid)
+                parent = None
                 for m in c.get("messages", []):
                     role = m.get("role") if isinstance(m, dict) else None
                     if role not in ROLES:
                         raise StoreError(f"a message has an unknown role {role!r}")
-                    self.db.execute(
+                    cur = self.db.execute(
                         "INSERT INTO messages(conversation_id, role, content, created, "
-                        "complete, meta) VALUES (?, ?, ?, ?, ?, ?)",
+                        "complete, meta, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (cid, role, str(m.get("content") or ""),
                          float(m.get("created") or created), int(bool(m.get("complete", True))),
-                         json.dumps(m.get("meta") if isinstance(m.get("meta"), dict) else {})))
+                         json.dumps(m.get("meta") if isinstance(m.get("meta"), dict) else {}),
+                         parent))
+                    parent = int(cur.lastrowid)
                 new_ids.append(cid)
             self.db.execute("COMMIT")
         except (StoreError, TypeError, ValueError, AttributeError) as e:
@@ -342,4 +460,4 @@ def _message(row) -> Message:
     except ValueError:
         meta = {}
     return Message(row["id"], row["conversation_id"], row["role"], row["content"],
-                   row["created"], bool(row["complete"]), meta)
+                   row["created"], bool(row["complete"]), meta, row["parent_id"])

@@ -446,8 +446,32 @@ class MainWindow(QMainWindow):
                 w.set_streaming(True)
             elif m.meta:
                 w.set_footer(self._footer(m.meta))
+        self._apply_versions()
         self._update_actions()
         self.chat_view.scroll_to_bottom()
+
+    def _apply_versions(self) -> None:
+        """Each message's "‹ n/m ›" from the store."""
+        if self.current_conv is None:
+            return
+        counts = self.store.version_counts(self.current_conv)
+        for w in self.chat_view.messages():
+            w.set_versions(*counts.get(w.msg_id, (1, 1)))
+
+    def show_version(self, msg_id: int, step: int) -> None:
+        """Shows the previous (step -1) or next (+1) version of a message, with the
+        conversation that followed it."""
+        if self.generating or self.current_conv is None:
+            return
+        ids = self.store.versions(msg_id)
+        if msg_id not in ids:
+            return
+        i = ids.index(msg_id) + step
+        if 0 <= i < len(ids):
+            self.store.select_version(ids[i])
+            self._render_conversation()
+            self._show_chat_status()
+            self._update_view()
 
     def _reply_name(self, meta: dict | None, conv) -> str:
         """Who wrote a reply, by the one name the app gives a model (display_name): the
@@ -698,13 +722,16 @@ class MainWindow(QMainWindow):
         conv = self.store.conversation(conv_id)
         msgs = [{"role": "system", "content": conv.system_prompt}] if conv.system_prompt else []
         for m in self.store.messages(conv_id):
-            if upto is not None and m.id >= upto:
+            if upto is not None and m.id == upto:
                 break
             if m.content or m.role == "user":
                 msgs.append(m.as_chat())
         return msgs
 
-    def _start_generation(self, conv_id: int, continue_id: int | None = None) -> None:
+    def _start_generation(self, conv_id: int, continue_id: int | None = None,
+                          parent_id: int | None = None) -> None:
+        """A reply after the last message shown, or after parent_id (a new version beside
+        the replies already there), or more of continue_id's text."""
         s = self.settings
         if continue_id is not None:
             msg = self.store.message(continue_id)
@@ -717,11 +744,13 @@ class MainWindow(QMainWindow):
             self.store.update_message(mid, complete=False)
             w = self.chat_view.widget_for(mid)
         else:
-            history = self._history(conv_id)
             prefix = ""
             base_tokens = 0
-            mid = self.store.add_message(conv_id, "assistant", "", complete=False)
+            kw = {"parent_id": parent_id} if parent_id is not None else {}
+            mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
+            history = self._history(conv_id, upto=mid)
             w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
+            self._apply_versions()
         if w is not None:
             w.set_footer("")
             w.set_streaming(True)
@@ -817,9 +846,9 @@ class MainWindow(QMainWindow):
         self.last_stats = dict(stats, prompt_tps=pp, gen_tps=tg)
         w = self.chat_view.widget_for(g["msg_id"]) if g["conv_id"] == self.current_conv else None
         if not g["text"] and stats["stop_reason"] in ("error", "context_full"):
-            self.store.delete_message(g["msg_id"])
+            self.store.delete_message(g["msg_id"])  # the version before it is shown again
             if w is not None:
-                self.chat_view.remove(g["msg_id"])
+                self._render_conversation()
         else:
             self.store.update_message(g["msg_id"], content=g["text"], complete=True, meta=meta)
             if w is not None:
@@ -864,6 +893,8 @@ class MainWindow(QMainWindow):
             self.regenerate(msg_id)
         elif action == "continue":
             self.continue_reply(msg_id)
+        elif action in ("version-prev", "version-next"):
+            self.show_version(msg_id, -1 if action == "version-prev" else 1)
 
     def _last_assistant(self) -> int | None:
         if self.current_conv is None:
@@ -882,12 +913,14 @@ class MainWindow(QMainWindow):
             self.continue_reply(mid)
 
     def regenerate(self, msg_id: int) -> None:
+        """A new version of the reply beside it; the earlier one stays ("‹ 1/2")."""
         if self.generating or self.model is None or self.current_conv is None:
             return
-        self.store.delete_messages_after(self.current_conv, msg_id)
-        self.store.delete_message(msg_id)
+        msg = self.store.message(msg_id)
+        if msg is None:
+            return
         self.chat_view.remove(msg_id)
-        self._start_generation(self.current_conv)
+        self._start_generation(self.current_conv, parent_id=msg.parent_id)
 
     def continue_reply(self, msg_id: int) -> None:
         if self.generating or self.model is None or self.current_conv is None:
@@ -895,10 +928,14 @@ class MainWindow(QMainWindow):
         self._start_generation(self.current_conv, continue_id=msg_id)
 
     def edit_message(self, msg_id: int, text: str) -> None:
+        """The edited text is a new version of the message, answered anew; the earlier
+        version and the conversation that followed it stay ("‹ 1/2")."""
         if self.generating or self.model is None or self.current_conv is None:
             return
-        self.store.update_message(msg_id, content=text)
-        self.store.delete_messages_after(self.current_conv, msg_id)
+        msg = self.store.message(msg_id)
+        if msg is None:
+            return
+        self.store.add_message(self.current_conv, "user", text, parent_id=msg.parent_id)
         self._render_conversation()
         self._start_generation(self.current_conv)
 
@@ -1063,8 +1100,10 @@ class MainWindow(QMainWindow):
                                        "chat's last reply")
             self._status(self.status_ctx, f"context {0 if not msgs else '—'} / {n_ctx}")
             return
-        pp, tg = meta.get("prompt_tps"), meta.get("gen_tps") or 0.0
-        prompt = f"prompt {pp:.1f} t/s" if pp else "prompt cached"
+        pp, tg = meta.get("prompt_tps", "—"), meta.get("gen_tps") or 0.0
+        # None: too few new tokens to time (the prompt was in the KV cache)
+        prompt = ("prompt cached" if pp is None else
+                  f"prompt {pp:.1f} t/s" if isinstance(pp, (int, float)) else "prompt —")
         self._status(self.status_tps, f"{prompt} · generation {tg:.1f} t/s")
         pe = meta.get("prompt_evaluated")
         tip = f"Last reply: {meta.get('prompt_tokens', 0):,} prompt tokens"

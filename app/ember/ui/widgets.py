@@ -142,16 +142,32 @@ class HeaderLayout(QLayout):
                                          h.height()))
                     x += h.width() + sp
             return line_h + m.top() + m.bottom()
-        x, y, line_h = r.x(), r.y(), 0
-        for k, (_, it) in enumerate(items):
-            w = min(hints[k].width(), r.width())
-            if x > r.x() and x + w > r.right() + 1:
-                x, y, line_h = r.x(), y + line_h + sp, 0
-            if apply:
-                it.setGeometry(QRect(x, y, w, hints[k].height()))
-            x += w + sp
-            line_h = max(line_h, hints[k].height())
-        return y + line_h - r.y() + m.top() + m.bottom()
+        # more lines: who and when first, then the actions on lines of their own, at the right
+        y = r.y()
+        for group, align_right in (([k for k, (i, _) in enumerate(items) if i < self._split],
+                                    False),
+                                   ([k for k, (i, _) in enumerate(items) if i >= self._split],
+                                    True)):
+            lines, line, used = [], [], 0
+            for k in group:
+                w = min(hints[k].width(), r.width())
+                if line and used + sp + w > r.width():
+                    lines.append((line, used))
+                    line, used = [], 0
+                used += (sp if line else 0) + w
+                line.append((k, w))
+            if line:
+                lines.append((line, used))
+            for line, used in lines:
+                lh = max(hints[k].height() for k, _ in line)
+                x = r.right() + 1 - used if align_right else r.x()
+                for k, w in line:
+                    if apply:
+                        items[k][1].setGeometry(QRect(x, y + (lh - hints[k].height()) // 2, w,
+                                                      hints[k].height()))
+                    x += w + sp
+                y += lh + sp
+        return max(y - sp - r.y(), 0) + m.top() + m.bottom()
 
 
 class ElidedLabel(QLabel):
@@ -275,8 +291,18 @@ class MessageWidget(QFrame):
         self.regenerate_button.clicked.connect(lambda: self.action.emit("regenerate", self.msg_id))
         self.continue_button = _tool("Continue", "continueButton", "Continue this reply")
         self.continue_button.clicked.connect(lambda: self.action.emit("continue", self.msg_id))
-        for b in (self.edit_button, self.regenerate_button, self.continue_button,
-                  self.copy_button):
+        # "‹ 2/3 ›": this message's versions (Edit and Regenerate keep the earlier ones)
+        self.version_count = 1
+        self.version_index = 1
+        self._busy = False
+        self.version_prev = _tool("‹", "versionPrevious", "Previous version")
+        self.version_prev.clicked.connect(lambda: self.action.emit("version-prev", self.msg_id))
+        self.version_label = QLabel("")
+        self.version_label.setObjectName("versionLabel")
+        self.version_next = _tool("›", "versionNext", "Next version")
+        self.version_next.clicked.connect(lambda: self.action.emit("version-next", self.msg_id))
+        for b in (self.version_prev, self.version_label, self.version_next, self.edit_button,
+                  self.regenerate_button, self.continue_button, self.copy_button):
             head.addWidget(b)
         lay.addLayout(head)
         # Reasoning ("<think>...</think>") before the answer: a header to click and
@@ -312,6 +338,7 @@ class MessageWidget(QFrame):
         self.footer.hide()
         lay.addWidget(self.footer)
         self.set_actions(last_assistant=False)
+        self.set_versions(1, 1)
         self.render()
 
     # content
@@ -414,7 +441,22 @@ class MessageWidget(QFrame):
         self.footer.setText(text)
         self.footer.setVisible(bool(text))
 
+    def set_versions(self, index: int, count: int) -> None:
+        """Shows "‹ index/count ›" when the message has more than one version."""
+        self.version_index, self.version_count = index, count
+        self.version_label.setText(f"{index}/{count}")
+        self.version_label.setAccessibleName(f"Version {index} of {count}")
+        for w in (self.version_prev, self.version_label, self.version_next):
+            w.setVisible(count > 1)
+        self._update_version_buttons()
+
+    def _update_version_buttons(self) -> None:
+        self.version_prev.setEnabled(not self._busy and self.version_index > 1)
+        self.version_next.setEnabled(not self._busy and self.version_index < self.version_count)
+
     def set_actions(self, last_assistant: bool, busy: bool = False) -> None:
+        self._busy = busy
+        self._update_version_buttons()
         self.edit_button.setVisible(self.role == "user")
         self.edit_button.setEnabled(not busy)
         self.regenerate_button.setVisible(self.role == "assistant" and last_assistant)
