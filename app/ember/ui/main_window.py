@@ -1100,11 +1100,12 @@ class MainWindow(QMainWindow):
                                        "chat's last reply")
             self._status(self.status_ctx, f"context {0 if not msgs else '—'} / {n_ctx}")
             return
-        pp, tg = meta.get("prompt_tps", "—"), meta.get("gen_tps") or 0.0
+        pp, tg = meta.get("prompt_tps", "—"), meta.get("gen_tps")
         # None: too few new tokens to time (the prompt was in the KV cache)
         prompt = ("prompt cached" if pp is None else
                   f"prompt {pp:.1f} t/s" if isinstance(pp, (int, float)) else "prompt —")
-        self._status(self.status_tps, f"{prompt} · generation {tg:.1f} t/s")
+        self._status(self.status_tps, f"{prompt} · generation {tg:.1f} t/s"
+                     if isinstance(tg, (int, float)) else "— t/s")
         pe = meta.get("prompt_evaluated")
         tip = f"Last reply: {meta.get('prompt_tokens', 0):,} prompt tokens"
         if isinstance(pe, int):
@@ -1112,9 +1113,10 @@ class MainWindow(QMainWindow):
                    f"reused from the cache"
         self.status_tps.setToolTip(tip + f"; {meta['generated_tokens']:,} tokens generated")
         used = meta.get("n_past")
-        if not isinstance(used, int):  # replies stored before n_past was
-            used = meta.get("prompt_tokens", 0) + meta["generated_tokens"]
-        self._status(self.status_ctx, f"context {used:,} / {n_ctx}")
+        if not isinstance(used, int) and isinstance(meta.get("prompt_tokens"), int):
+            used = meta["prompt_tokens"] + meta["generated_tokens"]  # stored before n_past was
+        self._status(self.status_ctx, f"context {used:,} / {n_ctx}" if isinstance(used, int)
+                     else f"context — / {n_ctx}")
         self.status_ctx.setToolTip("Tokens this chat takes in the context window (prompt "
                                    "and reply)")
 
