@@ -1,5 +1,5 @@
 """Ember's forward pass on several architecture families (llama 3, TinyLlama widths, qwen2,
-qwen3, gemma3, phi3), checked against llama.cpp goldens and the float64 oracle.
+qwen3, gemma2, gemma3, phi3), checked against llama.cpp goldens and the float64 oracle.
 
 The models are small synthetic GGUF files with real tokenizers and real hyper-parameter
 layouts (tools/make_arch_models.py, built deterministically into the asset cache and
@@ -9,7 +9,8 @@ family (tools/make_arch_golden.py).
 
 Measure: row-centred NMSE on a fixed 1024-column subset of the vocabulary (each row minus
 its subset mean, sum((ours - ref)^2) / sum(ref^2)).  The oracle agrees with llama.cpp at
-~1e-6 (meta.json records each family's figure), so the bar is 1e-5 against both, plus
+~1e-6 (gemma2, whose large attention scores amplify rounding: 5e-6; meta.json records each
+family's figure), so the bar is 1e-5 against both, plus
 exact top-1 wherever llama.cpp's top-1/top-2 gap is >= 0.5.  llama3's rope_freqs divide
 the low-frequency rotations, an effect that grows with position, so its text is > 1100
 tokens and the bar also holds on positions >= 900 alone.

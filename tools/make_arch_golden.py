@@ -57,6 +57,7 @@ FAMILY_TEXTS = {
     "qwen2": ["prose"],
     "qwen3": ["code"],
     "gemma3": ["prose"],
+    "gemma2": ["prose"],
     "phi3": ["code"],
 }
 JOIN = "\n\n"

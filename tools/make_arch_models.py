@@ -26,6 +26,12 @@ Families (``FAMILIES`` below)::
     gemma3     gemma3, the real gemma-3-270m vocab (262144), n_embd 256, 6 layers (0-4 sliding
                window 128, 5 global), 4/1 heads of 64, n_ff 512, rope base 1e6 (local layers 10000),
                rms eps 1e-6, q/k norms, post-attention / post-FFN norms, tied
+    gemma2     gemma2, the real gemma-3-270m vocab, n_embd 256, 4 layers (0, 2 sliding window 64,
+               1, 3 global), 4/2 heads of 64, n_ff 512, rope base 10000 (local layers too),
+               ctx 8192, rms eps 1e-6, no q/k norms, post-attention / post-FFN norms, tied,
+               attention logit soft-cap 50 and final logit soft-cap 30, both active: attn_q/attn_k
+               std 1.5/sqrt(n_embd) (scaled scores rms 2.3, up to ~11) and logit std 6 (top logits
+               ~25 before the cap, ~20 after)
     phi3       phi3,   Phi-3 SPM vocab (32064), n_embd 256, 2 layers, 4/4 heads, n_ff 512, fused
                attn_qkv and gate|up, LongRoPE factor tables (long/short), attn_factor 1.19,
                original ctx 1024 (so n_ctx 2048 selects the long factors), ctx 131072, untied
@@ -46,7 +52,11 @@ n_embd 256) instead of 1, so the logits have a real spread (top-1/top-2 gaps
 input token's own embedding (a large tied embedding would make "repeat the
 current token" the top-1 everywhere).  Other norm weights (Gemma's included:
 its GGUF norms already carry the +1) are 1 + uniform noise of std 0.1 (the
-noise of output_norm scales with its mean).
+noise of output_norm scales with its mean).  Family overrides: ``logit_std``
+(LOGIT_STD elsewhere) and ``qk_gain`` (attn_q/attn_k std qk_gain/sqrt(n_embd)),
+both used by gemma2 only, to make its soft-caps bite; a larger qk_gain makes
+attention peakier and the logits more sensitive to f16 rounding (gain 2.5 put the
+oracle 9e-5 from llama.cpp, 1.5 puts it at 5e-6).
 
 Python API::
 
@@ -82,6 +92,8 @@ LOGIT_STD = 4.5      # std of a logit for a unit-RMS final hidden state
 EMBD_STD = 0.02      # token_embd std
 NORM_STD = 0.1       # norm weights: 1 + noise of this std
 BIAS_STD = 0.3       # qwen2 q/k/v biases
+GEMMA2_LOGIT_STD = 6.0   # gemma2: top logits ~25-30 before the final soft-cap (30), ~20 after
+GEMMA2_QK_GAIN = 1.5     # gemma2: attention scores rms 2.3, up to ~11: the soft-cap (50) bends them
 
 
 def _vocab(name: str) -> Callable[[], Path]:
@@ -106,11 +118,13 @@ class Family:
     write_head_dim: bool = False          # write key_length/value_length even when equal
     qkv_bias: bool = False                # qwen2
     qk_norm: bool = False                 # qwen3, gemma3
-    post_norms: bool = False              # gemma3: post_attention_norm, post_ffw_norm
+    post_norms: bool = False              # gemma2, gemma3: post_attention_norm, post_ffw_norm
     fused: bool = False                   # phi3: attn_qkv, ffn_up = gate|up
     llama3_rope: bool = False             # rope_freqs.weight (Llama 3.1 rule)
     longrope: bool = False                # phi3 rope_factors_long/short + attn_factor
     extra_kv: dict = field(default_factory=dict)   # key suffix -> (value, "u32"/"f32")
+    logit_std: float = LOGIT_STD          # std of a logit for a unit-RMS final hidden state
+    qk_gain: float = 1.0                  # attn_q / attn_k std = qk_gain / sqrt(n_embd)
     note: str = ""
 
     @property
@@ -132,6 +146,14 @@ FAMILIES: dict[str, Family] = {
                      32768, 1e-6, tied=True, head_dim=64, write_head_dim=True, qk_norm=True,
                      post_norms=True, extra_kv={"attention.sliding_window": (128, "u32")},
                      note="layers 0-4 sliding window 128 (rope base 10000), layer 5 global"),
+    "gemma2": Family("gemma2", fetch_assets.gemma_model, 262144, 256, 4, 4, 2, 512, 10000.0,
+                     8192, 1e-6, tied=True, head_dim=64, write_head_dim=True, post_norms=True,
+                     extra_kv={"attention.sliding_window": (64, "u32"),
+                               "attn_logit_softcapping": (50.0, "f32"),
+                               "final_logit_softcapping": (30.0, "f32")},
+                     logit_std=GEMMA2_LOGIT_STD, qk_gain=GEMMA2_QK_GAIN,
+                     note="layers 0, 2 sliding window 64, layers 1, 3 global; attention soft-cap 50 "
+                          "and final soft-cap 30 both active"),
     "phi3": Family("phi3", _vocab("phi-3"), 32064, 256, 2, 4, 4, 512, 10000.0, 131072,
                    1e-5, tied=False, fused=True, longrope=True,
                    extra_kv={"rope.scaling.attn_factor": (1.19, "f32"),
@@ -210,8 +232,8 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
     nq, nkv = f.n_head * hd, f.n_head_kv * hd
     out: list[tuple[str, np.ndarray]] = []
 
-    def mat(name, rows, cols, std=None):
-        std = std if std is not None else 1.0 / math.sqrt(cols)
+    def mat(name, rows, cols, std=None, gain=1.0):
+        std = std if std is not None else gain / math.sqrt(cols)
         out.append((name, matrix(family, name, rows, cols, std)))
 
     def norm(name, n, mean=1.0):
@@ -224,17 +246,17 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
         out.append(("rope_factors_long.weight", longrope_factors(hd // 2, 40.0)))
         out.append(("rope_factors_short.weight", longrope_factors(hd // 2, 3.0)))
     # tied: the logit spread comes from the final norm's gain (see the module docstring)
-    norm("output_norm.weight", E, LOGIT_STD / (EMBD_STD * math.sqrt(E)) if f.tied else 1.0)
+    norm("output_norm.weight", E, f.logit_std / (EMBD_STD * math.sqrt(E)) if f.tied else 1.0)
     if not f.tied:
-        mat("output.weight", f.n_vocab, E, LOGIT_STD / math.sqrt(E))
+        mat("output.weight", f.n_vocab, E, f.logit_std / math.sqrt(E))
     for il in range(f.n_layer):
         p = f"blk.{il}."
         norm(p + "attn_norm.weight", E)
         if f.fused:
             mat(p + "attn_qkv.weight", nq + 2 * nkv, E)
         else:
-            mat(p + "attn_q.weight", nq, E)
-            mat(p + "attn_k.weight", nkv, E)
+            mat(p + "attn_q.weight", nq, E, gain=f.qk_gain)
+            mat(p + "attn_k.weight", nkv, E, gain=f.qk_gain)
             mat(p + "attn_v.weight", nkv, E)
         if f.qkv_bias:
             for t, n in (("q", nq), ("k", nkv), ("v", nkv)):

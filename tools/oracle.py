@@ -25,6 +25,12 @@ gemma3      neox    "sandwich": embeddings * sqrt(n_embd); per-head q/k RMSNorm;
                     the residual adds; GELU(tanh) GLU; local layers (il % 6 < 5 by
                     default) use a sliding window and rope base 10000 / scale 1;
                     optional final logit soft-capping
+gemma2      neox    as gemma3 without q/k norms; q * 1/sqrt(head_dim) (1/sqrt(n_embd/n_head)
+                    for 46 layers); attention soft-cap on the scaled scores before the
+                    mask (s = c tanh(s/c), c = attn_logit_softcapping, default 50); final
+                    soft-cap (default 30) always on; local layers il % 2 < 1 (window
+                    default 4096) keep the global rope base and scale unless
+                    rope.freq_base_swa is present
 ==========  ======  ============================================================
 
 Generic pre-norm block (``x`` is the residual stream)::
@@ -94,6 +100,7 @@ class HParams:
     attn_scale: float = 0.0            # multiplies q.k (0 = 1/sqrt(head_dim))
     embd_scale: float = 1.0            # token embeddings are multiplied by this
     final_softcap: float = 0.0         # logits = c * tanh(logits / c) when > 0
+    attn_softcap: float = 0.0          # scaled scores s = c * tanh(s / c) before mask/softmax when > 0
     n_swa: int = 0                     # sliding window: key p0 visible from p1 iff p1 - p0 < n_swa
     swa_layers: list = field(default_factory=list)   # per layer: local (sliding window) or not
     rope_base_swa: float = 10000.0
@@ -129,6 +136,27 @@ def _read_gemma3(get, hp: HParams, a: str) -> None:
         hp.rope_scale_swa = 1.0
 
 
+def _read_gemma2(get, hp: HParams, a: str) -> None:
+    """llama.cpp's llama_model_gemma2::load_arch_hparams: both soft-caps are always on
+    (defaults 50 / 30 when the keys are missing), window 4096 by default on layers
+    il % 2 < 1, and local layers keep the global rope base / scale unless
+    rope.freq_base_swa is present."""
+    hp.embd_scale = math.sqrt(hp.n_embd)
+    hp.attn_softcap = float(get(f"{a}.attn_logit_softcapping", 50.0))
+    hp.final_softcap = float(get(f"{a}.final_logit_softcapping", 30.0))
+    # 27B (46 layers): 1/sqrt(n_embd/n_head) (integer division in llama.cpp), else 1/sqrt(head_dim)
+    hp.attn_scale = 1.0 / math.sqrt(hp.n_embd // hp.n_head if hp.n_layer == 46 else hp.head_dim)
+    hp.n_swa = int(get(f"{a}.attention.sliding_window", 4096))
+    pattern = get(f"{a}.attention.sliding_window_pattern", 2)
+    if isinstance(pattern, list):
+        hp.swa_layers = [bool(x) for x in pattern]
+    else:
+        n = int(pattern)
+        hp.swa_layers = [n == 0 or il % n < n - 1 for il in range(hp.n_layer)]
+    hp.rope_base_swa = float(get(f"{a}.rope.freq_base_swa", hp.rope_base))
+    hp.rope_scale_swa = hp.rope_scale
+
+
 @dataclass(frozen=True)
 class Family:
     rope_type: str                                  # "norm" | "neox"
@@ -142,6 +170,7 @@ FAMILIES: dict[str, Family] = {
     "qwen2": Family("neox", "silu", "prenorm"),
     "qwen3": Family("neox", "silu", "prenorm"),
     "phi3": Family("neox", "silu", "prenorm"),
+    "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
     "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
 }
 
@@ -314,7 +343,10 @@ class Oracle:
         att = np.empty((n, nh, hdv), dtype=self.dtype)
         for hh in range(nh):
             kh = hh // group
-            s = (q[:, hh, :] @ k[:, kh, :].T) * scale + mask
+            s = (q[:, hh, :] @ k[:, kh, :].T) * scale
+            if hp.attn_softcap > 0:
+                s = hp.attn_softcap * np.tanh(s / hp.attn_softcap)
+            s = s + mask
             s = s - s.max(axis=-1, keepdims=True)
             e = np.exp(s)
             e /= e.sum(axis=-1, keepdims=True)
