@@ -16,7 +16,7 @@ const ArchSpec kArchs[] = {
     {"qwen3", "Qwen3 (dense)", RopeMode::NEOX,
      nullptr,             nullptr,            qwen3_bind_layer,  llama_build_graph},
     {"gemma2", "Gemma 2", RopeMode::NEOX,
-     gemma2_read_hparams, nullptr,            gemma2_bind_layer, gemma3_build_graph},
+     gemma2_read_hparams, gemma2_bind_model,  gemma2_bind_layer, gemma3_build_graph},
     {"gemma3", "Gemma 3 (text)", RopeMode::NEOX,
      gemma3_read_hparams, nullptr,            gemma3_bind_layer, gemma3_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,

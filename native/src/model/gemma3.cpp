@@ -48,8 +48,9 @@ void gemma2_read_hparams(const GGUFFile& g, HParams& h) {
     read_swa_pattern(g, h, 2);
     h.rope_freq_base_swa = (float)g.get_float_or(a + "rope.freq_base_swa", h.rope_freq_base);
     h.rope_freq_scale_swa = h.rope_freq_scale;
-    h.attn_softcap = (float)g.get_float_or(a + "attn_logit_softcapping", 0.0);
-    h.final_softcap = (float)g.get_float_or(a + "final_logit_softcapping", 0.0);
+    // Gemma 2 always soft-caps; files written without the keys get the models' values
+    h.attn_softcap = (float)g.get_float_or(a + "attn_logit_softcapping", 50.0);
+    h.final_softcap = (float)g.get_float_or(a + "final_logit_softcapping", 30.0);
     if (h.attn_softcap < 0.0f || h.final_softcap < 0.0f) fail(EMBER_ERR_FORMAT, "soft-caps must not be negative");
     h.attn_scale = gemma_query_scale(h, 46);
 }
@@ -67,6 +68,10 @@ void gemma3_read_hparams(const GGUFFile& g, HParams& h) {
     h.final_softcap = (float)g.get_float_or(a + "final_logit_softcapping", 0.0);
     if (h.final_softcap < 0.0f) fail(EMBER_ERR_FORMAT, "final_logit_softcapping must not be negative");
     h.attn_scale = gemma_query_scale(h, 62);
+}
+
+void gemma2_bind_model(Model& m) {
+    m.output = m.tok_embd;  // the head is the embedding table, whatever else the file holds (llama.cpp)
 }
 
 void gemma2_bind_layer(Model& m, int32_t il) {
