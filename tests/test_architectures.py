@@ -168,3 +168,29 @@ def test_logits_match_float64_oracle(fam, ember_results, oracle_results, golden_
         assert nl <= NMSE_BAR, f"{fam}: ember vs oracle NMSE {nl:.3g} on positions >= {LONG_FROM}"
     sure = g["gap"] >= GAP_SURE
     assert (ours["top1"][sure] == exact["top1"][sure]).all()
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_every_isa_level_matches_llama_cpp(fam, arch_models, golden_dir):
+    """The same NMSE bar at each instruction-set level this CPU runs (the scalar reference
+    included) on the first 160 positions, and for the sliding-window families also with a
+    batch small enough that their ring cache wraps within the text."""
+    from ember.engine import Model, supported_isas
+    g = load_golden(golden_dir, fam)
+    n = 160
+    keep = g["rows"] < n
+    tokens = [int(t) for t in g["tokens"][:n]]
+    runs = [(isa, 512) for isa in supported_isas()]
+    assert runs[0][0] == "scalar"
+    if fam.startswith("gemma"):
+        runs.append((runs[-1][0], 16))  # window (64 or 128) + 16 rows < 160 positions
+    for isa, n_batch in runs:
+        m = Model(arch_models[fam], n_ctx=N_CTX, n_threads=2, isa=isa, n_batch=n_batch)
+        try:
+            lg = m.eval_logits(tokens)
+        finally:
+            m.close()
+        sub = lg[g["rows"][keep]][:, g["cols"]]
+        nmse = centred_nmse(sub, g["sub_logits"][keep])
+        assert nmse <= NMSE_BAR, f"{fam} at {isa}, n_batch {n_batch}: NMSE {nmse:.3g} > {NMSE_BAR}"
