@@ -59,6 +59,7 @@ FAMILY_TEXTS = {
     "gemma3": ["prose"],
     "gemma2": ["prose"],
     "phi3": ["code"],
+    "yarn": ["code"],
 }
 JOIN = "\n\n"
 

@@ -158,6 +158,13 @@ FAMILIES: dict[str, Family] = {
                    1e-5, tied=False, fused=True, longrope=True,
                    extra_kv={"rope.scaling.attn_factor": (1.19, "f32"),
                              "rope.scaling.original_context_length": (1024, "u32")}),
+    # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
+    # context, so the ramp between interpolated and original rotations is live
+    "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
+                   1e-6, tied=True, extra_kv={"rope.scaling.type": ("yarn", "str"),
+                                              "rope.scaling.factor": (4.0, "f32"),
+                                              "rope.scaling.original_context_length": (256, "u32")},
+                   note="qwen2 with YaRN (factor 4, original context 256)"),
 }
 
 
@@ -339,7 +346,10 @@ def write(family: str, dst: Path) -> Path:
         f32("rope.freq_base", f.rope_base)
         u32("rope.dimension_count", f.hd)
         for k, (v, ty) in f.extra_kv.items():
-            (u32 if ty == "u32" else f32)(k, v)
+            if ty == "str":
+                w.add_key_value(f"{a}.{k}", str(v), VT.STRING)
+            else:
+                (u32 if ty == "u32" else f32)(k, v)
         w.add_key_value("general.file_type", 1, VT.UINT32)
         n_vocab = _copy_tokenizer(w, f.vocab())
         if n_vocab != f.n_vocab:
