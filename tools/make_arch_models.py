@@ -84,6 +84,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools import fetch_assets  # noqa: E402
+from tools.make_variants import copy_kv  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 META = REPO / "tests" / "golden" / "meta.json"
@@ -294,28 +295,14 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
 def _copy_tokenizer(w, src: Path) -> int:
     """Copy every tokenizer.* key of `src` (raw bytes, original value types); returns n_vocab."""
     import gguf
-    from gguf import GGUFValueType as VT
     r = gguf.GGUFReader(src)
     n_vocab = 0
     for key, fld in r.fields.items():
         if not key.startswith("tokenizer."):
             continue
-        t0 = fld.types[0]
-        if t0 == VT.STRING:
-            w.add_key_value(key, bytes(fld.parts[fld.data[0]]), VT.STRING)
-        elif t0 == VT.ARRAY:
-            sub = fld.types[-1]
-            if sub == VT.STRING:
-                vals = [bytes(fld.parts[i]) for i in fld.data]
-            elif sub == VT.ARRAY:
-                raise NotImplementedError(f"nested array in {key}")
-            else:
-                vals = [fld.parts[i].tolist()[0] for i in fld.data]
-            w.add_key_value(key, vals, VT.ARRAY, sub_type=sub)
-            if key == "tokenizer.ggml.tokens":
-                n_vocab = len(vals)
-        else:
-            w.add_key_value(key, fld.parts[fld.data[0]].tolist()[0], t0)
+        val = copy_kv(w, key, fld)
+        if key == "tokenizer.ggml.tokens":
+            n_vocab = len(val)
     del r
     return n_vocab
 

@@ -42,6 +42,29 @@ FTYPES = {"F16": 1, "Q8_0": 7, "Q4_0": 2, "Q4_1": 3}
 VARIANTS = ("F16", "Q8_0", "Q4_0")
 
 
+def copy_kv(w, key: str, f):
+    """Writes metadata field f (a gguf.GGUFReader field) to writer w under key, with its
+    own value type (arrays with their element type). Returns the value written."""
+    from gguf import GGUFValueType as VT
+    t0 = f.types[0]
+    if t0 == VT.STRING:
+        val = bytes(f.parts[f.data[0]])
+    elif t0 == VT.ARRAY:
+        sub = f.types[-1]
+        if sub == VT.STRING:
+            val = [bytes(f.parts[i]) for i in f.data]
+        elif sub == VT.ARRAY:
+            raise NotImplementedError(f"nested array in {key}")
+        else:
+            val = [f.parts[i].tolist()[0] for i in f.data]
+        w.add_key_value(key, val, VT.ARRAY, sub_type=sub)
+        return val
+    else:
+        val = f.parts[f.data[0]].tolist()[0]
+    w.add_key_value(key, val, t0)
+    return val
+
+
 def variant_name(base: Path, vtype: str) -> str:
     stem = base.name
     for suf in (".Q4_1.gguf", ".gguf"):
@@ -79,22 +102,9 @@ def convert(src: Path, dst: Path, vtype: str) -> Path:
             continue
         if key == "general.alignment":
             w.data_alignment = int(f.contents())
-        t0 = f.types[0]
         if key in ("general.file_type", "general.quantization_version"):
             continue  # re-added at the end, as llama.cpp's gguf_set_val_u32 does
-        elif t0 == VT.STRING:
-            w.add_key_value(key, bytes(f.parts[f.data[0]]), VT.STRING)
-        elif t0 == VT.ARRAY:
-            sub = f.types[-1]
-            if sub == VT.STRING:
-                vals = [bytes(f.parts[i]) for i in f.data]
-            elif sub == VT.ARRAY:
-                raise NotImplementedError(f"nested array in {key}")
-            else:
-                vals = [f.parts[i].tolist()[0] for i in f.data]
-            w.add_key_value(key, vals, VT.ARRAY, sub_type=sub)
-        else:
-            w.add_key_value(key, f.parts[f.data[0]].tolist()[0], t0)
+        copy_kv(w, key, f)
     qv = r.fields.get("general.quantization_version")
     w.add_key_value("general.quantization_version", 2 if qv is None else int(qv.contents()), VT.UINT32)
     w.add_key_value("general.file_type", FTYPES[vtype], VT.UINT32)
