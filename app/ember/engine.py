@@ -1,4 +1,4 @@
-"""The Pythonic API over the native engine: Model, Session and SamplingParams."""
+"""The Pythonic API over the native engine: Model, Context, Session and SamplingParams."""
 from __future__ import annotations
 
 import codecs
@@ -7,6 +7,8 @@ import json
 import os
 import random
 import threading
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,11 +149,13 @@ class Model:
         self.isa = isa
         self._lib = native.lib()
         self._model = None
-        self._ctx = None
-        self._cancel_flag = c_int32(0)
+        self._default: Context | None = None
+        self._contexts: weakref.WeakSet[Context] = weakref.WeakSet()
         self._metadata: dict | None = None
-        self._kv_tokens: list[int] = []  # what the KV cache holds (see Session)
         self._lock = threading.RLock()
+        # Calls on the model handle (tokenizer, context creation) write its last-error
+        # string, so contexts generating on several threads take turns at them.
+        self._vocab_lock = threading.Lock()
 
         params = self._lib.ember_model_default_params()
         params.vocab_only = vocab_only
@@ -175,10 +179,11 @@ class Model:
 
     # ---- lifetime ------------------------------------------------------------
     def close(self) -> None:
+        """Frees the model and every context still open on it (they cannot outlive it)."""
         with self._lock:
-            if self._ctx:
-                self._lib.ember_context_free(self._ctx)
-                self._ctx = None
+            for ctx in list(self._contexts):
+                ctx.close()
+            self._default = None
             if self._model:
                 self._lib.ember_model_free(self._model)
                 self._model = None
@@ -294,14 +299,16 @@ class Model:
         cap = len(data) + 16
         buf = (c_int32 * cap)()
         n = c_int32()
-        status = self._lib.ember_tokenize(self._model, data, len(data), add_special, parse_special,
-                                          buf, cap, ctypes.byref(n))
-        if status == native.ERR_BUFFER_TOO_SMALL:
-            cap = n.value
-            buf = (c_int32 * cap)()
+        with self._vocab_lock:
             status = self._lib.ember_tokenize(self._model, data, len(data), add_special,
                                               parse_special, buf, cap, ctypes.byref(n))
-        _check(status)
+            if status == native.ERR_BUFFER_TOO_SMALL:
+                cap = n.value
+                buf = (c_int32 * cap)()
+                status = self._lib.ember_tokenize(self._model, data, len(data), add_special,
+                                                  parse_special, buf, cap, ctypes.byref(n))
+            message = self._lib.ember_last_error() if status else None
+        _check(status, message)
         return list(buf[: n.value])
 
     def _bytes_call(self, fn, *args) -> bytes:
@@ -309,11 +316,13 @@ class Model:
         while True:
             buf = ctypes.create_string_buffer(cap)
             n = c_int32()
-            status = fn(self._model, *args, buf, cap, ctypes.byref(n))
+            with self._vocab_lock:
+                status = fn(self._model, *args, buf, cap, ctypes.byref(n))
+                message = self._lib.ember_last_error() if status else None
             if status == native.ERR_BUFFER_TOO_SMALL:
                 cap = n.value
                 continue
-            _check(status)
+            _check(status, message)
             return buf.raw[: n.value]
 
     def token_to_piece(self, token: int, special: bool = False) -> bytes:
@@ -327,77 +336,61 @@ class Model:
                                 unparse_special)
         return data.decode("utf-8", errors="replace")
 
-    # ---- evaluation --------------------------------------------------------------
-    def _context(self):
-        if self._ctx is None:
-            params = native.ContextParams(self.n_ctx_requested, self.n_batch, self.n_threads,
-                                          native.ISA_LEVELS[self.isa])
-            handle = ctypes.c_void_p()
-            _check(self._lib.ember_context_create(self._model, ctypes.byref(params),
-                                                  ctypes.byref(handle)),
-                   self._lib.ember_model_last_error(self._model))
-            self._ctx = handle
-            self._lib.ember_context_set_cancel_flag(self._ctx, ctypes.byref(self._cancel_flag))
-        return self._ctx
+    # ---- evaluation (delegated to the default Context) ----------------------------
+    @property
+    def context(self) -> Context:
+        """The context Model.decode/generate/... use, created on first use with the
+        model's n_ctx, n_batch, n_threads and isa."""
+        with self._lock:
+            if self._default is None:
+                self._default = Context(self)
+            return self._default
+
+    def new_context(self, n_ctx: int | None = None, n_threads: int | None = None,
+                    n_batch: int | None = None, gate: DecodeGate | None = None) -> Context:
+        """Another context on this model's weights (its own KV cache, cancel flag and
+        threads): several contexts can decode at once from different threads."""
+        return Context(self, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, gate=gate)
+
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids of a prompt text as generate() feeds it: special-token text is
+        parsed, and BOS is added unless the text (a rendered chat template) starts
+        with it already."""
+        bos = self.bos_id
+        has_bos = bos >= 0 and bool(self.token_text(bos)) and prompt.startswith(self.token_text(bos))
+        return self.tokenize(prompt, add_special=not has_bos, parse_special=True)
 
     @property
     def n_ctx(self) -> int:
-        return int(self._lib.ember_context_n_ctx(self._context()))
+        return self.context.n_ctx
 
     @property
     def n_past(self) -> int:
-        return int(self._lib.ember_context_n_past(self._context())) if self._ctx else 0
+        return self._default.n_past if self._default else 0
 
     @property
     def rewind_limit(self) -> int:
-        """The earliest position a decode may start at and keep the cache before it (models
-        with sliding-window layers keep only the last window of positions in those)."""
-        return int(self._lib.ember_context_rewind_limit(self._context())) if self._ctx else 0
+        return self._default.rewind_limit if self._default else 0
 
     def set_profiling(self, on: bool) -> None:
-        """Per-op timing of the decodes that follow (on resets the counts)."""
-        self._lib.ember_context_set_profiling(self._context(), on)
+        self.context.set_profiling(on)
 
     def profile(self) -> list[tuple[str, int, float]]:
-        """(kind of node, how many ran, seconds on the first thread) since set_profiling(True)."""
-        text = native.decode_str(self._lib.ember_context_profile(self._context()))
-        rows = [line.split("\t") for line in text.splitlines() if line]
-        return [(name, int(n), float(sec)) for name, n, sec in rows]
+        return self.context.profile()
 
     def decode(self, ids: list[int], pos0: int, all_logits: bool = False) -> None:
-        """Evaluates ids at positions pos0..; the cache keeps positions < pos0."""
-        ctx = self._context()
-        arr = (c_int32 * len(ids))(*ids)
-        _check(self._lib.ember_decode(ctx, arr, len(ids), pos0, all_logits),
-               self._lib.ember_context_last_error(ctx))
+        self.context.decode(ids, pos0, all_logits)
 
     def logits(self, i: int = -1) -> np.ndarray:
-        import numpy as np
-        ptr = self._lib.ember_get_logits(self._context(), i)
-        if not ptr:
-            raise EmberError(native.ERR_INVALID_ARGUMENT, f"no logits for index {i}")
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        return self.context.logits(i)
 
     def eval_logits(self, ids: list[int], first: int = 0) -> np.ndarray:
-        """Teacher-forced logits from an empty cache: float32 [len(ids) - first, n_vocab],
-        the rows of positions first.. (the tokens before are evaluated without logits)."""
-        import numpy as np
-        first = max(0, min(first, len(ids)))
-        if first == len(ids):
-            return np.zeros((0, self.n_vocab), dtype=np.float32)
-        with self._lock:
-            self._cancel_flag.value = 0
-            self._kv_tokens.clear()
-            if first:
-                self.decode(ids[:first], 0)
-            self.decode(ids[first:], first, all_logits=True)
-            self._kv_tokens[:] = ids
-            ptr = self._lib.ember_get_logits(self._ctx, 0)
-            return np.ctypeslib.as_array(ptr, shape=(len(ids) - first, self.n_vocab)).copy()
+        return self.context.eval_logits(ids, first)
 
     def cancel(self) -> None:
-        """Asks a running decode/generation to stop (safe from any thread)."""
-        self._cancel_flag.value = 1
+        """Asks a running decode/generation on the default context to stop (any thread)."""
+        if self._default is not None:
+            self._default.cancel()
 
     def generate(self, prompt: str | list[int], max_tokens: int = 128,
                  params: SamplingParams | None = None, *, stats: GenerationStats | None = None,
@@ -408,50 +401,217 @@ class Model:
         yield from session.generate(prompt, max_tokens, params, stats=stats)
 
 
-class Session:
-    """Generation over a model's context that remembers which tokens are in the KV cache,
-    so a following prompt that shares a prefix only evaluates what is new."""
+class DecodeGate:
+    """Lets at most `width` decodes run at once, in the order they asked.
 
-    def __init__(self, model: Model, reuse_prefix: bool = True):
+    Contexts on one model each have their own threads; when their decodes together would
+    ask for more threads than the machine has, spin-waiting pools slow each other down, so
+    a server hands decodes out in turns instead (FIFO, so no slot is starved)."""
+
+    def __init__(self, width: int = 1):
+        self._lock = threading.Lock()
+        self._free = max(1, width)
+        self._waiting: deque[threading.Event] = deque()
+
+    def __enter__(self) -> DecodeGate:
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return self
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().set()  # handed straight over: no barging
+            else:
+                self._free += 1
+
+
+class Context:
+    """A native context on a model: the KV cache, the compute threads, the tokens the
+    cache holds and a cancel flag of its own. Several contexts share one model's weights.
+
+    With a gate, each decode takes a turn at it, and a long prefill is cut into
+    gate_chunk-token turns so other contexts' tokens go on in between."""
+
+    def __init__(self, model: Model, n_ctx: int | None = None, n_threads: int | None = None,
+                 n_batch: int | None = None, gate: DecodeGate | None = None,
+                 gate_chunk: int = 64):
         self.model = model
+        self._lib = model._lib
+        self.gate = gate
+        self.gate_chunk = max(1, gate_chunk)
+        self.cached: list[int] = []  # what the KV cache holds, in position order (see Session)
+        self._cancel_flag = c_int32(0)
+        self._lock = threading.RLock()  # one decode or generation at a time on this context
+        params = native.ContextParams(
+            model.n_ctx_requested if n_ctx is None else n_ctx,
+            model.n_batch if n_batch is None else n_batch,
+            model.n_threads if n_threads is None else n_threads, native.ISA_LEVELS[model.isa])
+        handle = ctypes.c_void_p()
+        with model._vocab_lock:  # a failure writes the model's last-error string
+            status = self._lib.ember_context_create(model._model, ctypes.byref(params),
+                                                    ctypes.byref(handle))
+            message = self._lib.ember_model_last_error(model._model)
+        _check(status, message)
+        self._ctx = handle
+        self._lib.ember_context_set_cancel_flag(self._ctx, ctypes.byref(self._cancel_flag))
+        model._contexts.add(self)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._ctx:
+                self._lib.ember_context_free(self._ctx)
+                self._ctx = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self):
+        if not self._ctx:
+            raise EmberError(native.ERR_INVALID_ARGUMENT, "the context is closed")
+        return self._ctx
+
+    @property
+    def n_ctx(self) -> int:
+        return int(self._lib.ember_context_n_ctx(self._handle()))
+
+    @property
+    def n_past(self) -> int:
+        return int(self._lib.ember_context_n_past(self._ctx)) if self._ctx else 0
+
+    @property
+    def rewind_limit(self) -> int:
+        """The earliest position a decode may start at and keep the cache before it (models
+        with sliding-window layers keep only the last window of positions in those)."""
+        return int(self._lib.ember_context_rewind_limit(self._ctx)) if self._ctx else 0
+
+    def set_profiling(self, on: bool) -> None:
+        """Per-op timing of the decodes that follow (on resets the counts)."""
+        self._lib.ember_context_set_profiling(self._handle(), on)
+
+    def profile(self) -> list[tuple[str, int, float]]:
+        """(kind of node, how many ran, seconds on the first thread) since set_profiling(True)."""
+        text = native.decode_str(self._lib.ember_context_profile(self._handle()))
+        rows = [line.split("\t") for line in text.splitlines() if line]
+        return [(name, int(n), float(sec)) for name, n, sec in rows]
+
+    def cancel(self) -> None:
+        """Asks a running decode/generation on this context to stop (safe from any thread)."""
+        self._cancel_flag.value = 1
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self._cancel_flag.value)
+
+    def reset_cancel(self) -> None:
+        self._cancel_flag.value = 0
+
+    def _decode_native(self, ids: list[int], pos0: int, all_logits: bool) -> None:
+        ctx = self._handle()
+        arr = (c_int32 * len(ids))(*ids)
+        _check(self._lib.ember_decode(ctx, arr, len(ids), pos0, all_logits),
+               self._lib.ember_context_last_error(ctx))
+
+    def decode(self, ids: list[int], pos0: int, all_logits: bool = False) -> None:
+        """Evaluates ids at positions pos0..; the cache keeps positions < pos0."""
+        with self._lock:
+            if self.gate is None:
+                self._decode_native(ids, pos0, all_logits)
+                return
+            step = len(ids) if all_logits else self.gate_chunk
+            for i in range(0, max(len(ids), 1), step):
+                with self.gate:
+                    if self._cancel_flag.value:  # cancelled while waiting for the turn
+                        raise CancelledError(native.ERR_CANCELLED, "cancelled")
+                    self._decode_native(ids[i:i + step], pos0 + i, all_logits)
+
+    def logits(self, i: int = -1) -> np.ndarray:
+        import numpy as np
+        ptr = self._lib.ember_get_logits(self._handle(), i)
+        if not ptr:
+            raise EmberError(native.ERR_INVALID_ARGUMENT, f"no logits for index {i}")
+        return np.ctypeslib.as_array(ptr, shape=(self.model.n_vocab,)).copy()
+
+    def eval_logits(self, ids: list[int], first: int = 0) -> np.ndarray:
+        """Teacher-forced logits from an empty cache: float32 [len(ids) - first, n_vocab],
+        the rows of positions first.. (the tokens before are evaluated without logits)."""
+        import numpy as np
+        n_vocab = self.model.n_vocab
+        first = max(0, min(first, len(ids)))
+        if first == len(ids):
+            return np.zeros((0, n_vocab), dtype=np.float32)
+        with self._lock:
+            self._cancel_flag.value = 0
+            self.cached.clear()
+            if first:
+                self.decode(ids[:first], 0)
+            self.decode(ids[first:], first, all_logits=True)
+            self.cached[:] = ids
+            ptr = self._lib.ember_get_logits(self._ctx, 0)
+            return np.ctypeslib.as_array(ptr, shape=(len(ids) - first, n_vocab)).copy()
+
+    def generate(self, prompt: str | list[int], max_tokens: int = 128,
+                 params: SamplingParams | None = None, *, stats: GenerationStats | None = None,
+                 reuse_prefix: bool = True) -> Iterator[str]:
+        """Model.generate on this context."""
+        yield from Session(self, reuse_prefix=reuse_prefix).generate(prompt, max_tokens, params,
+                                                                     stats=stats)
+
+
+class Session:
+    """Generation over a context (a Model's default one, or a Context) that remembers which
+    tokens are in the KV cache, so a following prompt that shares a prefix only evaluates
+    what is new."""
+
+    def __init__(self, target: Model | Context, reuse_prefix: bool = True):
+        self.context = target.context if isinstance(target, Model) else target
+        self.model = self.context.model
         self.reuse_prefix = reuse_prefix
 
     @property
     def cached(self) -> list[int]:
-        """Tokens whose keys/values are in the model's KV cache, in position order."""
-        return self.model._kv_tokens
+        """Tokens whose keys/values are in the context's KV cache, in position order."""
+        return self.context.cached
 
     def _prefill(self, ids: list[int]) -> int:
         """Evaluates ids, reusing the cached common prefix; returns tokens evaluated."""
+        ctx = self.context
         cached = self.cached
         common = 0
         if self.reuse_prefix:
             limit = min(len(cached), len(ids) - 1)  # always evaluate at least the last token
             while common < limit and cached[common] == ids[common]:
                 common += 1
-            if common < self.model.rewind_limit:
+            if common < ctx.rewind_limit:
                 common = 0  # the sliding-window layers no longer hold what precedes it
         del cached[common:]
         try:
-            self.model.decode(ids[common:], common)
+            ctx.decode(ids[common:], common)
         finally:
-            cached[:] = ids[: self.model.n_past]
+            cached[:] = ids[: ctx.n_past]
         return len(ids) - common
 
     def generate(self, prompt: str | list[int], max_tokens: int = 128,
                  params: SamplingParams | None = None, *,
-                 stats: GenerationStats | None = None) -> Iterator[str]:
+                 stats: GenerationStats | None = None,
+                 cancel: threading.Event | None = None) -> Iterator[str]:
+        """Yields text pieces. cancel: an event another thread may set before generation
+        starts (set later, Context.cancel() is what stops it); the context's flag is reset
+        here, so a cancel that came earlier would otherwise be lost."""
         import time
 
+        ctx = self.context
         m = self.model
         params = params or SamplingParams()
-        if isinstance(prompt, str):
-            # a rendered chat template may already start with BOS: don't add a second
-            bos = m.bos_id
-            has_bos = bos >= 0 and bool(m.token_text(bos)) and prompt.startswith(m.token_text(bos))
-            ids = m.tokenize(prompt, add_special=not has_bos, parse_special=True)
-        else:
-            ids = list(prompt)
+        ids = m.prompt_ids(prompt) if isinstance(prompt, str) else list(prompt)
         if not ids:
             raise EmberError(native.ERR_INVALID_ARGUMENT, "the prompt is empty")
         stats = stats if stats is not None else GenerationStats()
@@ -460,8 +620,11 @@ class Session:
         for t in ids:
             sampler.accept(t)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        m._cancel_flag.value = 0
-        with m._lock:
+        n_vocab = m.n_vocab
+        ctx.reset_cancel()
+        if cancel is not None and cancel.is_set():
+            ctx.cancel()
+        with ctx._lock:
             t0 = time.perf_counter()
             try:
                 stats.prompt_evaluated = self._prefill(ids)
@@ -472,11 +635,11 @@ class Session:
             t1 = time.perf_counter()
             try:
                 for _ in range(max_tokens):
-                    if m._cancel_flag.value:
+                    if ctx.cancelled:
                         stats.stop_reason = "cancelled"
                         break
-                    ptr = m._lib.ember_get_logits(m._ctx, -1)
-                    token = sampler.sample(ptr, m.n_vocab)
+                    ptr = ctx._lib.ember_get_logits(ctx._ctx, -1)
+                    token = sampler.sample(ptr, n_vocab)
                     if m.is_eog(token):
                         stats.stop_reason = "eog"
                         stats.stop_token = token
@@ -490,12 +653,12 @@ class Session:
                     if len(stats.token_ids) == max_tokens:
                         stats.stop_reason = "length"
                         break
-                    pos = m.n_past
-                    if pos >= m.n_ctx:
+                    pos = ctx.n_past
+                    if pos >= ctx.n_ctx:
                         stats.stop_reason = "context_full"
                         break
                     try:
-                        m.decode([token], pos)
+                        ctx.decode([token], pos)
                     except CancelledError:
                         stats.stop_reason = "cancelled"
                         break
