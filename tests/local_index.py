@@ -12,12 +12,18 @@ from pathlib import Path
 
 from ember.starter import Source
 
+FIRST_PART = 1 << 20
+
 
 class LocalIndex:
     def __init__(self, root: Path):
         self.root = Path(root)
         (self.root / "files").mkdir(parents=True, exist_ok=True)
         self.requests: list[str] = []
+        # closed: a file stops after its first FIRST_PART bytes until the gate opens, so a
+        # test can act (Cancel) while a download is under way, whatever the machine's speed
+        self.gate = threading.Event()
+        self.gate.set()
         index = self
 
         class Handler(http.server.SimpleHTTPRequestHandler):
@@ -27,6 +33,15 @@ class LocalIndex:
             def do_GET(self):
                 index.requests.append(self.path)
                 super().do_GET()
+
+            def copyfile(self, source, outputfile):
+                outputfile.write(source.read(FIRST_PART))
+                outputfile.flush()
+                index.gate.wait(120)  # a safety net for a broken test, not a time limit
+                try:
+                    super().copyfile(source, outputfile)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client cancelled
 
             def log_message(self, *a):
                 pass

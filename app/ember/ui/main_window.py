@@ -34,6 +34,8 @@ from ..engine import Session
 from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
+from .downloads import StarterDownload
+from .models_view import ModelsView
 from .settings_dialog import SettingsDialog
 from .widgets import (
     Banner,
@@ -102,6 +104,7 @@ class MainWindow(QMainWindow):
     model_failed = Signal(str)  # the error text shown
     generation_finished = Signal(dict)
     reply_progress = Signal(int, str)  # message id, the reply so far (once per flushed batch)
+    starter_download_done = Signal(str, str)  # "installed" | "failed" | "cancelled", detail
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *,
                  open_model: str | None = None, restore_last: bool = True):
@@ -111,6 +114,10 @@ class MainWindow(QMainWindow):
         self.log_path = crash.setup_logging(self.data_dir)
         self.settings_path = self.data_dir / "settings.json"
         self.settings = Settings.load(self.settings_path)
+        self.models_folder = self.data_dir / "models"
+        self.starter_source = starter.STARTER
+        self.starter_worker: StarterDownload | None = None
+        self._models_shown = False
         self.store = Store(self.data_dir / "history.sqlite3")
         self.store.purge_deleted()  # undo lasts for the session that deleted
         self.model = None
@@ -158,9 +165,7 @@ class MainWindow(QMainWindow):
         convs = self.store.conversations()
         if convs:
             self.select_conversation(convs[0].id)
-        has_starter = starter.installed() is not None
-        self.welcome.set_starter_available(has_starter)
-        self.no_model_bar.set_starter_available(has_starter)
+        self._update_starter_available()
         self.welcome.set_recent([p for p in self.settings.recent_models if Path(p).is_file()])
         self._update_view()
         target = open_model or (self.settings.last_model if restore_last else None)
@@ -254,6 +259,8 @@ class MainWindow(QMainWindow):
         cw.addWidget(self.composer_hint)
         cp.addWidget(comp_wrap)
         self.stack.addWidget(self.chat_page)
+        self.models_view = ModelsView()
+        self.stack.addWidget(self.models_view)
         col.addWidget(self.stack, 1)
         row.addWidget(center, 1)
         self.card = ModelCard()
@@ -288,6 +295,12 @@ class MainWindow(QMainWindow):
         s.search_changed.connect(lambda _t: self.refresh_conversations())
         s.undo.connect(self.undo_delete)
         s.context_menu.connect(self._conversation_menu)
+        s.show_models.connect(self.show_models)
+        self.models_view.back.connect(self.hide_models)
+        self.models_view.open_model.connect(self._open_from_models)
+        for panel in (self.welcome.starter_panel, self.models_view.starter_panel):
+            panel.download.connect(self.download_starter)
+            panel.cancel.connect(self.cancel_starter_download)
         self.composer.input.submit.connect(self.send)
         self.composer.send_button.clicked.connect(self.send)
         self.composer.stop_button.clicked.connect(self.stop)
@@ -320,6 +333,7 @@ class MainWindow(QMainWindow):
         f = mb.addMenu("&File")
         act(f, "New chat", self.new_chat, "Ctrl+N", "actionNewChat")
         act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
+        act(f, "Models", self.show_models, "Ctrl+Shift+M", "actionModels")
         f.addSeparator()
         act(f, "Import chats…", self.choose_import, None, "actionImport")
         act(f, "Export chat as Markdown…", lambda: self.choose_export("md"), None)
@@ -362,14 +376,16 @@ class MainWindow(QMainWindow):
     def _update_view(self) -> None:
         has_msgs = bool(self.current_conv and self.store.messages(self.current_conv))
         show_chat = self.model is not None or has_msgs
-        page = self.chat_page if show_chat else self.welcome
+        page = (self.models_view if self._models_shown else
+                self.chat_page if show_chat else self.welcome)
         self.stack.setCurrentWidget(page)
-        for w in (self.chat_page, self.welcome):
+        for w in (self.chat_page, self.welcome, self.models_view):
             # the page not shown does not set the window's minimum size
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
         self.card.setVisible(self.model_info is not None or self.loading)
         self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
+        self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading
         self.composer.input.setEnabled(True)
         self.composer.send_button.setEnabled(ready and not self.generating)
@@ -562,12 +578,89 @@ class MainWindow(QMainWindow):
             self.open_model_path(path)
 
     def use_starter(self) -> None:
-        p = starter.installed()
+        p = starter.installed(self.models_folder)
         if p is None:
-            self.show_error("The starter model is not installed",
-                            "Run `ember fetch-starter` once (it downloads about 93 MB).")
+            self.download_starter()
             return
         self.open_model_path(str(p))
+
+    # ---- the models folder and the starter download ---------------------------------------
+    def show_models(self) -> None:
+        self.models_view.fill(self.models_folder,
+                              self.model_info["path"] if self.model_info else None,
+                              starter.installed(self.models_folder) is not None)
+        self._models_shown = True
+        self._update_view()
+
+    def hide_models(self) -> None:
+        self._models_shown = False
+        self._update_view()
+
+    def _open_from_models(self, path: str) -> None:
+        self.hide_models()
+        self.open_model_path(path)
+
+    def _starter_panels(self):
+        return (self.welcome.starter_panel, self.models_view.starter_panel)
+
+    def _update_starter_available(self) -> None:
+        has = starter.installed(self.models_folder) is not None
+        self.welcome.set_starter_available(has)
+        self.no_model_bar.set_starter_available(has)
+        self.models_view.starter_panel.setVisible(not has)
+
+    def download_starter(self) -> None:
+        """The user's explicit request: the only time Ember goes to the network."""
+        if self.starter_worker is not None:
+            return
+        w = StarterDownload(self.models_folder, self, source=self.starter_source)
+        w.progress.connect(self._on_starter_progress)
+        w.installed.connect(self._on_starter_installed)
+        w.failed.connect(self._on_starter_failed)
+        w.cancelled.connect(self._on_starter_cancelled)
+        self.starter_worker = w
+        for p in self._starter_panels():
+            p.set_running(True)
+        log.info("downloading the starter model into %s", self.models_folder)
+        w.start()
+
+    def cancel_starter_download(self) -> None:
+        if self.starter_worker is not None:
+            self.starter_worker.cancel()
+            for p in self._starter_panels():
+                p.cancelling()
+
+    def _on_starter_progress(self, phase: str, done: int, total: int) -> None:
+        for p in self._starter_panels():
+            p.set_progress(phase, done, total)
+
+    def _end_starter_download(self, message: str) -> None:
+        w, self.starter_worker = self.starter_worker, None
+        if w is not None:
+            self._retire(w)
+        for p in self._starter_panels():
+            p.set_running(False)
+            p.set_message(message)
+
+    def _on_starter_installed(self, path: str) -> None:
+        self._end_starter_download("")
+        self._update_starter_available()
+        if self._models_shown:
+            self.show_models()
+        self._flash(f"Installed {Path(path).name}")
+        log.info("starter model installed at %s", path)
+        self.starter_download_done.emit("installed", path)
+        if self.model is None and not self.loading:
+            self.open_model_path(path)
+
+    def _on_starter_failed(self, message: str) -> None:
+        self._end_starter_download(f"The download failed: {message}")
+        self.show_error("The starter model could not be downloaded", message)
+        self.starter_download_done.emit("failed", message)
+
+    def _on_starter_cancelled(self) -> None:
+        self._end_starter_download("Download cancelled.")
+        self.starter_download_done.emit("cancelled", "")
 
     def open_model_path(self, path: str) -> None:
         path = str(path)
@@ -1151,6 +1244,9 @@ class MainWindow(QMainWindow):
         if self.load_worker is not None:
             self.load_worker.cancel()
             self.load_worker.wait(10000)
+        if self.starter_worker is not None:
+            self.starter_worker.cancel()
+            self.starter_worker.wait(10000)
         for w in list(self._old_workers):
             w.wait(10000)
         self._mem_timer.stop()

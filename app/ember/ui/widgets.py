@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from ..chat.reasoning import Reply, split_reply
 from . import markdown
+from .downloads import StarterPanel
 from .workers import estimate_ram, human_bytes, human_count
 
 CONTENT_MAX_WIDTH = 860
@@ -681,6 +682,7 @@ class Sidebar(QFrame):
     search_changed = Signal(str)
     undo = Signal()
     context_menu = Signal(int, object)  # conv id, global pos
+    show_models = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -730,6 +732,11 @@ class Sidebar(QFrame):
         self.empty.setProperty("field", True)
         self.empty.setAlignment(Qt.AlignHCenter | Qt.AlignTop)
         lay.addWidget(self.empty, 1)
+        self.models_button = _button("Models", "modelsButton",
+                                     tip="The models in your models folder (Ctrl+Shift+M)")
+        self.models_button.setCheckable(True)
+        self.models_button.clicked.connect(lambda: self.show_models.emit())
+        lay.addWidget(self.models_button)
         self.undo_bar = QFrame()
         self.undo_bar.setObjectName("undoBar")
         ub = QHBoxLayout(self.undo_bar)
@@ -1042,13 +1049,8 @@ class WelcomeView(QFrame):
         row.addWidget(self.starter_button)
         row.addStretch(1)
         dz.addLayout(row)
-        self.starter_hint = QLabel("No starter model yet: run <code>ember fetch-starter</code> "
-                                   "once to install a small one.")
-        self.starter_hint.setObjectName("starterHint")
-        self.starter_hint.setAlignment(Qt.AlignCenter)
-        self.starter_hint.setWordWrap(True)
-        self.starter_hint.setProperty("field", True)
-        dz.addWidget(self.starter_hint)
+        self.starter_panel = StarterPanel("welcomeStarterPanel", centered=True)
+        dz.addWidget(self.starter_panel)
         col.addWidget(self.drop_zone)
         self.recent_label = QLabel("Recent models")
         self.recent_label.setObjectName("cardSection")
@@ -1070,7 +1072,7 @@ class WelcomeView(QFrame):
 
     def set_starter_available(self, available: bool) -> None:
         self.starter_button.setVisible(available)
-        self.starter_hint.setVisible(not available)
+        self.starter_panel.setVisible(not available)
 
     def set_recent(self, paths: list[str]) -> None:
         from pathlib import Path

@@ -1,0 +1,178 @@
+"""The Models page: every .gguf in the models folder with its card (read from the file's
+header, so nothing is loaded), a button to open each, and the starter download."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ..engine import EmberError, Model
+from .downloads import StarterPanel
+from .workers import describe_model, error_title, human_bytes, human_count
+
+
+def read_card(path: Path) -> dict:
+    """The card of a model file, or {"path", "name", "error"} when its header is bad."""
+    try:
+        head = Model(str(path), metadata_only=True)
+    except EmberError as e:
+        return {"path": str(path), "file_name": path.name, "error":
+                f"{error_title(e.status)}: {e.message or e}"}
+    except OSError as e:
+        return {"path": str(path), "file_name": path.name, "error": str(e)}
+    try:
+        return describe_model(head, path)
+    finally:
+        head.close()
+
+
+class ModelRow(QFrame):
+    """One model's card: name, file, the header's facts, and Open."""
+
+    open_model = Signal(str)
+
+    def __init__(self, card: dict, loaded: bool, parent=None):
+        super().__init__(parent)
+        self.card = card
+        self.setObjectName("modelRow")
+        self.setProperty("loaded", loaded)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(16, 12, 16, 12)
+        lay.setSpacing(6)
+        top = QHBoxLayout()
+        name = QLabel(card.get("name") or card["file_name"])
+        name.setObjectName("modelRowName")
+        name.setWordWrap(True)
+        top.addWidget(name, 1)
+        self.open_button = QPushButton("Loaded" if loaded else "Open")
+        self.open_button.setObjectName("modelRowOpen")
+        self.open_button.setEnabled(not loaded and "error" not in card)
+        self.open_button.setAccessibleName(f"Open {card['file_name']}")
+        self.open_button.clicked.connect(lambda: self.open_model.emit(card["path"]))
+        top.addWidget(self.open_button, 0, Qt.AlignTop)
+        lay.addLayout(top)
+        file = QLabel(card["file_name"])
+        file.setObjectName("modelRowFile")
+        file.setProperty("field", True)
+        file.setToolTip(card["path"])
+        file.setWordWrap(True)
+        lay.addWidget(file)
+        if "error" in card:
+            err = QLabel(card["error"])
+            err.setObjectName("modelRowError")
+            err.setWordWrap(True)
+            lay.addWidget(err)
+            return
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(18)
+        grid.setVerticalSpacing(4)
+        facts = [("Architecture", card["arch"]), ("Parameters", human_count(card["n_params"])),
+                 ("Quantization", card["ftype"]), ("File size", human_bytes(card["file_size"])),
+                 ("Trained context", f"{card['n_ctx_train']:,} tokens"),
+                 ("Prompt format", "chat template" if card["has_template"] else
+                  f"{card.get('builtin_format_label') or 'ChatML'} (built-in)"
+                  if card.get("builtin_format") else "raw completion")]
+        self.values: dict[str, str] = {}
+        for i, (k, v) in enumerate(facts):
+            kl = QLabel(k)
+            kl.setProperty("field", True)
+            vl = QLabel(v)
+            vl.setObjectName("modelRowValue")
+            vl.setWordWrap(True)
+            grid.addWidget(kl, i // 2, (i % 2) * 2)
+            grid.addWidget(vl, i // 2, (i % 2) * 2 + 1)
+            self.values[k] = v
+        grid.setColumnStretch(1, 1)
+        grid.setColumnStretch(3, 1)
+        lay.addLayout(grid)
+
+
+class ModelsView(QFrame):
+    open_model = Signal(str)
+    back = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("modelsView")
+        self.folder: Path | None = None
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(24, 16, 24, 16)
+        outer.setSpacing(10)
+        head = QHBoxLayout()
+        title = QLabel("Models")
+        title.setObjectName("modelsTitle")
+        head.addWidget(title, 1)
+        self.folder_button = QPushButton("Show folder")
+        self.folder_button.setObjectName("modelsFolderButton")
+        self.folder_button.clicked.connect(self._show_folder)
+        head.addWidget(self.folder_button)
+        self.back_button = QPushButton("Back to chat")
+        self.back_button.setObjectName("modelsBackButton")
+        self.back_button.clicked.connect(self.back)
+        head.addWidget(self.back_button)
+        outer.addLayout(head)
+        self.folder_label = QLabel("")
+        self.folder_label.setObjectName("modelsFolder")
+        self.folder_label.setProperty("field", True)
+        self.folder_label.setWordWrap(True)
+        self.folder_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        outer.addWidget(self.folder_label)
+        self.starter_panel = StarterPanel("modelsStarterPanel")
+        outer.addWidget(self.starter_panel)
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("modelsScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.list_widget = QWidget()
+        self.list_layout = QVBoxLayout(self.list_widget)
+        self.list_layout.setContentsMargins(0, 0, 0, 0)
+        self.list_layout.setSpacing(10)
+        self.scroll.setWidget(self.list_widget)
+        outer.addWidget(self.scroll, 1)
+        self.empty = QLabel("")
+        self.empty.setObjectName("modelsEmpty")
+        self.empty.setProperty("field", True)
+        self.empty.setWordWrap(True)
+        self.list_layout.addWidget(self.empty)
+        self.list_layout.addStretch(1)
+        self.rows: list[ModelRow] = []
+
+    def fill(self, folder: Path, loaded_path: str | None, starter_installed: bool) -> None:
+        """Reads every model's header afresh: files come and go behind the app's back."""
+        self.folder = Path(folder)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)  # where the user is told to put models
+        except OSError:
+            pass
+        self.folder_label.setText(str(self.folder))
+        for r in self.rows:
+            r.deleteLater()
+        self.rows = []
+        files = sorted((p for p in self.folder.glob("*.gguf") if p.is_file()),
+                       key=lambda p: p.name.lower())
+        for i, p in enumerate(files):
+            row = ModelRow(read_card(p), loaded=bool(loaded_path) and
+                           Path(loaded_path).resolve() == p.resolve())
+            row.open_model.connect(self.open_model)
+            self.list_layout.insertWidget(i, row)
+            self.rows.append(row)
+        self.empty.setText(f"No models here yet. Put .gguf files in {self.folder}, drop one on "
+                           "the window, or download the starter model.")
+        self.empty.setVisible(not files)
+        self.starter_panel.setVisible(not starter_installed)
+
+    def _show_folder(self) -> None:
+        if self.folder is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.folder)))
