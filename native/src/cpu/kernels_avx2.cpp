@@ -746,62 +746,6 @@ inline __m256i kdot32(__m256i q, const int8_t* a, int sc) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(q, loadu256(a)), _mm256_set1_epi16((short)sc));
 }
 
-void vec_dot_q2_k(int64_t n, float* s, const void* w, const void* a) {
-    const BlockQ2_K* x = static_cast<const BlockQ2_K*>(w);
-    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
-    const __m256i m3 = _mm256_set1_epi8(3);
-    KAcc acc;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        int min_lo = 0, min_hi = 0;
-        for (int g = 0; g < 8; ++g) min_lo += (x[i].scales[g] >> 4) * y[i].bsums[g];
-        for (int g = 8; g < 16; ++g) min_hi += (x[i].scales[g] >> 4) * y[i].bsums[g];
-        __m256i isum = _mm256_setzero_si256();
-        for (int c = 0; c < 2; ++c) {
-            const __m256i qv = loadu256(x[i].qs + 32 * c);
-            for (int sh = 0; sh < 4; ++sh) {  // 32 elements c*128 + sh*32: groups 2(4c+sh), +1
-                const int g = 2 * (4 * c + sh);
-                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3);
-                isum = _mm256_add_epi32(isum, kdot16(q, y[i].qs + 16 * g,
-                                                     scales2(x[i].scales[g] & 15, x[i].scales[g + 1] & 15)));
-            }
-        }
-        acc.add(hsum_lo(isum), hsum_hi(isum), min_lo, min_hi, f16(x[i].d), f16(x[i].dmin), y[i].d);
-    }
-    *s = acc.result();
-}
-
-void vec_dot_q3_k(int64_t n, float* s, const void* w, const void* a) {
-    const BlockQ3_K* x = static_cast<const BlockQ3_K*>(w);
-    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
-    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-    KAcc acc;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        int sc[16];
-        for (int k = 0; k < 16; ++k) {
-            const int lo = (x[i].scales[k % 8] >> (4 * (k / 8))) & 0x0f;
-            const int hi = (x[i].scales[8 + k % 4] >> (2 * (k / 4))) & 0x03;
-            sc[k] = (lo | (hi << 4)) - 32;
-        }
-        // q = ql + 4 * hbit - 4: the -4 goes through the activation sums
-        int corr[2] = {0, 0};  // even groups sit in the low halves, odd in the high
-        for (int g = 0; g < 16; ++g) corr[g & 1] += sc[g] * y[i].bsums[g];
-        const __m256i hm = loadu256(x[i].hmask);
-        __m256i isum = _mm256_setzero_si256();
-        for (int c = 0; c < 2; ++c) {
-            const __m256i qv = loadu256(x[i].qs + 32 * c);
-            for (int sh = 0; sh < 4; ++sh) {
-                const int k = 4 * c + sh, g = 2 * k;
-                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, k), one);
-                const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3),
-                                                  _mm256_slli_epi16(hb, 2));
-                isum = _mm256_add_epi32(isum, kdot16(q, y[i].qs + 16 * g, scales2(sc[g], sc[g + 1])));
-            }
-        }
-        acc.add(hsum_lo(isum) - 4 * corr[0], hsum_hi(isum) - 4 * corr[1], 0, 0, f16(x[i].d), 0.0f, y[i].d);
-    }
-    *s = acc.result();
-}
-
 // Q4_K/Q5_K's twelve scale bytes as 32-bit words: the eight 6-bit scales end up in
 // bytes 0-7 and the eight 6-bit mins in bytes 8-15 (the same values k_scale_min_ref
 // gives, four at a time: low six bits of bytes 0-3 / 4-7, and for groups 4-7 a low
@@ -816,88 +760,249 @@ inline void k_scales_mins(const uint8_t* scales, uint32_t u[4]) {
     u[3] = ((b8 >> 4) & low4) | (((b4 >> 6) & low2) << 4);  // mins 4-7
 }
 
-// sum over the eight 32-groups of min * (its two 16-sums), split as groups 0-3 / 4-7
-inline void k_min_sums(const uint32_t u[4], const int16_t* bsums, int* lo, int* hi) {
-    const __m256i g = _mm256_madd_epi16(loadu256(bsums), _mm256_set1_epi16(1));  // 32-group sums
-    const __m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)));
-    const __m256i p = _mm256_mullo_epi32(g, m);
-    *lo = hsum_lo(p);
-    *hi = hsum_hi(p);
+// One super-block's exact integer sums, kept as vectors: the lanes 0-3 of `isum` add up
+// to the scaled integer dot over the block's "lo" halves (KAcc's split, see above) and
+// lanes 4-7 to the "hi" halves; `imin` likewise for the min term (zero for the types
+// without mins, whose offsets are folded into isum). Integer sums are exact, so however
+// the lanes are added up later the totals, and so the float updates, are the same.
+struct KSums {
+    __m256i isum, imin;
+};
+
+// [c0 | c1] with c0's four lanes adding up to the sum of `even` and c1's to that of `odd`
+inline __m256i halves(__m256i even, __m256i odd) {
+    const __m128i e = _mm_add_epi32(_mm256_castsi256_si128(even), _mm256_extracti128_si256(even, 1));
+    const __m128i o = _mm_add_epi32(_mm256_castsi256_si128(odd), _mm256_extracti128_si256(odd, 1));
+    return _mm256_set_m128i(o, e);
+}
+// sum over the even / odd groups g of sc[g] * bsums[g] (sc: sixteen int16), as halves()
+inline __m256i even_odd_corr(__m256i sc16, const int16_t* bsums) {
+    const __m256i bs = loadu256(bsums);
+    const __m256i even = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32(0x0000ffff)), bs);
+    const __m256i odd = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32((int)0xffff0000u)), bs);
+    return halves(even, odd);
 }
 
-template <bool kQ5>
-void vec_dot_q45_k(int64_t n, float* s, const void* w, const void* a) {
-    using B = typename std::conditional<kQ5, BlockQ5_K, BlockQ4_K>::type;
+// For the sixteen-element groups of Q2_K/Q3_K/Q6_K: int16 scales 2k in the low 128-bit
+// lane and 2k + 1 in the high one, picked from eight int16 scales repeated in both lanes
+alignas(32) const int8_t kPairShuffle[4][32] = {
+#define EMBER_PAIR(j) (int8_t)(2 * (j)), (int8_t)(2 * (j) + 1)
+#define EMBER_LANE(j) EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), \
+                      EMBER_PAIR(j), EMBER_PAIR(j)
+    {EMBER_LANE(0), EMBER_LANE(1)}, {EMBER_LANE(2), EMBER_LANE(3)}, {EMBER_LANE(4), EMBER_LANE(5)},
+    {EMBER_LANE(6), EMBER_LANE(7)},
+#undef EMBER_LANE
+#undef EMBER_PAIR
+};
+// scales2(sc[8h + 2k], sc[8h + 2k + 1]) for sixteen int16 scales sc16, h = 0 or 1
+inline __m256i pair_scales(__m256i sc16, int h, int k) {
+    const __m256i eight = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11) : _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    return _mm256_shuffle_epi8(eight, loadu256(kPairShuffle[k]));
+}
+
+inline KSums k_sums(const BlockQ2_K& x, const BlockQ8_K& y) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    const __m128i sb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales));
+    // mins of the sixteen groups times their activation sums: lanes 0-3 cover groups 0-7
+    const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sb, 4), _mm_set1_epi8(0x0f)));
+    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sb, _mm_set1_epi8(0x0f)));
+    KSums k;
+    k.imin = _mm256_madd_epi16(mins16, loadu256(y.bsums));
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 2; ++c) {
+        const __m256i qv = loadu256(x.qs + 32 * c);
+        for (int sh = 0; sh < 4; ++sh) {  // 32 elements c*128 + sh*32: groups 2(4c+sh), +1
+            const int g = 2 * (4 * c + sh);
+            const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3);
+            isum = _mm256_add_epi32(isum, kdot16(q, y.qs + 16 * g, pair_scales(sc16, c, sh)));
+        }
+    }
+    k.isum = isum;
+    return k;
+}
+
+inline KSums k_sums(const BlockQ3_K& x, const BlockQ8_K& y) {
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    // the sixteen 6-bit scales, four per word: low nibbles from bytes 0-7 (groups 0-7) or
+    // their high nibbles (8-15), the top two bits from bytes 8-11, two bits per group of four
+    constexpr uint32_t low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    uint32_t b[3];
+    std::memcpy(b, x.scales, 12);
+    const uint32_t u0 = (b[0] & low4) | ((b[2] & low2) << 4), u1 = (b[1] & low4) | (((b[2] >> 2) & low2) << 4);
+    const uint32_t u2 = ((b[0] >> 4) & low4) | (((b[2] >> 4) & low2) << 4);
+    const uint32_t u3 = ((b[1] >> 4) & low4) | (((b[2] >> 6) & low2) << 4);
+    const __m256i sc16 = _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_set_epi32((int)u3, (int)u2, (int)u1, (int)u0)),
+                                          _mm256_set1_epi16(32));
+    const __m256i hm = loadu256(x.hmask);
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 2; ++c) {
+        const __m256i qv = loadu256(x.qs + 32 * c);
+        for (int sh = 0; sh < 4; ++sh) {
+            const int k = 4 * c + sh, g = 2 * k;
+            const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, k), one);
+            const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3),
+                                              _mm256_slli_epi16(hb, 2));
+            isum = _mm256_add_epi32(isum, kdot16(q, y.qs + 16 * g, pair_scales(sc16, c, sh)));
+        }
+    }
+    // q = ql + 4 * hbit - 4: the -4 goes through the activation sums (even groups: lo)
+    const __m256i corr = even_odd_corr(sc16, y.bsums);
+    return {_mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 2)), _mm256_setzero_si256()};
+}
+
+// For the eight 32-element groups j of a Q4_K/Q5_K block: int16 lanes all holding scale j
+// (byte pairs 2j, 2j+1 of the eight scales widened to int16 and repeated per lane)
+alignas(32) const int8_t kScaleShuffle[8][32] = {
+#define EMBER_PAIR(j) (int8_t)(2 * (j)), (int8_t)(2 * (j) + 1)
+#define EMBER_ROW(j) {EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), \
+                      EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j),   \
+                      EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j), EMBER_PAIR(j)}
+    EMBER_ROW(0), EMBER_ROW(1), EMBER_ROW(2), EMBER_ROW(3), EMBER_ROW(4), EMBER_ROW(5), EMBER_ROW(6), EMBER_ROW(7),
+#undef EMBER_ROW
+#undef EMBER_PAIR
+};
+
+template <class B>
+inline KSums k_sums_q45(const B& x, const BlockQ8_K& y) {
+    constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    uint32_t u[4];
+    k_scales_mins(x.scales, u);
+    // the eight 32-group activation sums times the mins: lanes 0-3 are groups 0-3
+    const __m256i g = _mm256_madd_epi16(loadu256(y.bsums), _mm256_set1_epi16(1));
+    const __m256i m = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u + 2)));
+    KSums k;
+    k.imin = _mm256_mullo_epi32(g, m);
+    const __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(u))));
+    __m256i hv = _mm256_setzero_si256();
+    if constexpr (kQ5) hv = loadu256(x.qh);
+    __m256i isum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+        const __m256i qv = loadu256(x.qs + 32 * j);
+        __m256i lo = _mm256_and_si256(qv, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+        if constexpr (kQ5) {
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+        }
+        const __m256i s_lo = _mm256_shuffle_epi8(sc, loadu256(kScaleShuffle[2 * j]));
+        const __m256i s_hi = _mm256_shuffle_epi8(sc, loadu256(kScaleShuffle[2 * j + 1]));
+        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, loadu256(y.qs + 64 * j)), s_lo);
+        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, loadu256(y.qs + 64 * j + 32)), s_hi);
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(p_lo, p_hi));
+    }
+    k.isum = isum;
+    return k;
+}
+inline KSums k_sums(const BlockQ4_K& x, const BlockQ8_K& y) { return k_sums_q45(x, y); }
+inline KSums k_sums(const BlockQ5_K& x, const BlockQ8_K& y) { return k_sums_q45(x, y); }
+
+inline KSums k_sums(const BlockQ6_K& x, const BlockQ8_K& y) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
+    __m256i isum = _mm256_setzero_si256();
+    for (int c = 0; c < 2; ++c) {
+        const __m256i l0 = loadu256(x.ql + 64 * c), l1 = loadu256(x.ql + 64 * c + 32);
+        const __m256i h = loadu256(x.qh + 32 * c);
+        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+        const int8_t* ya = y.qs + 128 * c;
+        const __m256i p0 = kdot16(q0, ya, pair_scales(sc16, c, 0));
+        const __m256i p1 = kdot16(q1, ya + 32, pair_scales(sc16, c, 1));
+        const __m256i p2 = kdot16(q2, ya + 64, pair_scales(sc16, c, 2));
+        const __m256i p3 = kdot16(q3, ya + 96, pair_scales(sc16, c, 3));
+        isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
+    }
+    // q - 32: the -32 goes through the activation sums (even groups: lo)
+    const __m256i corr = even_odd_corr(sc16, y.bsums);
+    return {_mm256_sub_epi32(isum, _mm256_slli_epi32(corr, 5)), _mm256_setzero_si256()};
+}
+
+// The f16 scales a super-block multiplies its sums by (no min scale: 0, as f16)
+inline uint16_t k_dmin(const BlockQ2_K& x) { return x.dmin; }
+inline uint16_t k_dmin(const BlockQ3_K&) { return 0; }
+inline uint16_t k_dmin(const BlockQ4_K& x) { return x.dmin; }
+inline uint16_t k_dmin(const BlockQ5_K& x) { return x.dmin; }
+inline uint16_t k_dmin(const BlockQ6_K&) { return 0; }
+
+template <class B>
+void vec_dot_k(int64_t n, float* s, const void* w, const void* a) {
     const B* x = static_cast<const B*>(w);
     const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     KAcc acc;
     for (int64_t i = 0; i < n / QK_K; ++i) {
-        uint32_t u[4];
-        k_scales_mins(x[i].scales, u);
-        const uint8_t* sc = reinterpret_cast<const uint8_t*>(u);
-        int imin[2];
-        k_min_sums(u, y[i].bsums, &imin[0], &imin[1]);
-        __m256i hv = _mm256_setzero_si256();
-        if constexpr (kQ5) hv = loadu256(x[i].qh);
-        __m256i isum = _mm256_setzero_si256();
-        for (int j = 0; j < 4; ++j) {
-            const __m256i qv = loadu256(x[i].qs + 32 * j);
-            __m256i lo = _mm256_and_si256(qv, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
-            if constexpr (kQ5) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+        const KSums k = k_sums(x[i], y[i]);
+        acc.add(hsum_lo(k.isum), hsum_hi(k.isum), hsum_lo(k.imin), hsum_hi(k.imin), f16(x[i].d), f16(k_dmin(x[i])),
+                y[i].d);
+    }
+    *s = acc.result();
+}
+
+// [lo(v0) .. lo(v7)] and [hi(v0) .. hi(v7)]: lo the sum of lanes 0-3, hi of lanes 4-7
+inline void fold8(const __m256i* v, __m256i* lo, __m256i* hi) {
+    const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    *lo = _mm256_permute2x128_si256(a, b, 0x20);
+    *hi = _mm256_permute2x128_si256(a, b, 0x31);
+}
+
+// Decoding, eight rows at a time: each row streams through k_sums front to back (one
+// read stream), its exact per-block integer sums parked in a small buffer; then the
+// eight rows' horizontal sums and float updates run side by side, lane r doing row r's
+// KAcc::add. The float operations per row are vec_dot_k's (and so ktile4's), in the same
+// order: the bits do not change, only the instruction count per byte does.
+template <class B>
+void decode_k(int64_t nbk, int nr, const uint8_t* W, size_t ws, const BlockQ8_K* y, float* s) {
+    struct Parked {
+        __m256i isum[8], imin[8];
+        alignas(16) uint16_t d[8], dmin[8];
+    };
+    thread_local std::vector<Parked> park;  // grows to the longest row once per thread
+    if ((int64_t)park.size() < nbk) park.resize((size_t)nbk);
+    const size_t row = (size_t)nbk * sizeof(B);
+    int r = 0;
+    for (; r + 8 <= nr; r += 8) {
+        for (int rr = 0; rr < 8; ++rr) {
+            const uint8_t* p = W + (size_t)(r + rr) * ws;
+            prefetch_ahead(p, p + row);
+            const B* x = reinterpret_cast<const B*>(p);
+            for (int64_t i = 0; i < nbk; ++i) {
+                const KSums k = k_sums(x[i], y[i]);
+                Parked& q = park[(size_t)i];
+                q.isum[rr] = k.isum;
+                q.imin[rr] = k.imin;
+                q.d[rr] = x[i].d;
+                q.dmin[rr] = k_dmin(x[i]);
             }
-            isum = _mm256_add_epi32(isum, kdot32(lo, y[i].qs + 64 * j, sc[2 * j]));
-            isum = _mm256_add_epi32(isum, kdot32(hi, y[i].qs + 64 * j + 32, sc[2 * j + 1]));
         }
-        acc.add(hsum_lo(isum), hsum_hi(isum), imin[0], imin[1], f16(x[i].d), f16(x[i].dmin), y[i].d);
+        __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+        for (int64_t i = 0; i < nbk; ++i) {
+            const Parked& q = park[(size_t)i];
+            __m256i ilo, ihi, mlo, mhi;
+            fold8(q.isum, &ilo, &ihi);
+            fold8(q.imin, &mlo, &mhi);
+            const __m256 da = _mm256_set1_ps(y[i].d);
+            const __m256 dda = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(q.d))), da);
+            const __m256 dmda =
+                _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(q.dmin))), da);
+            lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ilo), dda, lo);
+            hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ihi), dda, hi);
+            lo = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mlo), dmda, lo);
+            hi = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mhi), dmda, hi);
+        }
+        _mm256_storeu_ps(s + r, _mm256_add_ps(lo, hi));
     }
-    *s = acc.result();
-}
-
-void vec_dot_q6_k(int64_t n, float* s, const void* w, const void* a) {
-    const BlockQ6_K* x = static_cast<const BlockQ6_K*>(w);
-    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
-    KAcc acc;
-    for (int64_t i = 0; i < n / QK_K; ++i) {
-        const int8_t* sc = x[i].scales;
-        // q - 32: the -32 goes through the activation sums (even groups: low halves)
-        int corr[2];
-        {
-            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-            const __m256i bs = loadu256(y[i].bsums);
-            const __m256i even = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32(0x0000ffff)), bs);
-            const __m256i odd = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32((int)0xffff0000u)), bs);
-            corr[0] = hsum_i32(even);
-            corr[1] = hsum_i32(odd);
-        }
-        __m256i isum = _mm256_setzero_si256();
-        for (int c = 0; c < 2; ++c) {
-            const __m256i l0 = loadu256(x[i].ql + 64 * c), l1 = loadu256(x[i].ql + 64 * c + 32);
-            const __m256i h = loadu256(x[i].qh + 32 * c);
-            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
-            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
-            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
-            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
-            const int g = 8 * c;
-            const int8_t* ya = y[i].qs + 128 * c;
-            isum = _mm256_add_epi32(isum, kdot16(q0, ya, scales2(sc[g], sc[g + 1])));
-            isum = _mm256_add_epi32(isum, kdot16(q1, ya + 32, scales2(sc[g + 2], sc[g + 3])));
-            isum = _mm256_add_epi32(isum, kdot16(q2, ya + 64, scales2(sc[g + 4], sc[g + 5])));
-            isum = _mm256_add_epi32(isum, kdot16(q3, ya + 96, scales2(sc[g + 6], sc[g + 7])));
-        }
-        acc.add(hsum_lo(isum) - 32 * corr[0], hsum_hi(isum) - 32 * corr[1], 0, 0, f16(x[i].d), 0.0f, y[i].d);
+    for (; r < nr; ++r) {
+        const uint8_t* p = W + (size_t)r * ws;
+        prefetch_ahead(p, p + row);
+        vec_dot_k<B>(nbk * QK_K, s + r, p, y);
     }
-    *s = acc.result();
 }
-
 // ---- K-quant tiles: rows unpacked once per call, then a pure int8 micro-kernel --------
 //
 // Prefill reuses every weight row across many columns, so each super-block is first
@@ -1057,17 +1162,13 @@ void ktile4(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float
         _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
 }
 
-template <class B, VecDotFn VecDot>
+template <class B>
 void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s, size_t lds) {
     const int64_t nbk = n / QK_K;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
-    if (nc == 1) {  // decoding: unpacking would cost more than it saves; VecDot matches ktile4
-        const size_t row = (size_t)nbk * sizeof(B);
-        for (int r = 0; r < nr; ++r) {
-            prefetch_ahead(W + r * ws, W + r * ws + row);
-            VecDot(n, s + r, W + r * ws, A);
-        }
+    if (nc == 1) {  // decoding: unpacking would cost more than it saves; decode_k matches ktile4
+        decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
         return;
     }
     thread_local std::vector<KPanel> panel;  // grows to the longest row once per thread
@@ -1085,7 +1186,7 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
         for (; c < nc; ++c) ktile4<1, U>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
     }
     for (; r < nr; ++r)
-        for (int c = 0; c < nc; ++c) VecDot(n, s + c * lds + r, W + r * ws, A + c * as);
+        for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);
 }
 
 // q . k over the F16 cache with F16C: 16 values per step in two accumulators.
@@ -1309,11 +1410,11 @@ void register_avx2_kernels(KernelTable& t) {
     t[(int)DType::Q8_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ8_0>, gemm_legacy<DecQ8_0, 4>};
     t[(int)DType::Q4_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ4_1>, gemm_legacy<DecQ4_1, 4>};
     t[(int)DType::Q5_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ5_1>, gemm_legacy<DecQ5_1, 4>};
-    t[(int)DType::Q2_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q2_k, gemm_k<BlockQ2_K, vec_dot_q2_k>};
-    t[(int)DType::Q3_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q3_k, gemm_k<BlockQ3_K, vec_dot_q3_k>};
-    t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q45_k<false>, gemm_k<BlockQ4_K, vec_dot_q45_k<false>>};
-    t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q45_k<true>, gemm_k<BlockQ5_K, vec_dot_q45_k<true>>};
-    t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_q6_k, gemm_k<BlockQ6_K, vec_dot_q6_k>};
+    t[(int)DType::Q2_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ2_K>, gemm_k<BlockQ2_K>};
+    t[(int)DType::Q3_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ3_K>, gemm_k<BlockQ3_K>};
+    t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ4_K>, gemm_k<BlockQ4_K>};
+    t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ5_K>, gemm_k<BlockQ5_K>};
+    t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ6_K>, gemm_k<BlockQ6_K>};
 }
 
 }  // namespace ember
