@@ -62,6 +62,16 @@ def cmd_perplexity(args) -> int:
     return perplexity.run(args)
 
 
+def _add_serve_args(p: argparse.ArgumentParser) -> None:
+    from .server.run import add_arguments
+    add_arguments(p)
+
+
+def cmd_serve(args) -> int:
+    from .server.run import serve
+    return serve(args)
+
+
 def _human(n: float) -> str:
     for unit in ("", "K", "M", "B", "T"):
         if abs(n) < 1000:
@@ -354,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time every kind of node (thread 0's compute and its barrier waits)")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("serve", help="serve a model over the OpenAI API (chat/completions, "
+                       "completions) on http://127.0.0.1:8080",
+                       description="An OpenAI-compatible HTTP server for one model; "
+                                   "docs/SERVER.md has the endpoints and the security rules.")
+    _add_serve_args(s)
+    s.set_defaults(func=cmd_serve)
 
     i = sub.add_parser("info", help="print the GGUF header, metadata and tensor table")
     i.add_argument("model")

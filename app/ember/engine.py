@@ -602,10 +602,13 @@ class Session:
     def generate(self, prompt: str | list[int], max_tokens: int = 128,
                  params: SamplingParams | None = None, *,
                  stats: GenerationStats | None = None,
-                 cancel: threading.Event | None = None) -> Iterator[str]:
+                 cancel: threading.Event | None = None,
+                 penalize_prompt: bool = True) -> Iterator[str]:
         """Yields text pieces. cancel: an event another thread may set before generation
         starts (set later, Context.cancel() is what stops it); the context's flag is reset
-        here, so a cancel that came earlier would otherwise be lost."""
+        here, so a cancel that came earlier would otherwise be lost. penalize_prompt: the
+        prompt's tokens count in the penalties' history (llama.cpp's way); without it only
+        generated tokens do (OpenAI's presence and frequency penalties)."""
         import time
 
         ctx = self.context
@@ -617,7 +620,7 @@ class Session:
         stats = stats if stats is not None else GenerationStats()
         stats.prompt_tokens = len(ids)
         sampler = Sampler(params)
-        for t in ids:
+        for t in ids if penalize_prompt else ():
             sampler.accept(t)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         n_vocab = m.n_vocab

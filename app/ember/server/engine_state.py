@@ -1,0 +1,71 @@
+"""The loaded model as the server sees it: its ids, its chat template (the app's code path:
+ChatTemplate.from_metadata, then Prompt), the slots, and the request -> job step (prompt
+tokens, stop strings, the context-length check)."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ..chat import ChatTemplate, ChatTemplateError
+from ..engine import Model
+from .errors import ApiError, bad_request
+from .jobs import Job
+from .protocol import GenerationRequest
+from .slots import SlotPool
+
+
+def model_ids(path: Path, alias: str | None) -> tuple[str, ...]:
+    """The id /v1/models reports first, then the other names a request may use."""
+    name = path.name
+    stem = name[:-5] if name.lower().endswith(".gguf") else name
+    ids = ([alias] if alias else []) + [stem, name]
+    return tuple(dict.fromkeys(ids))
+
+
+class LoadedModel:
+    def __init__(self, path: Path, *, n_slots: int, n_ctx: int | None, n_threads: int | None,
+                 alias: str | None = None):
+        self.path = path
+        self.ids = model_ids(path, alias)
+        self.model = Model(path, n_ctx=n_ctx, n_threads=n_threads)
+        self.template = ChatTemplate.from_metadata(self.model.metadata,
+                                                   token_text=self.model.token_text)
+        self.pool = SlotPool(self.model, n_slots, n_ctx, n_threads)
+        self.n_ctx = self.pool.n_ctx
+
+    @property
+    def id(self) -> str:
+        return self.ids[0]
+
+    def prepare(self, req: GenerationRequest, loop: asyncio.AbstractEventLoop) -> Job:
+        """Tokens and stop strings of a checked request (in a worker thread: a template and
+        a long prompt take a while)."""
+        stops = req.stop
+        if req.messages is not None:
+            try:
+                prompt = self.template.prompt(req.messages)
+            except ChatTemplateError as e:
+                raise bad_request(f"The model's chat template cannot render these messages: "
+                                  f"{e}", "messages") from None
+            ids = self.model.prompt_ids(prompt.text)
+            stops = tuple(dict.fromkeys((*prompt.stop_strings, *req.stop)))
+        elif isinstance(req.prompt, str):
+            ids = self.model.prompt_ids(req.prompt)
+        else:
+            ids = list(req.prompt or [])
+        if not ids:
+            raise bad_request("The prompt is empty.", "prompt")
+        room = self.n_ctx - len(ids)
+        if room < 1:
+            raise ApiError(400, f"This model's maximum context length is {self.n_ctx} tokens. "
+                                f"However, your {'messages' if req.messages is not None else 'prompt'}"
+                                f" resulted in {len(ids)} tokens, leaving no room for a reply.",
+                           param="messages" if req.messages is not None else "prompt",
+                           code="context_length_exceeded")
+        # a reply longer than the context has room for ends there, with finish_reason "length"
+        max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
+        return Job(ids, max_tokens, req.params, stops, loop)
+
+    def close(self) -> None:
+        self.pool.close()
+        self.model.close()

@@ -1,0 +1,88 @@
+"""One generation request on its way through a slot: the job a request handler submits,
+and what a slot's thread does with it (stop strings, finish reason, token counts)."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass
+
+from ..chat import StopScanner
+from ..engine import Context, EmberError, GenerationStats, SamplingParams, Session
+
+# the engine's stop reasons as OpenAI's finish_reason
+_FINISH = {"eog": "stop", "stop_string": "stop", "length": "length", "context_full": "length",
+           "cancelled": "cancelled"}
+
+
+@dataclass
+class Finish:
+    reason: str  # "stop", "length" (or "cancelled", which no client sees)
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class Job:
+    """A prompt to generate from; its events reach the handler's event loop as
+    ("text", str), ("error", str) and, last, ("done", Finish)."""
+
+    def __init__(self, ids: list[int], max_tokens: int, params: SamplingParams,
+                 stops: tuple[str, ...], loop: asyncio.AbstractEventLoop):
+        self.ids = ids
+        self.max_tokens = max_tokens
+        self.params = params
+        self.stops = stops
+        self.events: asyncio.Queue = asyncio.Queue()
+        self.cancelled = threading.Event()
+        self._loop = loop
+        self._context: Context | None = None  # the slot's context while it runs
+
+    def emit(self, kind: str, value) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self.events.put_nowait, (kind, value))
+        except RuntimeError:
+            pass  # the event loop has closed: the server is shutting down
+
+    def cancel(self) -> None:
+        """From any thread: a queued job is skipped, a running one stops within a token
+        (or a layer, inside a prefill)."""
+        self.cancelled.set()  # first: Session.generate checks it after resetting the flag
+        ctx = self._context
+        if ctx is not None:
+            ctx.cancel()
+
+
+def run_job(ctx: Context, job: Job) -> None:
+    """Generates on ctx for job, in the slot's thread."""
+    stats = GenerationStats()
+    scanner = StopScanner(job.stops)
+    finish = None
+    job._context = ctx
+    try:
+        # OpenAI's penalties count the tokens generated so far, not the prompt's
+        gen = Session(ctx).generate(job.ids, job.max_tokens, job.params, stats=stats,
+                                    cancel=job.cancelled, penalize_prompt=False)
+        try:
+            for piece in gen:
+                text, stopped = scanner.feed(piece)
+                if text:
+                    job.emit("text", text)
+                if stopped:
+                    finish = "stop"
+                    break
+                if job.cancelled.is_set():
+                    finish = "cancelled"
+                    break
+            else:
+                tail = scanner.flush()
+                if tail:
+                    job.emit("text", tail)
+        finally:
+            gen.close()
+    except EmberError as e:
+        job.emit("error", f"generation failed: {e}")
+        return
+    finally:
+        job._context = None
+    reason = finish or _FINISH.get(stats.stop_reason, "stop")
+    job.emit("done", Finish(reason, stats.prompt_tokens or len(job.ids),
+                            stats.generated_tokens))

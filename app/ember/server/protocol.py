@@ -1,0 +1,237 @@
+"""Request bodies of /v1/chat/completions and /v1/completions, checked field by field: a
+wrong type, a value out of range or a feature Ember does not have is an ApiError naming the
+field, never an exception further in."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine import SamplingParams
+from .errors import ApiError, bad_request
+
+MAX_STOP_STRINGS = 16
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+@dataclass
+class GenerationRequest:
+    """What both endpoints ask for once the body is checked."""
+
+    model: str
+    stream: bool
+    include_usage: bool
+    max_tokens: int | None  # None: until the context is full
+    stop: tuple[str, ...]
+    params: SamplingParams
+    messages: list[dict] | None = None  # chat: [{"role", "content"}], content as text
+    prompt: str | list[int] | None = None  # completions: text or token ids
+    extra: dict = field(default_factory=dict)
+
+
+def parse_json(body: bytes) -> dict:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise bad_request(f"The request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise bad_request("The request body must be a JSON object.")
+    return data
+
+
+def _type_name(v: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _number(body: dict, name: str, default: float | None, lo: float, hi: float) -> float | None:
+    v = body.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise bad_request(f"'{name}' must be a number, not {_type_name(v)}.", name, "invalid_type")
+    if not lo <= v <= hi:
+        raise bad_request(f"'{name}' must be between {lo:g} and {hi:g}, not {v:g}.", name,
+                          "invalid_value")
+    return float(v)
+
+
+def _integer(body: dict, name: str, lo: int | None = None) -> int | None:
+    v = body.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise bad_request(f"'{name}' must be an integer, not {_type_name(v)}.", name,
+                          "invalid_type")
+    if lo is not None and v < lo:
+        raise bad_request(f"'{name}' must be at least {lo}, not {v}.", name, "invalid_value")
+    return v
+
+
+def _boolean(body: dict, name: str) -> bool:
+    v = body.get(name)
+    if v is None:
+        return False
+    if not isinstance(v, bool):
+        raise bad_request(f"'{name}' must be a boolean, not {_type_name(v)}.", name,
+                          "invalid_type")
+    return v
+
+
+def _unsupported(name: str, what: str) -> ApiError:
+    return bad_request(f"'{name}' is not supported by Ember's server ({what}).", name,
+                       "unsupported_parameter")
+
+
+def _stop(body: dict) -> tuple[str, ...]:
+    v = body.get("stop")
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+        raise bad_request("'stop' must be a string or an array of strings.", "stop",
+                          "invalid_type")
+    if len(v) > MAX_STOP_STRINGS:
+        raise bad_request(f"'stop' may hold at most {MAX_STOP_STRINGS} strings.", "stop",
+                          "invalid_value")
+    return tuple(dict.fromkeys(s for s in v if s))
+
+
+def _refuse_unsupported(body: dict) -> None:
+    n = _integer(body, "n", 1)
+    if n not in (None, 1):
+        raise _unsupported("n", "one choice per request")
+    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") is not None:
+        raise _unsupported("logprobs", "no log-probabilities are returned")
+    if body.get("logit_bias"):
+        raise _unsupported("logit_bias", "no per-token bias")
+    if body.get("tools") or body.get("functions"):
+        raise _unsupported("tools", "no tool calling")
+    fmt = body.get("response_format")
+    if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
+        raise _unsupported("response_format", "plain text only")
+
+
+def _common(body: dict, model_ids: tuple[str, ...]) -> dict:
+    model = body.get("model")
+    if model is None:
+        raise bad_request("'model' is required.", "model", "missing_required_parameter")
+    if not isinstance(model, str):
+        raise bad_request(f"'model' must be a string, not {_type_name(model)}.", "model",
+                          "invalid_type")
+    if model not in model_ids:
+        raise ApiError(404, f"The model '{model}' does not exist; this server has "
+                            f"'{model_ids[0]}' (GET /v1/models).", param="model",
+                       code="model_not_found")
+    _refuse_unsupported(body)
+    stream = _boolean(body, "stream")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise bad_request("'stream_options' must be an object.", "stream_options",
+                          "invalid_type")
+    include_usage = _boolean(options or {}, "include_usage")
+    max_tokens = _integer(body, "max_completion_tokens", 1)
+    if max_tokens is None:
+        max_tokens = _integer(body, "max_tokens", 1)
+    seed = _integer(body, "seed")
+    top_k = _integer(body, "top_k", 0)
+    params = SamplingParams(
+        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
+        top_p=_number(body, "top_p", 1.0, 0.0, 1.0),
+        # OpenAI samples from the whole distribution: llama.cpp's top-k/min-p are opt-in here
+        top_k=0 if top_k is None else top_k,
+        min_p=_number(body, "min_p", 0.0, 0.0, 1.0),
+        repeat_penalty=_number(body, "repeat_penalty", 1.0, 0.01, 10.0),
+        presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
+        frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
+        seed=None if seed is None else seed & (2**64 - 1))
+    return dict(model=model, stream=stream, include_usage=include_usage, max_tokens=max_tokens,
+                stop=_stop(body), params=params)
+
+
+def _content_text(content: Any, i: int) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text" or \
+                    not isinstance(part.get("text"), str):
+                raise bad_request(f"messages[{i}].content: only text parts "
+                                  "({\"type\": \"text\", \"text\": ...}) are supported.",
+                                  f"messages[{i}].content", "unsupported_content")
+            parts.append(part["text"])
+        return "".join(parts)
+    raise bad_request(f"messages[{i}].content must be a string or an array of text parts, "
+                      f"not {_type_name(content)}.", f"messages[{i}].content", "invalid_type")
+
+
+def _messages(body: dict) -> list[dict]:
+    msgs = body.get("messages")
+    if msgs is None:
+        raise bad_request("'messages' is required.", "messages", "missing_required_parameter")
+    if not isinstance(msgs, list):
+        raise bad_request(f"'messages' must be an array, not {_type_name(msgs)}.", "messages",
+                          "invalid_type")
+    if not msgs:
+        raise bad_request("'messages' must hold at least one message.", "messages",
+                          "invalid_value")
+    out = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            raise bad_request(f"messages[{i}] must be an object, not {_type_name(m)}.",
+                              f"messages[{i}]", "invalid_type")
+        role = m.get("role")
+        if not isinstance(role, str):
+            raise bad_request(f"messages[{i}].role must be a string.", f"messages[{i}].role",
+                              "invalid_type")
+        if role not in _ROLES:
+            raise bad_request(f"messages[{i}].role '{role}' is not one of "
+                              f"{', '.join(_ROLES)} (Ember has no tool calling).",
+                              f"messages[{i}].role", "invalid_value")
+        content = m.get("content")
+        if content is None and role != "assistant":
+            raise bad_request(f"messages[{i}].content is required.", f"messages[{i}].content",
+                              "missing_required_parameter")
+        out.append({"role": _ROLES[role], "content": "" if content is None
+                    else _content_text(content, i)})
+    return out
+
+
+def parse_chat(body: dict, model_ids: tuple[str, ...]) -> GenerationRequest:
+    messages = _messages(body)  # before the model: a request without messages says so first
+    return GenerationRequest(messages=messages, **_common(body, model_ids))
+
+
+def _prompt(body: dict, n_vocab: int) -> str | list[int]:
+    p = body.get("prompt")
+    if p is None:
+        raise bad_request("'prompt' is required.", "prompt", "missing_required_parameter")
+    if isinstance(p, list) and len(p) == 1 and isinstance(p[0], (str, list)):
+        p = p[0]  # a batch of one prompt
+    if isinstance(p, str):
+        return p
+    if isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool)
+                                         for t in p):
+        bad = next((t for t in p if not 0 <= t < n_vocab), None)
+        if bad is not None:
+            raise bad_request(f"'prompt' holds token id {bad}, outside the vocabulary "
+                              f"(0..{n_vocab - 1}).", "prompt", "invalid_value")
+        return p
+    if isinstance(p, list) and len(p) > 1 and all(isinstance(x, (str, list)) for x in p):
+        raise _unsupported("prompt", "one prompt per request")
+    raise bad_request("'prompt' must be a string, an array of token ids, or an array holding "
+                      "one of those.", "prompt", "invalid_type")
+
+
+def parse_completion(body: dict, model_ids: tuple[str, ...], n_vocab: int) -> GenerationRequest:
+    prompt = _prompt(body, n_vocab)
+    if body.get("echo"):
+        raise _unsupported("echo", "the prompt is not echoed")
+    if body.get("suffix"):
+        raise _unsupported("suffix", "no fill-in-the-middle")
+    if _integer(body, "best_of", 1) not in (None, 1):
+        raise _unsupported("best_of", "one choice per request")
+    return GenerationRequest(prompt=prompt, **_common(body, model_ids))

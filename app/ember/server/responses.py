@@ -1,0 +1,80 @@
+"""The JSON shapes OpenAI clients parse: whole answers, streamed chunks (server-sent
+events) and usage, for chat.completion and text_completion."""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+
+from .. import __version__
+from .jobs import Finish
+
+FINGERPRINT = f"ember-{__version__}"
+
+
+def usage(f: Finish) -> dict:
+    return {"prompt_tokens": f.prompt_tokens, "completion_tokens": f.completion_tokens,
+            "total_tokens": f.prompt_tokens + f.completion_tokens}
+
+
+def sse(data: dict | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False,
+                                                          separators=(",", ":"))
+    return f"data: {text}\n\n".encode()
+
+
+class Answer:
+    """One request's answer: the id and creation time every chunk repeats."""
+
+    def __init__(self, chat: bool, model: str, include_usage: bool = False):
+        self.chat = chat
+        self.model = model
+        self.include_usage = include_usage
+        self.id = ("chatcmpl-" if chat else "cmpl-") + secrets.token_hex(12)
+        self.created = int(time.time())
+        self.object = "chat.completion" if chat else "text_completion"
+
+    def _head(self, obj: str) -> dict:
+        return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
+                "system_fingerprint": FINGERPRINT}
+
+    def whole(self, text: str, f: Finish) -> dict:
+        if self.chat:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                      "logprobs": None, "finish_reason": f.reason}
+        else:
+            choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": f.reason}
+        return {**self._head(self.object), "choices": [choice], "usage": usage(f)}
+
+    def _chunk(self, choice: dict) -> dict:
+        obj = "chat.completion.chunk" if self.chat else "text_completion"
+        out = {**self._head(obj), "choices": [choice]}
+        if self.include_usage:
+            out["usage"] = None  # as OpenAI: null on every chunk but the last
+        return out
+
+    def first_chunk(self) -> dict | None:
+        """Chat streams open with the role (clients build the message from it)."""
+        if not self.chat:
+            return None
+        return self._chunk({"index": 0, "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None, "finish_reason": None})
+
+    def text_chunk(self, text: str) -> dict:
+        if self.chat:
+            return self._chunk({"index": 0, "delta": {"content": text}, "logprobs": None,
+                                "finish_reason": None})
+        return self._chunk({"index": 0, "text": text, "logprobs": None, "finish_reason": None})
+
+    def final_chunks(self, f: Finish) -> list[dict]:
+        """The content-free chunk with finish_reason, then (include_usage) the usage."""
+        if self.chat:
+            last = self._chunk({"index": 0, "delta": {}, "logprobs": None,
+                                "finish_reason": f.reason})
+        else:
+            last = self._chunk({"index": 0, "text": "", "logprobs": None,
+                                "finish_reason": f.reason})
+        out = [last]
+        if self.include_usage:
+            out.append({**self._head(last["object"]), "choices": [], "usage": usage(f)})
+        return out

@@ -1,0 +1,71 @@
+"""`--parallel N`: N contexts on one model, each worked by a thread that takes jobs from
+one first-come queue; the contexts' decodes take turns at a DecodeGate so they never ask
+for more cores than the machine has."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+
+from ..engine import DecodeGate, Model
+from .jobs import Job, run_job
+
+
+def gate_width(n_threads: int | None) -> int:
+    """How many decodes may run at once: all cores go to one decode unless -t leaves room
+    for more."""
+    if not n_threads:
+        return 1
+    return max(1, (os.cpu_count() or 1) // n_threads)
+
+
+class SlotPool:
+    def __init__(self, model: Model, n_slots: int, n_ctx: int | None = None,
+                 n_threads: int | None = None):
+        self.gate = DecodeGate(gate_width(n_threads))
+        self.contexts = [model.new_context(n_ctx=n_ctx, n_threads=n_threads, gate=self.gate)
+                         for _ in range(n_slots)]
+        self.n_ctx = self.contexts[0].n_ctx
+        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._threads = [threading.Thread(target=self._work, args=(ctx,), daemon=True,
+                                          name=f"ember-slot-{i}")
+                         for i, ctx in enumerate(self.contexts)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, job: Job) -> None:
+        self._queue.put(job)
+
+    def status(self) -> dict:
+        with self._lock:
+            busy = self._busy
+        return {"slots_idle": len(self.contexts) - busy, "slots_processing": busy,
+                "requests_waiting": self._queue.qsize()}
+
+    def _work(self, ctx) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            if job.cancelled.is_set():  # its client left while it waited
+                continue
+            with self._lock:
+                self._busy += 1
+            try:
+                run_job(ctx, job)
+            except Exception as e:  # a bug must not take the slot down with it
+                job.emit("error", f"internal error: {type(e).__name__}: {e}")
+            finally:
+                with self._lock:
+                    self._busy -= 1
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Cancels what runs, stops the threads."""
+        for ctx in self.contexts:
+            ctx.cancel()
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join(timeout)
