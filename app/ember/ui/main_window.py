@@ -45,6 +45,7 @@ from .widgets import (
     MessageWidget,
     ModelCard,
     NoModelBar,
+    QueueBar,
     Sidebar,
     WelcomeView,
 )
@@ -129,6 +130,7 @@ class MainWindow(QMainWindow):
         self._old_workers: list = []
         self.current_conv: int | None = None
         self._gen: dict | None = None
+        self._queue: list[int] = []  # chats whose last message waits for a reply, in order
         self._undo_id: int | None = None
         self._closing = False
         self.last_stats: dict | None = None
@@ -245,6 +247,13 @@ class MainWindow(QMainWindow):
         nrow.addWidget(self.no_model_bar, 100)
         nrow.addStretch(1)
         cw.addLayout(nrow)
+        self.queue_bar = QueueBar()
+        self.queue_bar.setMaximumWidth(860)
+        qrow = QHBoxLayout()
+        qrow.addStretch(1)
+        qrow.addWidget(self.queue_bar, 100)
+        qrow.addStretch(1)
+        cw.addLayout(qrow)
         crow = QHBoxLayout()
         crow.addStretch(1)
         self.composer = Composer()
@@ -304,6 +313,7 @@ class MainWindow(QMainWindow):
         self.composer.input.submit.connect(self.send)
         self.composer.send_button.clicked.connect(self.send)
         self.composer.stop_button.clicked.connect(self.stop)
+        self.queue_bar.cancel.connect(lambda: self.unqueue(self.current_conv))
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.use_starter.connect(self.use_starter)
         self.welcome.open_recent.connect(self.open_model_path)
@@ -348,7 +358,7 @@ class MainWindow(QMainWindow):
         c = mb.addMenu("&Chat")
         act(c, "Regenerate reply", self.regenerate_last, "Ctrl+R", "actionRegenerate")
         act(c, "Continue reply", self.continue_last, None, "actionContinue")
-        act(c, "Stop", self.stop, None, "actionStop")
+        act(c, "Stop", self.stop_current, None, "actionStop")
         c.addSeparator()
         act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
             "F2")
@@ -359,7 +369,7 @@ class MainWindow(QMainWindow):
         act(h, "About Ember", self.about)
         esc = QShortcut(QKeySequence(Qt.Key_Escape), self)
         esc.setContext(Qt.WindowShortcut)
-        esc.activated.connect(self.stop)
+        esc.activated.connect(self.stop_current)
         undo = QShortcut(QKeySequence("Ctrl+Z"), self)
         undo.setContext(Qt.WindowShortcut)
         undo.activated.connect(lambda: self.sidebar.undo_bar.isVisible() and self.undo_delete())
@@ -372,6 +382,22 @@ class MainWindow(QMainWindow):
     @property
     def loading(self) -> bool:
         return self.load_worker is not None
+
+    def _generating_here(self) -> bool:
+        """The chat on screen is the one being answered (Send gives way to Stop)."""
+        return self._gen is not None and self._gen["conv_id"] == self.current_conv
+
+    def _update_queue_view(self) -> None:
+        badges = {cid: f"queued {i + 1}" for i, cid in enumerate(self._queue)}
+        if self._gen is not None:
+            badges[self._gen["conv_id"]] = "replying"
+        self.sidebar.set_badges(badges)
+        if self.current_conv in self._queue and self._gen is not None:
+            busy = self.store.conversation(self._gen["conv_id"])
+            self.queue_bar.show_place(self._queue.index(self.current_conv) + 1,
+                                      busy.title if busy else "another chat")
+        else:
+            self.queue_bar.hide()
 
     def _update_view(self) -> None:
         has_msgs = bool(self.current_conv and self.store.messages(self.current_conv))
@@ -387,8 +413,11 @@ class MainWindow(QMainWindow):
         self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
         self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading
+        here = self._generating_here()
         self.composer.input.setEnabled(True)
-        self.composer.send_button.setEnabled(ready and not self.generating)
+        self.composer.set_generating(here)
+        self.composer.send_button.setEnabled(ready and not here)
+        self._update_queue_view()
         self.composer.input.setPlaceholderText(
             "Message Ember…" if ready else
             ("Loading the model…" if self.loading else "Open a model to continue this chat"))
@@ -520,6 +549,7 @@ class MainWindow(QMainWindow):
             return
         if self._gen and self._gen["conv_id"] == conv_id:
             self.stop()
+        self.unqueue(conv_id)
         if self._undo_id is not None:
             self._expire_undo()
         self.store.delete_conversation(conv_id)
@@ -740,6 +770,7 @@ class MainWindow(QMainWindow):
         log.info("loaded %s (%s, %s, n_ctx %d)", info["path"], info["arch"], info["ftype"],
                  info["n_ctx"])
         self.model_loaded.emit(info["path"])
+        self._start_next_queued()
 
     def _on_load_failed(self, path: str, title: str, detail: str) -> None:
         if not self._is_current_loader():
@@ -790,7 +821,7 @@ class MainWindow(QMainWindow):
     # ---- chatting -------------------------------------------------------------------------------
     def send(self, text: str | None = None) -> bool:
         text = (text if text is not None else self.composer.input.toPlainText()).strip()
-        if not text or self.generating:
+        if not text or self._generating_here():
             return False
         if self.model is None:
             self.show_error("No model is loaded",
@@ -807,9 +838,32 @@ class MainWindow(QMainWindow):
         self.composer.input.clear()
         self._message_widget(mid, "user", text)
         self.chat_view.scroll_to_bottom()
-        self._start_generation(conv.id)
+        if self.generating:
+            # another chat is being answered: this one waits its turn (one engine, one reply
+            # at a time); more messages sent meanwhile join the same turn
+            if conv.id not in self._queue:
+                self._queue.append(conv.id)
+            log.info("chat %d queued (%d in line)", conv.id, self._queue.index(conv.id) + 1)
+        else:
+            self._start_generation(conv.id)
         self.refresh_conversations()
+        self._update_view()
         return True
+
+    def unqueue(self, conv_id: int | None) -> None:
+        """Takes a chat out of the queue; its message stays, unanswered."""
+        if conv_id in self._queue:
+            self._queue.remove(conv_id)
+            self._update_view()
+
+    def _start_next_queued(self) -> None:
+        while self._queue and not self.generating and self.model is not None \
+                and not self.loading and not self._closing:
+            cid = self._queue.pop(0)
+            msgs = self.store.messages(cid) if self.store.conversation(cid) else []
+            if msgs and msgs[-1].role == "user":  # still waiting for its answer
+                self._start_generation(cid)
+        self._update_view()
 
     def _history(self, conv_id: int, upto: int | None = None) -> list[dict]:
         conv = self.store.conversation(conv_id)
@@ -842,8 +896,10 @@ class MainWindow(QMainWindow):
             kw = {"parent_id": parent_id} if parent_id is not None else {}
             mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
             history = self._history(conv_id, upto=mid)
-            w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
-            self._apply_versions()
+            w = None
+            if conv_id == self.current_conv:  # a queued chat starts while another is shown
+                w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
+                self._apply_versions()
         if w is not None:
             w.set_footer("")
             w.set_streaming(True)
@@ -859,9 +915,9 @@ class MainWindow(QMainWindow):
         worker.failed.connect(self._on_gen_failed)
         worker.finished_gen.connect(self._on_gen_finished)
         self.gen_worker = worker
-        self.composer.set_generating(True)
-        self.notice_banner.hide()
-        self.error_banner.hide()
+        if conv_id == self.current_conv:
+            self.notice_banner.hide()
+            self.error_banner.hide()
         self.status_msg.setText("Reading the prompt…")
         self._update_view()
         worker.start()
@@ -875,7 +931,8 @@ class MainWindow(QMainWindow):
             self._gen["text"] = normalize_reply(self._gen["text"], True)
         if info.get("notice"):
             self._gen["notice"] = info["notice"]
-            self.notice_banner.show_message("Context window", info["notice"])
+            if self._gen["conv_id"] == self.current_conv:
+                self.notice_banner.show_message("Context window", info["notice"])
         if self.model_info and self._gen["conv_id"] == self.current_conv:
             self._status(self.status_ctx,
                          f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
@@ -916,9 +973,9 @@ class MainWindow(QMainWindow):
         worker, self.gen_worker = self.gen_worker, None
         if worker is not None:
             self._retire(worker)
-        self.composer.set_generating(False)
         self.status_msg.setText("")
         if g is None:
+            self._start_next_queued()
             return
         pe = stats.get("prompt_evaluated", stats["prompt_tokens"])
         pp = (pe / stats["prompt_seconds"]
@@ -948,7 +1005,7 @@ class MainWindow(QMainWindow):
                 w.complete = True
                 w.set_streaming(False)
                 w.set_footer(self._footer(meta))
-        if stats["stop_reason"] == "context_full" and g["text"]:
+        if stats["stop_reason"] == "context_full" and g["text"] and w is not None:
             self.notice_banner.show_message(
                 "The context window is full",
                 "The reply stopped because the conversation reached the context length. "
@@ -957,7 +1014,9 @@ class MainWindow(QMainWindow):
             self._show_chat_status()
         self._update_view()
         log.info("reply: %s", json.dumps(meta))
-        self.generation_finished.emit(dict(stats, msg_id=g["msg_id"], text=g["text"]))
+        self.generation_finished.emit(dict(stats, msg_id=g["msg_id"], text=g["text"],
+                                           conv_id=g["conv_id"]))
+        self._start_next_queued()
 
     @staticmethod
     def _footer(meta: dict) -> str:
@@ -970,6 +1029,11 @@ class MainWindow(QMainWindow):
         if reason and reason != "finished":
             parts.append(reason)
         return " · ".join(parts)
+
+    def stop_current(self) -> None:
+        """Stop (Esc, the Stop button): the reply in the chat on screen, not one elsewhere."""
+        if self._generating_here():
+            self.stop()
 
     def stop(self, wait: bool = False) -> None:
         if self.gen_worker is None:

@@ -6,9 +6,10 @@ import html
 import time
 
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QPalette, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -22,7 +23,9 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
+    QStyle,
     QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
@@ -658,7 +661,45 @@ class Composer(QFrame):
         self.stop_button.setEnabled(on)
 
 
+class QueueBar(QFrame):
+    """Above the message box of a chat waiting for its turn: its place and a Cancel."""
+
+    cancel = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("queueBar")
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(14, 6, 8, 6)
+        self.text = QLabel("")
+        self.text.setObjectName("queueText")
+        self.text.setWordWrap(True)
+        lay.addWidget(self.text, 1)
+        self.cancel_button = _button("Cancel", "queueCancelButton",
+                                     tip="Do not answer this chat's last message")
+        self.cancel_button.clicked.connect(self.cancel)
+        lay.addWidget(self.cancel_button)
+        self.hide()
+
+    def show_place(self, place: int, busy_title: str) -> None:
+        ahead = "" if place == 1 else f", after {place - 1} other chat{'s' if place > 2 else ''}"
+        self.text.setText(f"Queued ({place} in line): the reply starts when the one in "
+                          f"“{busy_title}” finishes{ahead}.")
+        self.show()
+
+
 # ---- sidebar -------------------------------------------------------------------------------
+
+NOTE_ROLE = Qt.UserRole + 1
+BADGE_ROLE = Qt.UserRole + 2
+DATE_ROLE = Qt.UserRole + 3
+
+
+def _day(ts: float) -> str:
+    """A date that tells two chats of the same title apart ("3 Nov 14:05")."""
+    t = time.localtime(ts)
+    return f"{t.tm_mday} {time.strftime('%b', t)} {time.strftime('%H:%M', t)}"
+
 
 class ConversationDelegate(QStyledItemDelegate):
     """Rows as tall as the font needs, and the inline rename editor over the whole row
@@ -667,6 +708,25 @@ class ConversationDelegate(QStyledItemDelegate):
     def sizeHint(self, option, index) -> QSize:
         # no width of its own: a long title is elided to the list's width, never scrolled
         return QSize(0, max(36, option.fontMetrics.height() + 18))
+
+    def paint(self, painter, option, index) -> None:
+        # the row's note ("replying", "queued 2", a date that tells equal titles apart)
+        # at the right, the title elided before it
+        note = index.data(NOTE_ROLE)
+        if not note:
+            return super().paint(painter, option, index)
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        fm = opt.fontMetrics
+        note_w = fm.horizontalAdvance(note) + 12
+        opt.text = fm.elidedText(opt.text, Qt.ElideRight, max(opt.rect.width() - note_w - 24, 20))
+        style = opt.widget.style() if opt.widget else QApplication.style()
+        style.drawControl(QStyle.CE_ItemViewItem, opt, painter, opt.widget)
+        painter.save()
+        painter.setPen(opt.palette.color(QPalette.PlaceholderText))
+        painter.drawText(opt.rect.adjusted(0, 0, -10, 0), Qt.AlignRight | Qt.AlignVCenter, note)
+        painter.restore()
+        return None
 
     def updateEditorGeometry(self, editor, option, index) -> None:
         r = option.rect
@@ -765,11 +825,18 @@ class Sidebar(QFrame):
     def fill(self, conversations, current: int | None) -> None:
         self._filling = True
         self.list.clear()
+        titles: dict[str, int] = {}
+        for c in conversations:
+            titles[c.title] = titles.get(c.title, 0) + 1
         for c in conversations:
             item = QListWidgetItem(c.title)
             item.setData(Qt.UserRole, c.id)
             item.setFlags(item.flags() | Qt.ItemIsEditable)
             item.setToolTip(c.title)
+            if titles[c.title] > 1:
+                item.setData(DATE_ROLE, _day(c.created))
+                started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created))
+                item.setToolTip(f"{c.title}\nStarted {started}")
             self.list.addItem(item)
             if c.id == current:
                 self.list.setCurrentItem(item)
@@ -779,6 +846,16 @@ class Sidebar(QFrame):
         self.empty.setVisible(empty)
         self.empty.setText("No chats match." if self.search.text() else
                            "Your chats will appear here.")
+
+    def set_badges(self, badges: dict[int, str]) -> None:
+        """Marks chats that are replying or waiting in the queue ("queued 1")."""
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            badge = badges.get(item.data(Qt.UserRole), "")
+            note = " · ".join(t for t in (badge, item.data(DATE_ROLE)) if t)
+            if item.data(NOTE_ROLE) != note or item.data(BADGE_ROLE) != badge:
+                item.setData(BADGE_ROLE, badge)
+                item.setData(NOTE_ROLE, note)
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
