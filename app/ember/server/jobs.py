@@ -33,6 +33,7 @@ class Job:
         self.stops = stops
         self.events: asyncio.Queue = asyncio.Queue()
         self.cancelled = threading.Event()
+        self.done = False  # generation over: a cancel now changes nothing
         self._loop = loop
         self._context: Context | None = None  # the slot's context while it runs
 
@@ -45,6 +46,8 @@ class Job:
     def cancel(self) -> None:
         """From any thread: a queued job is skipped, a running one stops within a token
         (or a layer, inside a prefill)."""
+        if self.done:
+            return
         self.cancelled.set()  # first: Session.generate checks it after resetting the flag
         ctx = self._context
         if ctx is not None:
@@ -79,10 +82,12 @@ def run_job(ctx: Context, job: Job) -> None:
         finally:
             gen.close()
     except EmberError as e:
+        job.done = True
         job.emit("error", f"generation failed: {e}")
         return
     finally:
         job._context = None
     reason = finish or _FINISH.get(stats.stop_reason, "stop")
+    job.done = reason != "cancelled"
     job.emit("done", Finish(reason, stats.prompt_tokens or len(job.ids),
                             stats.generated_tokens))

@@ -29,6 +29,8 @@ class SlotPool:
         self._queue: queue.Queue[Job | None] = queue.Queue()
         self._lock = threading.Lock()
         self._busy = 0
+        self._finished = 0
+        self._cancelled = 0
         self._threads = [threading.Thread(target=self._work, args=(ctx,), daemon=True,
                                           name=f"ember-slot-{i}")
                          for i, ctx in enumerate(self.contexts)]
@@ -41,8 +43,10 @@ class SlotPool:
     def status(self) -> dict:
         with self._lock:
             busy = self._busy
+            finished, cancelled = self._finished, self._cancelled
         return {"slots_idle": len(self.contexts) - busy, "slots_processing": busy,
-                "requests_waiting": self._queue.qsize()}
+                "requests_waiting": self._queue.qsize(), "requests_finished": finished,
+                "requests_cancelled": cancelled}
 
     def _work(self, ctx) -> None:
         while True:
@@ -50,6 +54,8 @@ class SlotPool:
             if job is None:
                 return
             if job.cancelled.is_set():  # its client left while it waited
+                with self._lock:
+                    self._cancelled += 1
                 continue
             with self._lock:
                 self._busy += 1
@@ -60,6 +66,10 @@ class SlotPool:
             finally:
                 with self._lock:
                     self._busy -= 1
+                    if job.cancelled.is_set():
+                        self._cancelled += 1
+                    else:
+                        self._finished += 1
 
     def close(self, timeout: float = 5.0) -> None:
         """Cancels what runs, stops the threads."""
