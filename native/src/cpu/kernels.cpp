@@ -71,7 +71,9 @@ Isa detect_isa() {
     cpuid(7, 0, r);
     const bool avx2 = (r[1] >> 5) & 1;
     const bool avx512f = (r[1] >> 16) & 1, avx512bw = (r[1] >> 30) & 1, avx512vl = (r[1] >> 31) & 1;
-    if (ymm_state && zmm_state && avx2 && fma && f16c && avx512f && avx512bw && avx512vl) return Isa::AVX512;
+    const bool avx512vnni = (r[2] >> 11) & 1;  // the level's tiles use vpdpwssd (Ice Lake, Zen 4 and later)
+    if (ymm_state && zmm_state && avx2 && fma && f16c && avx512f && avx512bw && avx512vl && avx512vnni)
+        return Isa::AVX512;
     if (ymm_state && avx2 && fma && f16c) return Isa::AVX2;
     return Isa::SCALAR;
 #elif defined(EMBER_ARM64)

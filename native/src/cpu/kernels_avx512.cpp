@@ -1,11 +1,149 @@
-// avx512 kernels. Deliberately empty for now: every entry falls back to the AVX2 kernels
-// (cpu/kernels_avx2.cpp), which run unchanged on AVX-512 CPUs. 512-bit / VNNI versions
-// are only worth adding once they can be run against tests/test_kernels on an AVX-512
-// machine (the development machines so far have none, and qemu-user lacks AVX-512).
+// AVX-512 kernels (F, BW, VL, VNNI). The level's table starts as a copy of AVX2's, so a type
+// without a 512-bit kernel here runs the AVX2 one; what is here replaces the prefill tiles,
+// where the int8 multiply-adds are the bottleneck. The integer sums are the AVX2 tiles'
+// (exact), and the float operations after them are the same ones in the same order, so a
+// column gets the same bits from a tile here as from the AVX2 decode path: one-token
+// decoding, which reads memory rather than computes, keeps the AVX2 kernels.
 #include "cpu/kernels.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+
+// GCC 12 flags its own _mm512_undefined_* placeholders (inside the 256-bit casts and
+// extracts) as maybe-uninitialized once inlined here: a known false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <vector>
+
+#include "cpu/kpanel_x86.h"
+#include "quant/types.h"
 
 namespace ember {
 
-void register_avx512_kernels(KernelTable&) {}
+namespace {
+
+KernelTable avx2_table;  // filled once by register_avx512_kernels, before any use
+
+// Offset taken back out of the Q3_K/Q6_K panels' signed values so maddubs can read them
+// as unsigned bytes (u = q + off); zero for the unsigned types.
+template <class B>
+constexpr int kPanelOffset = std::is_same<B, BlockQ3_K>::value ? 4 : std::is_same<B, BlockQ6_K>::value ? 32 : 0;
+
+// Four unpacked rows x C columns of Q8_K, the AVX2 ktile4's results bit for bit. Per
+// super-block each (row, column) accumulates its 256 products in one int32 register with
+// VNNI (maddubs pairs times the int16 scales, vpdpwssd), 64 elements per instruction,
+// and only then folds them into ktile4's [r0..r3 lo | r0..r3 hi] lanes, where ktile4
+// folds after every 32 elements. With the offset types, (u - off) a pairs come out as
+// maddubs(u, a) - maddubs(off, a), exact in int16 (|pair| <= 2 * 63 * 128).
+template <class B, int C>
+void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
+    constexpr int kOff = kPanelOffset<B>;
+    constexpr bool kMins = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ4_K>::value ||
+                           std::is_same<B, BlockQ5_K>::value;
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const KPanel* P[4] = {&panel[i], &panel[nbk + i], &panel[2 * nbk + i], &panel[3 * nbk + i]};
+        const BlockQ8_K* y[C];
+        for (int c = 0; c < C; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(a + c * as) + i;
+        __m512i isum[4][C];
+        for (int r = 0; r < 4; ++r)
+            for (int c = 0; c < C; ++c) isum[r][c] = _mm512_setzero_si512();
+        for (int h = 0; h < 4; ++h) {  // 64 elements: groups of 32 numbered 2h and 2h + 1
+            __m512i q[4], sc[4];
+            for (int r = 0; r < 4; ++r) {
+                q[r] = _mm512_loadu_si512(P[r]->q + 64 * h);
+                if constexpr (kOff != 0) q[r] = _mm512_add_epi8(q[r], _mm512_set1_epi8((char)kOff));
+                sc[r] = _mm512_loadu_si512(P[r]->scv[2 * h]);  // scv[2h] and scv[2h + 1]
+            }
+            for (int c = 0; c < C; ++c) {
+                const __m512i av = _mm512_loadu_si512(y[c]->qs + 64 * h);
+                __m512i off = _mm512_setzero_si512();
+                if constexpr (kOff != 0) off = _mm512_maddubs_epi16(_mm512_set1_epi8((char)kOff), av);
+                for (int r = 0; r < 4; ++r) {
+                    __m512i pairs = _mm512_maddubs_epi16(q[r], av);
+                    if constexpr (kOff != 0) pairs = _mm512_sub_epi16(pairs, off);
+                    isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], pairs, sc[r]);
+                }
+            }
+        }
+        // 128-bit lanes 0 and 2 hold first halves of 32-groups ("lo"), 1 and 3 second halves
+        const __m256 d = _mm256_setr_ps(P[0]->d, P[1]->d, P[2]->d, P[3]->d, P[0]->d, P[1]->d, P[2]->d, P[3]->d);
+        const __m256 dm = _mm256_setr_ps(P[0]->dmin, P[1]->dmin, P[2]->dmin, P[3]->dmin, P[0]->dmin, P[1]->dmin,
+                                         P[2]->dmin, P[3]->dmin);
+        for (int c = 0; c < C; ++c) {
+            __m256i v[4];
+            for (int r = 0; r < 4; ++r)
+                v[r] = _mm256_add_epi32(_mm512_castsi512_si256(isum[r][c]), _mm512_extracti64x4_epi64(isum[r][c], 1));
+            const __m256i is = hadd4(v[0], v[1], v[2], v[3]);
+            const __m256 da = _mm256_set1_ps(y[c]->d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, da), acc[c]);
+            __m256i mins = _mm256_setzero_si256();
+            if constexpr (kMins) {
+                const __m256i bs = loadu256(y[c]->bsums);
+                mins = hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
+                             _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
+            }
+            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
+}
+
+template <class B, DType T>
+void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+               size_t lds) {
+    const DotKernels& avx2 = avx2_table[(int)T];
+    if (nc == 1) {  // decoding: the AVX2 path, whose bits the tiles reproduce
+        avx2.gemm(n, nr, nc, w, ws, a, as, s, lds);
+        return;
+    }
+    const int64_t nbk = n / QK_K;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    thread_local std::vector<KPanel> panel;  // grows to the longest row once per thread
+    if ((int64_t)panel.size() < 4 * nbk) panel.resize((size_t)(4 * nbk));
+    int r = 0;
+    for (; r + 4 <= nr; r += 4) {
+        for (int rr = 0; rr < 4; ++rr) {
+            const B* x = reinterpret_cast<const B*>(W + (r + rr) * ws);
+            for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)(rr * nbk + i)]);
+        }
+        int c = 0;
+        for (; c + 4 <= nc; c += 4) ktile512<B, 4>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+        for (; c < nc; ++c) ktile512<B, 1>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+    }
+    for (; r < nr; ++r)
+        for (int c = 0; c < nc; ++c) avx2.vec_dot(n, s + c * lds + r, W + r * ws, A + c * as);
+}
+
+}  // namespace
+
+void register_avx512_kernels(KernelTable& t) {
+    register_avx2_kernels(avx2_table);
+    // the rest of a row (activation format, converter, one-column dot) is AVX2's
+    auto tile = [&](DType type, GemmFn gemm) {
+        t[(int)type] = avx2_table[(int)type];
+        t[(int)type].gemm = gemm;
+    };
+    tile(DType::Q2_K, gemm_k512<BlockQ2_K, DType::Q2_K>);
+    tile(DType::Q3_K, gemm_k512<BlockQ3_K, DType::Q3_K>);
+    tile(DType::Q4_K, gemm_k512<BlockQ4_K, DType::Q4_K>);
+    tile(DType::Q5_K, gemm_k512<BlockQ5_K, DType::Q5_K>);
+    tile(DType::Q6_K, gemm_k512<BlockQ6_K, DType::Q6_K>);
+}
 
 }  // namespace ember
+
+#else
+
+namespace ember {
+// Built without AVX-512 VNNI: every entry falls back to the AVX2 kernels.
+void register_avx512_kernels(KernelTable&) {}
+}  // namespace ember
+
+#endif

@@ -1,0 +1,140 @@
+// K-quant prefill panels for the x86 SIMD levels (AVX2 and AVX-512 both include this):
+// a weight super-block unpacked once per matrix product into int8 values with int16
+// scales laid out for madd, so the tile kernels only multiply and add. The helpers sit in
+// an unnamed namespace on purpose: each kernel file compiles its own copy with its own
+// instruction-set flags, and no AVX-512 code can leak into the AVX2 file's copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "cpu/kernels_ref.h"
+#include "quant/types.h"
+
+namespace ember {
+namespace {
+
+// F16C instead of the 256 KiB lookup table: block scales are scattered, and table
+// lookups miss L1 in the inner loops.
+inline float f16(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
+
+inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// ---- K-quant tiles: rows unpacked once per call, then a pure int8 micro-kernel --------
+//
+// Prefill reuses every weight row across many columns, so each super-block is first
+// unpacked (per thread, once per gemm call) into signed int8 values with the offset
+// applied, int16 scales laid out for madd, and int16 mins per 16. The micro-kernel then
+// only does sign/maddubs/madd per 32 elements and converts to float once per super-block.
+struct KPanel {
+    int8_t q[QK_K];
+    int16_t scv[8][16];  // for 32 elements j*32..: lanes 0-7 scale of the first 16, 8-15 the second
+    int16_t mn[16];      // min of each 16 (zero for the symmetric types)
+    float d, dmin;
+};
+
+inline void put_scales(KPanel& p, const int sc[16], const int mn[16]) {
+    for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 16; ++l) p.scv[j][l] = (int16_t)sc[2 * j + l / 8];
+    for (int g = 0; g < 16; ++g) p.mn[g] = (int16_t)mn[g];
+}
+inline void store32(int8_t* dst, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v); }
+
+void unpack_panel(const BlockQ2_K& b, KPanel& p) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i qv = loadu256(b.qs + 32 * c);
+        for (int sh = 0; sh < 4; ++sh) store32(p.q + 128 * c + 32 * sh, _mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3));
+    }
+    int sc[16], mn[16];
+    for (int g = 0; g < 16; ++g) {
+        sc[g] = b.scales[g] & 15;
+        mn[g] = b.scales[g] >> 4;
+    }
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = f16(b.dmin);
+}
+void unpack_panel(const BlockQ3_K& b, KPanel& p) {
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+    const __m256i hm = loadu256(b.hmask);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i qv = loadu256(b.qs + 32 * c);
+        for (int sh = 0; sh < 4; ++sh) {
+            const int k = 4 * c + sh;
+            const __m256i hb = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, k), one), 2);
+            const __m256i q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qv, 2 * sh), m3), hb);
+            store32(p.q + 32 * k, _mm256_sub_epi8(q, four));
+        }
+    }
+    int sc[16], mn[16] = {};
+    for (int k = 0; k < 16; ++k) {
+        const int lo = (b.scales[k % 8] >> (4 * (k / 8))) & 0x0f;
+        const int hi = (b.scales[8 + k % 4] >> (2 * (k / 4))) & 0x03;
+        sc[k] = (lo | (hi << 4)) - 32;
+    }
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = 0.0f;
+}
+template <class B>
+void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    __m256i hv = _mm256_setzero_si256();
+    if constexpr (std::is_same<B, BlockQ5_K>::value) hv = loadu256(b.qh);
+    for (int j = 0; j < 4; ++j) {
+        const __m256i qv = loadu256(b.qs + 32 * j);
+        __m256i lo = _mm256_and_si256(qv, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+        if (q5) {
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+        }
+        store32(p.q + 64 * j, lo);
+        store32(p.q + 64 * j + 32, hi);
+    }
+    int sc[16], mn[16];
+    for (int g = 0; g < 8; ++g) {
+        k_scale_min_ref(b.scales, g, &sc[2 * g], &mn[2 * g]);
+        sc[2 * g + 1] = sc[2 * g];
+        mn[2 * g + 1] = mn[2 * g];
+    }
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = f16(b.dmin);
+}
+void unpack_panel(const BlockQ4_K& b, KPanel& p) { unpack_panel_q45(b, p, false); }
+void unpack_panel(const BlockQ5_K& b, KPanel& p) { unpack_panel_q45(b, p, true); }
+void unpack_panel(const BlockQ6_K& b, KPanel& p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    for (int c = 0; c < 2; ++c) {
+        const __m256i l0 = loadu256(b.ql + 64 * c), l1 = loadu256(b.ql + 64 * c + 32);
+        const __m256i h = loadu256(b.qh + 32 * c);
+        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+        store32(p.q + 128 * c, _mm256_sub_epi8(q0, k32));
+        store32(p.q + 128 * c + 32, _mm256_sub_epi8(q1, k32));
+        store32(p.q + 128 * c + 64, _mm256_sub_epi8(q2, k32));
+        store32(p.q + 128 * c + 96, _mm256_sub_epi8(q3, k32));
+    }
+    int sc[16], mn[16] = {};
+    for (int g = 0; g < 16; ++g) sc[g] = b.scales[g];
+    put_scales(p, sc, mn);
+    p.d = f16(b.d);
+    p.dmin = 0.0f;
+}
+
+inline __m256i hadd4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+}
+
+}  // namespace
+}  // namespace ember
