@@ -167,6 +167,8 @@ _BULLET = re.compile(r"^(\s*)([-*+])\s+(.*)$")
 _ORDERED = re.compile(r"^(\s*)(\d{1,9})[.)]\s+(.*)$")
 _RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
 _QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
+# a GitHub table: a row of cells, then a delimiter row ("|---|:---:|") under it
+_TABLE_DELIM = re.compile(r"^\s{0,3}\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 @dataclass
@@ -175,7 +177,54 @@ class Rendered:
     code_blocks: list[str] = field(default_factory=list)
 
 
-def render(text: str, colors: dict, copy_label: str = "Copy") -> Rendered:
+def _cells(line: str) -> list[str]:
+    """The cells of a table row; "\\|" is a pipe inside a cell."""
+    row = line.strip().removeprefix("|")
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", row)]
+
+
+def _is_table_start(lines: list[str], i: int) -> bool:
+    return ("|" in lines[i] and i + 1 < len(lines) and "-" in lines[i + 1]
+            and bool(_TABLE_DELIM.match(lines[i + 1]))
+            and len(_cells(lines[i + 1])) == len(_cells(lines[i])))
+
+
+def _table(lines: list[str], i: int, out: list[str], colors: dict) -> int:
+    head = _cells(lines[i])
+    aligns = []
+    for d in _cells(lines[i + 1]):
+        aligns.append("center" if d.startswith(":") and d.endswith(":") else
+                      "right" if d.endswith(":") else "left")
+    i += 2
+    rows = []
+    while i < len(lines) and lines[i].strip() and "|" in lines[i]:
+        cells = _cells(lines[i])
+        rows.append((cells + [""] * len(head))[:len(head)])  # as many cells as the header
+        i += 1
+    border = colors["border"]
+
+    def cell(tag: str, text: str, align: str, bg: str = "") -> str:
+        style = f"border:1px solid {border}; padding:4px 8px"
+        if bg:
+            style += f"; background-color:{bg}"
+        return f'<{tag} align="{align}" style="{style}">{inline(text, colors) or "&nbsp;"}</{tag}>'
+
+    parts = [(f'<table cellspacing="0" cellpadding="4" border="1" '
+              f'style="border-collapse:collapse; border-color:{border}; margin-bottom:10px">')]
+    parts.append("<tr>" + "".join(cell("th", h, a, colors["code_header_bg"])
+                                  for h, a in zip(head, aligns)) + "</tr>")
+    for r in rows:
+        parts.append("<tr>" + "".join(cell("td", c, a) for c, a in zip(r, aligns)) + "</tr>")
+    parts.append("</table>")
+    out.append("".join(parts))
+    return i
+
+
+def render(text: str, colors: dict, copy_label: str = "Copy",
+           copied: int | None = None) -> Rendered:
+    """copied: the code block whose link reads "Copied" (just copied, as Copy does)."""
     lines = text.replace("\r\n", "\n").split("\n")
     out: list[str] = []
     codes: list[str] = []
@@ -202,7 +251,8 @@ def render(text: str, colors: dict, copy_label: str = "Copy") -> Rendered:
                 i += 1
             i += 1  # the closing fence (or past the end while streaming)
             code = "\n".join(body)
-            out.append(_code_block(code, lang, len(codes), colors, copy_label))
+            out.append(_code_block(code, lang, len(codes), colors,
+                                   "Copied" if copied == len(codes) else copy_label))
             codes.append(code)
             continue
         if not line.strip():
@@ -217,6 +267,10 @@ def render(text: str, colors: dict, copy_label: str = "Copy") -> Rendered:
             out.append(f'<p style="margin-top:6px; margin-bottom:6px; font-size:{size}; '
                        f'font-weight:600">{inline(h.group(2), colors)}</p>')
             i += 1
+            continue
+        if _is_table_start(lines, i):
+            flush_para()
+            i = _table(lines, i, out, colors)
             continue
         if _RULE.match(line):
             flush_para()

@@ -11,7 +11,7 @@ LIGHT = {
     "bg": "#f6f6f7", "surface": "#ffffff", "sidebar": "#eeeff2", "sidebar_sel": "#e2e4e9",
     "text": "#1f2328", "muted": "#6b7280", "border": "#e1e3e8",
     "accent": "#e8590c", "accent_hover": "#d9480f", "accent_text": "#ffffff",
-    "accent_soft": "#fff1e8",
+    "accent_soft": "#fff1e8", "disabled": "#b9bdc5",
     "user_bg": "#fff4ec", "user_border": "#f8d9c4", "assistant_bg": "#ffffff",
     "code_bg": "#f6f8fa", "code_header_bg": "#eceff3", "code_border": "#dfe3e8",
     "code_fg": "#24292f", "inline_code_bg": "#eef0f3", "inline_code_fg": "#b3361a",
@@ -25,7 +25,7 @@ DARK = {
     "bg": "#16171a", "surface": "#1e2024", "sidebar": "#131417", "sidebar_sel": "#26292f",
     "text": "#e4e5e7", "muted": "#9a9fa8", "border": "#2d3036",
     "accent": "#ff7a3d", "accent_hover": "#ff8f5c", "accent_text": "#1a0f08",
-    "accent_soft": "#33231a",
+    "accent_soft": "#33231a", "disabled": "#55595f",
     "user_bg": "#2a211b", "user_border": "#4a3426", "assistant_bg": "#1e2024",
     "code_bg": "#121316", "code_header_bg": "#1a1c20", "code_border": "#2d3036",
     "code_fg": "#d7dae0", "inline_code_bg": "#2a2d33", "inline_code_fg": "#ffab85",
@@ -99,6 +99,8 @@ QPushButton[primary="true"]:disabled {{ background: {c['border']}; border-color:
 QToolButton {{ background: transparent; color: {c['muted']}; border: none; border-radius: 6px;
     padding: 2px 6px; }}
 QToolButton:hover {{ background: {c['sidebar_sel']}; color: {c['text']}; }}
+QToolButton:disabled, QToolButton:disabled:hover {{ background: transparent;
+    color: {c['disabled']}; }}
 #chatHeader {{ background: {c['bg']}; border-bottom: 1px solid {c['border']}; }}
 #chatTitle {{ font-size: {font_size + 2}pt; font-weight: 600; }}
 #messageList, #messageListViewport {{ background: {c['bg']}; border: none; }}

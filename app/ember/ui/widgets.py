@@ -38,6 +38,7 @@ from .downloads import StarterPanel
 from .workers import estimate_ram, human_bytes, human_count
 
 CONTENT_MAX_WIDTH = 860
+COPIED_MS = 1200  # how long "Copied" shows after a copy
 
 
 def _button(text: str, name: str, primary: bool = False, tip: str = "") -> QPushButton:
@@ -273,6 +274,7 @@ class MessageWidget(QFrame):
         self.streaming = False
         self.complete = complete
         self.code_blocks: list[str] = []
+        self.copied_block: int | None = None  # its link reads "Copied" for a moment
         self.setObjectName("message")
         self.setProperty("role", role)
         self.setAccessibleName(f"{ROLE_NAMES.get(role, role)} message")
@@ -379,7 +381,7 @@ class MessageWidget(QFrame):
             return
         if self.editor_box is None:
             self.body.show()
-        r = markdown.render(text, c)
+        r = markdown.render(text, c, copied=self.copied_block)
         body = r.html
         if self.streaming:
             body += f'<span style="color:{c["accent"]}">&#9613;</span>'
@@ -472,17 +474,27 @@ class MessageWidget(QFrame):
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.answer_text)
         self.copy_button.setText("Copied")
-        QTimer.singleShot(1200, self.copy_button, lambda: self.copy_button.setText("Copy"))
+        QTimer.singleShot(COPIED_MS, self.copy_button, lambda: self.copy_button.setText("Copy"))
 
     def _anchor(self, url: QUrl) -> None:
         s = url.toString()
         if s.startswith("copy-code:"):
             try:
-                QGuiApplication.clipboard().setText(self.code_blocks[int(s.split(":", 1)[1])])
+                index = int(s.split(":", 1)[1])
+                QGuiApplication.clipboard().setText(self.code_blocks[index])
             except (ValueError, IndexError):
-                pass
+                return
+            # the same feedback as the message's Copy button: "Copied", then back
+            self.copied_block = index
+            self.render()
+            QTimer.singleShot(COPIED_MS, self, self._end_copied)
         elif url.scheme() in ("http", "https", "mailto"):
             QDesktopServices.openUrl(url)  # the user's browser, never the app itself
+
+    def _end_copied(self) -> None:
+        if self.copied_block is not None:
+            self.copied_block = None
+            self.render()
 
     def start_edit(self) -> None:
         if self.editor is not None:
@@ -810,6 +822,7 @@ class Sidebar(QFrame):
         self.undo_bar.hide()
         lay.addWidget(self.undo_bar)
         self._filling = False
+        self._badges: dict[int, str] = {}
 
     def sizeHint(self) -> QSize:
         return QSize(260, super().sizeHint().height())
@@ -841,6 +854,7 @@ class Sidebar(QFrame):
             if c.id == current:
                 self.list.setCurrentItem(item)
         self._filling = False
+        self.set_badges(self._badges)
         empty = self.list.count() == 0
         self.list.setVisible(not empty)
         self.empty.setVisible(empty)
@@ -849,6 +863,8 @@ class Sidebar(QFrame):
 
     def set_badges(self, badges: dict[int, str]) -> None:
         """Marks chats that are replying or waiting in the queue ("queued 1")."""
+        self._badges = dict(badges)
+        filling, self._filling = self._filling, True  # a note is no rename
         for i in range(self.list.count()):
             item = self.list.item(i)
             badge = badges.get(item.data(Qt.UserRole), "")
@@ -856,6 +872,7 @@ class Sidebar(QFrame):
             if item.data(NOTE_ROLE) != note or item.data(BADGE_ROLE) != badge:
                 item.setData(BADGE_ROLE, badge)
                 item.setData(NOTE_ROLE, note)
+        self._filling = filling
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()

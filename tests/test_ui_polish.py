@@ -1,0 +1,125 @@
+"""Small things a user notices: Markdown tables drawn as tables, "Copied" on a code
+block's link as on the message's Copy button, disabled actions that look disabled, and
+two chats of the same title told apart by their date."""
+from __future__ import annotations
+
+import time
+
+from ember.ui import markdown
+from ember.ui.theme import LIGHT
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication, QTextTable
+
+from tests.test_ui_support import data_dir, make_window  # noqa: F401
+
+TABLE = """Sizes:
+
+| Model | Params | Note |
+|:------|-------:|:----:|
+| SmolLM2 | 135M | `small` |
+| Gemma \\| 3 | 270M |
+"""
+
+
+def cell_texts(table):
+    return [[table.cellAt(r, c).firstCursorPosition().block().text().replace("\xa0", " ").strip()
+             for c in range(table.columns())] for r in range(table.rows())]
+
+
+def test_markdown_table_renders_as_a_table():
+    r = markdown.render(TABLE, LIGHT)
+    assert "<table" in r.html and "<th" in r.html
+    assert 'align="right"' in r.html and 'align="center"' in r.html
+    assert "|" not in r.html.replace("Gemma | 3", "")  # no pipes left as text
+
+
+def test_table_in_a_message_is_a_real_table(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cid = win.store.create_conversation("t")
+    win.store.add_message(cid, "user", "sizes?")
+    win.store.add_message(cid, "assistant", TABLE)
+    win.select_conversation(cid)
+    body = win.chat_view.messages()[-1].body
+    tables = [f for f in body.document().rootFrame().childFrames() if isinstance(f, QTextTable)]
+    assert len(tables) == 1
+    t = tables[0]
+    assert (t.rows(), t.columns()) == (3, 3)
+    assert cell_texts(t) == [["Model", "Params", "Note"], ["SmolLM2", "135M", "small"],
+                             ["Gemma | 3", "270M", ""]]
+
+
+def test_a_half_streamed_table_already_shows_its_header():
+    r = markdown.render("| a | b |\n|---|---|\n| 1 |", LIGHT)
+    assert r.html.count("<th") == 2 and r.html.count("<td") == 2
+
+
+def test_text_with_pipes_is_not_a_table():
+    r = markdown.render("a | b\nplain text", LIGHT)
+    assert "<table" not in r.html and "a | b" in r.html
+
+
+def test_code_block_copy_says_copied_then_goes_back(qtbot, data_dir, monkeypatch):
+    from ember.ui import widgets
+    monkeypatch.setattr(widgets, "COPIED_MS", 0)  # the reset runs at the next event loop turn
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cid = win.store.create_conversation("code")
+    win.store.add_message(cid, "user", "show me")
+    win.store.add_message(cid, "assistant", "```python\nprint('a')\n```\n\n```sh\nls\n```")
+    win.select_conversation(cid)
+    w = win.chat_view.messages()[-1]
+    text = w.body.document().toPlainText
+    assert text().count("Copy") == 2 and "Copied" not in text()
+    w.body.anchorClicked.emit(QUrl("copy-code:1"))
+    assert QGuiApplication.clipboard().text() == "ls"
+    lines = text().splitlines()
+    assert lines.count("Copied") == 1 and lines.count("Copy") == 1
+    assert lines.index("Copied") > lines.index("Copy")  # the second block's link
+    qtbot.waitUntil(lambda: "Copied" not in text())
+    assert text().count("Copy") == 2
+
+
+def darkest(widget) -> int:
+    """The darkest drawn pixel: the label's text on the light theme."""
+    img = widget.grab().toImage()
+    return min(p.lightness() for p in (img.pixelColor(x, y) for x in range(img.width())
+                                       for y in range(img.height())) if p.alpha() == 255)
+
+
+def test_disabled_message_actions_look_disabled(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cid = win.store.create_conversation("t")
+    win.store.add_message(cid, "user", "hi")
+    win.store.add_message(cid, "assistant", "hello")
+    win.select_conversation(cid)
+    w = win.chat_view.messages()[0]
+    w.set_actions(last_assistant=False, busy=False)
+    enabled = darkest(w.edit_button)
+    w.set_actions(last_assistant=False, busy=True)
+    assert not w.edit_button.isEnabled()
+    disabled = darkest(w.edit_button)
+    # the text is drawn in a clearly fainter colour (lightness 0-255)
+    assert disabled - enabled >= 40, (enabled, disabled)
+
+
+def test_chats_with_the_same_title_show_their_dates(qtbot, data_dir):
+    from ember.ui.widgets import NOTE_ROLE, _day
+    win = make_window(qtbot, data_dir, restore_last=False)
+    a = win.store.create_conversation("Trip plans")
+    b = win.store.create_conversation("Trip plans")
+    c = win.store.create_conversation("Recipes")
+    win.store.db.execute("UPDATE conversations SET created=? WHERE id=?",
+                           (time.mktime((2026, 3, 4, 9, 15, 0, 0, 0, -1)), a))
+    renames = []
+    win.sidebar.renamed.connect(lambda *a: renames.append(a))
+    win.refresh_conversations()
+    win.sidebar.set_badges({c: "queued 1"})
+    assert renames == []  # a note on a row is no rename (it once wrote the title back)
+    notes = {cid: win.sidebar.item_for(cid).data(NOTE_ROLE) for cid in (a, b, c)}
+    assert notes[a] == "4 Mar 09:15"
+    assert notes[b] == _day(win.store.conversation(b).created) and notes[b] != notes[a]
+    assert notes[c] == "queued 1"
+    assert "Started 2026-03-04 09:15" in win.sidebar.item_for(a).toolTip()
+    win.rename_conversation(b, "Trip plans, June")
+    win.refresh_conversations()
+    assert not win.sidebar.item_for(a).data(NOTE_ROLE)
+
