@@ -80,7 +80,9 @@ def serve(args) -> int:
     state = ServerState(str(path))
     app = build_app(state, host=args.host, api_key=api_key or None, cors=args.cors,
                     allow_hosts=tuple(args.allow_host))
-    config = uvicorn.Config(app, loop="asyncio", http="h11", lifespan="off", log_level="warning",
+    # each implementation named, none left to "auto": the packaged build lists exactly these
+    config = uvicorn.Config(app, loop="asyncio", http="h11", ws="none", lifespan="off",
+                            log_level="warning",
                             access_log=False, server_header=False, timeout_keep_alive=5,
                             timeout_graceful_shutdown=3)
     server = uvicorn.Server(config)
