@@ -51,13 +51,39 @@ class ContextFullError(EmberError):
     """The context window has no room for more tokens."""
 
 
+class FileReadError(EmberError):
+    """The file could not be opened or read."""
+
+
+class ModelFormatError(EmberError):
+    """The file is not a valid GGUF model (its header or tensor table is broken)."""
+
+
+class UnsupportedModelError(EmberError):
+    """A valid file the engine cannot run (architecture, tensor type, version)."""
+
+
+class EngineMemoryError(EmberError):
+    """Not enough memory (weights, KV cache or working buffers)."""
+
+
+# one class per status, so callers (the app) tell failures apart without status codes
+_ERRORS = {native.ERR_CANCELLED: CancelledError, native.ERR_CONTEXT_FULL: ContextFullError,
+           native.ERR_IO: FileReadError, native.ERR_FORMAT: ModelFormatError,
+           native.ERR_UNSUPPORTED: UnsupportedModelError,
+           native.ERR_OUT_OF_MEMORY: EngineMemoryError}
+
+
 def _check(status: int, message: bytes | None = None) -> None:
     if status == native.OK:
         return
     text = native.decode_str(message if message is not None else native.lib().ember_last_error())
-    cls = {native.ERR_CANCELLED: CancelledError,
-           native.ERR_CONTEXT_FULL: ContextFullError}.get(status, EmberError)
-    raise cls(status, text)
+    raise _ERRORS.get(status, EmberError)(status, text)
+
+
+def system_info() -> str:
+    """The engine's build and CPU description ("ISA=avx2 active=avx2 threads=8 ...")."""
+    return native.decode_str(native.lib().ember_system_info())
 
 
 @dataclass
