@@ -27,6 +27,14 @@ def supported_isas() -> list[str]:
     return [name for name, v in native.ISA_LEVELS.items() if v >= 0 and lib.ember_isa_supported(v)]
 
 
+def default_threads() -> int:
+    """The threads a context uses when none are asked for (the engine's count of physical
+    cores)."""
+    import re
+    m = re.search(r"threads=(\d+)", native.decode_str(native.lib().ember_system_info()))
+    return int(m.group(1)) if m else (os.cpu_count() or 1)
+
+
 def supported_architectures() -> dict[str, str]:
     """The model architectures the engine runs: GGUF ``general.architecture`` name ->
     the models users know it as (from the engine's architecture table)."""

@@ -4,6 +4,7 @@ tokens, stop strings, the context-length check)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 from ..chat import ChatTemplate, ChatTemplateError
@@ -64,7 +65,9 @@ class LoadedModel:
                            code="context_length_exceeded")
         # a reply longer than the context has room for ends there, with finish_reason "length"
         max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
-        return Job(ids, max_tokens, req.params, stops, loop)
+        # OpenAI's penalties count every token generated so far: a window as long as the context
+        params = dataclasses.replace(req.params, penalty_last_n=self.n_ctx)
+        return Job(ids, max_tokens, params, stops, loop)
 
     def close(self) -> None:
         self.pool.close()

@@ -137,13 +137,16 @@ def _common(body: dict, model_ids: tuple[str, ...]) -> dict:
         max_tokens = _integer(body, "max_tokens", 1)
     seed = _integer(body, "seed")
     top_k = _integer(body, "top_k", 0)
+    # What a request leaves out gets the defaults of `ember run` and the app (as llama-server
+    # uses its own): top-k 40 and min-p 0.05 keep small models coherent, and spare the
+    # sampler a sort of the whole vocabulary per token. top_k 0 / min_p 0 turn them off.
+    d = SamplingParams()
     params = SamplingParams(
-        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-        top_p=_number(body, "top_p", 1.0, 0.0, 1.0),
-        # OpenAI samples from the whole distribution: llama.cpp's top-k/min-p are opt-in here
-        top_k=0 if top_k is None else top_k,
-        min_p=_number(body, "min_p", 0.0, 0.0, 1.0),
-        repeat_penalty=_number(body, "repeat_penalty", 1.0, 0.01, 10.0),
+        temperature=_number(body, "temperature", d.temperature, 0.0, 2.0),
+        top_p=_number(body, "top_p", d.top_p, 0.0, 1.0),
+        top_k=d.top_k if top_k is None else top_k,
+        min_p=_number(body, "min_p", d.min_p, 0.0, 1.0),
+        repeat_penalty=_number(body, "repeat_penalty", d.repeat_penalty, 0.01, 10.0),
         presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
         frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
         seed=None if seed is None else seed & (2**64 - 1))

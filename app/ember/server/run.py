@@ -26,7 +26,8 @@ def add_arguments(p) -> None:
                    help="context length of each slot in tokens (default: the model's trained "
                         "length, at most 4096)")
     p.add_argument("-t", "--threads", type=int, default=None, metavar="N",
-                   help="threads per decode (default: the number of physical cores)")
+                   help="threads per decode (default: every physical core for one slot; "
+                        "with several, the cores shared out, one decode per core)")
     p.add_argument("--api-key", default=None, metavar="KEY",
                    help="require 'Authorization: Bearer KEY' (default: $EMBER_API_KEY, else "
                         "none)")
@@ -97,8 +98,12 @@ def serve(args) -> int:
             server.should_exit = True
             return
         loaded = state.loaded
+        pool = loaded.pool
+        threads = pool.threads or "all"
         print(f"ember serve: {loaded.id} loaded ({args.parallel} slot"
-              f"{'s' if args.parallel != 1 else ''} of {loaded.n_ctx} tokens)", flush=True)
+              f"{'s' if args.parallel != 1 else ''} of {loaded.n_ctx} tokens; {pool.width} "
+              f"decoding at once, {threads} thread{'s' if threads != 1 else ''} each)",
+              flush=True)
 
     url = _url(args.host, port)
     print(f"ember serve: listening on {url} (OpenAI API at {url}/v1)", flush=True)
