@@ -118,7 +118,7 @@ def test_load_can_be_cancelled(qtbot, data_dir, starter_model_path):
     win = make_window(qtbot, data_dir)
     win.open_model_path(str(starter_model_path))
     assert find(win, QWidget, "loadProgress").isVisible()
-    win.load_worker.progress.connect(lambda f: win.cancel_load())
+    win.engine.worker.load_progress.connect(lambda *_: win.cancel_load())
     qtbot.waitUntil(lambda: not win.loading, timeout=60_000)
     assert win.model is None
     assert "cancelled" in find(win, QLabel, "statusMessage").text()

@@ -24,10 +24,11 @@ def test_gemma3_file_is_not_raw_completion(qtbot, data_dir, gemma_model_path):
         "using the built-in Gemma format instead.")
     assert find(win, QLabel, "modelHeads").text() == "4, KV 1"
     # the prompt the app builds for a chat with a system prompt
-    from ember.ui.workers import GenRequest, build_prompt
+    from ember.chat import GenRequest, build_prompt
     msgs = [{"role": "system", "content": "Answer in one word."},
             {"role": "user", "content": "Capital of France?"}]
-    built = build_prompt(win.model, win.template, GenRequest(1, 1, msgs, max_new_tokens=8))
+    built = build_prompt(win.model, win.model.n_ctx,
+                         win.template, GenRequest(1, 1, msgs, max_new_tokens=8))
     assert built.text == ("<bos><start_of_turn>user\nAnswer in one word.\n\nCapital of France?"
                           "<end_of_turn>\n<start_of_turn>model\n")
     assert "<end_of_turn>" in built.stop_strings

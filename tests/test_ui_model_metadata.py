@@ -4,10 +4,9 @@ computed from them use the right per-layer values."""
 from __future__ import annotations
 
 import pytest
-
 from ember.metadata import describe_value, is_per_layer, meta_int, meta_ints, per_layer_summary
-from tests.test_ui_support import data_dir, find, make_window  # noqa: F401
 
+from tests.test_ui_support import data_dir, find, make_window  # noqa: F401
 
 # --------------------------------------------------------------------------- helpers
 
@@ -82,7 +81,7 @@ def gemma4_vocab(vocab_dir):
 @pytest.mark.native
 def test_describe_model_with_per_layer_arrays(per_layer_gguf):
     from ember.engine import Model
-    from ember.ui.workers import describe_model, estimate_ram
+    from ember.model_card import describe_model, estimate_ram
     m = Model(per_layer_gguf, metadata_only=True)
     info = describe_model(m, per_layer_gguf)
     assert info["n_layer"] == 4
@@ -98,7 +97,7 @@ def test_describe_model_with_per_layer_arrays(per_layer_gguf):
 @pytest.mark.native
 def test_gemma4_vocab_file_describes(gemma4_vocab):
     from ember.engine import Model
-    from ember.ui.workers import describe_model
+    from ember.model_card import describe_model
     m = Model(gemma4_vocab, metadata_only=True)
     info = describe_model(m, gemma4_vocab)
     assert info["arch"] == "gemma4" and info["n_layer"] == 30

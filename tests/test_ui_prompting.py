@@ -28,10 +28,10 @@ def chat(n_turns):
 
 
 def test_drop_oldest_keeps_the_system_prompt_and_latest_turn(small_model):
-    from ember.ui.workers import GenRequest, build_prompt
+    from ember.chat import GenRequest, build_prompt
     m, t = small_model
     req = GenRequest(1, 1, chat(8), max_new_tokens=32, policy="drop_oldest")
-    b = build_prompt(m, t, req)
+    b = build_prompt(m, m.n_ctx, t, req)
     assert b.dropped > 0 and b.dropped % 2 == 0  # whole turns
     assert b.n_tokens + 32 <= m.n_ctx and "did not fit" in b.notice
     assert "You are terse." in b.text and "And the last one?" in b.text
@@ -39,37 +39,37 @@ def test_drop_oldest_keeps_the_system_prompt_and_latest_turn(small_model):
 
 
 def test_stop_policy_refuses_with_an_explanation(small_model):
-    from ember.ui.workers import ContextFull, GenRequest, build_prompt
+    from ember.chat import ContextFull, GenRequest, build_prompt
     m, t = small_model
     with pytest.raises(ContextFull, match="fills the context window"):
-        build_prompt(m, t, GenRequest(1, 1, chat(8), max_new_tokens=32, policy="stop"))
-    b = build_prompt(m, t, GenRequest(1, 1, chat(0), max_new_tokens=32, policy="stop"))
+        build_prompt(m, m.n_ctx, t, GenRequest(1, 1, chat(8), max_new_tokens=32, policy="stop"))
+    b = build_prompt(m, m.n_ctx, t, GenRequest(1, 1, chat(0), max_new_tokens=32, policy="stop"))
     assert b.dropped == 0 and b.notice is None
 
 
 def test_a_single_message_too_long_is_refused(small_model):
-    from ember.ui.workers import ContextFull, GenRequest, build_prompt
+    from ember.chat import ContextFull, GenRequest, build_prompt
     m, t = small_model
     msgs = [{"role": "user", "content": "word " * 400}]
     with pytest.raises(ContextFull, match="too long"):
-        build_prompt(m, t, GenRequest(1, 1, msgs, max_new_tokens=16))
+        build_prompt(m, m.n_ctx, t, GenRequest(1, 1, msgs, max_new_tokens=16))
 
 
 def test_raw_completion_sends_the_text_as_is(small_model):
-    from ember.ui.workers import GenRequest, build_prompt
+    from ember.chat import GenRequest, build_prompt
     m, t = small_model
     msgs = [{"role": "user", "content": "Once upon a time"},
             {"role": "assistant", "content": " there was"}, {"role": "user", "content": " a"}]
-    b = build_prompt(m, t, GenRequest(1, 1, msgs, raw=True, max_new_tokens=8))
+    b = build_prompt(m, m.n_ctx, t, GenRequest(1, 1, msgs, raw=True, max_new_tokens=8))
     assert b.text == "Once upon a time there was a"
     assert "<|im_end|>" in b.stop_strings
 
 
 def test_continue_appends_to_the_reply(small_model):
-    from ember.ui.workers import GenRequest, build_prompt
+    from ember.chat import GenRequest, build_prompt
     m, t = small_model
     msgs = [{"role": "user", "content": "Hi"}]
-    b = build_prompt(m, t, GenRequest(1, 1, msgs, prefix="Hello! How", max_new_tokens=8))
+    b = build_prompt(m, m.n_ctx, t, GenRequest(1, 1, msgs, prefix="Hello! How", max_new_tokens=8))
     assert b.text.endswith("<|im_start|>assistant\nHello! How")
 
 
@@ -89,7 +89,7 @@ def test_context_full_in_the_app_is_explained(qtbot, data_dir, starter_model_pat
 
 def test_ram_estimate_grows_with_the_context(starter_model_path):
     from ember.engine import Model
-    from ember.ui.workers import describe_model, estimate_ram
+    from ember.model_card import describe_model, estimate_ram
     m = Model(starter_model_path, metadata_only=True)
     info = describe_model(m, starter_model_path)
     kv_per_token = 2 * 30 * 64 * 3 * 2  # K and V, 30 layers, 3 KV heads of 64, F16

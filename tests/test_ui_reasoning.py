@@ -162,9 +162,10 @@ def test_reasoning_model_in_the_app(qtbot, data_dir, tmp_path):
     assert data["conversations"][0]["messages"][-1]["content"] == stored.content
 
     # the next turn: the earlier reasoning is not in the prompt, the answer is
-    from ember.ui.workers import GenRequest, build_prompt
+    from ember.chat import GenRequest, build_prompt
     history = win._history(conv) + [{"role": "user", "content": "Again"}]
-    built = build_prompt(win.model, win.template, GenRequest(conv, 0, history, max_new_tokens=8))
+    built = build_prompt(win.model, win.model.n_ctx,
+                         win.template, GenRequest(conv, 0, history, max_new_tokens=8))
     assert "Hmm" not in built.text
     assert "<|im_start|>assistant\nHi there<|im_end|>\n<|im_start|>user\nAgain" in built.text
     assert built.think_open
@@ -173,7 +174,7 @@ def test_reasoning_model_in_the_app(qtbot, data_dir, tmp_path):
     assert win.store.messages(conv)[-1].content == "<think>Hmm, a greeting.</think>Hi there"
 
     # continuing a reply cut off mid-thought does not write the open tag twice
-    built = build_prompt(win.model, win.template, GenRequest(
+    built = build_prompt(win.model, win.model.n_ctx, win.template, GenRequest(
         conv, 0, win._history(conv)[:1], prefix="<think>Hmm", max_new_tokens=8))
     assert built.text.endswith("<|im_start|>assistant\n<think>\nHmm")
     win.close()

@@ -62,18 +62,18 @@ def test_message_box_stops_saying_loading_once_the_model_is_loaded(qtbot, data_d
                                                                     monkeypatch):
     import threading
 
-    from ember.ui import workers
+    from ember.chat import ChatTemplate
     history_with_model(data_dir, starter_model_path)
     # the load finishes only when the test says so: the user clicks into the message box
     # while the model loads (so no focus change repaints the box when the load ends)
     release = threading.Event()
-    real = workers.ChatTemplate.from_metadata
+    real = ChatTemplate.from_metadata
 
     def held(*a, **k):
         release.wait(60)
         return real(*a, **k)
 
-    monkeypatch.setattr(workers.ChatTemplate, "from_metadata", held)
+    monkeypatch.setattr(ChatTemplate, "from_metadata", held)
     win = make_window(qtbot, data_dir)
     inp = win.composer.input
     paints = PaintLog(inp)
@@ -152,12 +152,12 @@ def test_regenerate_does_not_report_a_prompt_speed_for_a_cached_prompt(qtbot, da
     ("/models/My Model v2.gguf", "My Model v2"),
 ])
 def test_display_name_is_the_file_name_without_the_quantization(file, name):
-    from ember.ui.workers import display_name
+    from ember.model_card import display_name
     assert display_name(file) == name
 
 
 def test_the_model_has_one_name(qtbot, data_dir, starter_model_path):
-    from ember.ui.workers import display_name
+    from ember.model_card import display_name
     name = display_name(starter_model_path)
     assert name == "SmolLM2-135M-Instruct"
     history_with_model(data_dir, starter_model_path)

@@ -2,6 +2,7 @@
 raw mode, and reasoning blocks in replies."""
 
 from .builtin import BUILTIN_FORMATS, BuiltinFormat, detect_builtin_format
+from .fitting import BuiltPrompt, ContextFull, GenRequest, build_prompt
 from .reasoning import (
     ReasoningStream,
     Reply,
@@ -11,6 +12,7 @@ from .reasoning import (
     strip_thoughts_from_history,
 )
 from .stops import KNOWN_END_MARKERS, StopScanner, detect_stop_strings
+from .streaming import CancelToken, stream_reply
 from .template import (
     CHATML_TEMPLATE,
     ChatTemplate,
@@ -28,9 +30,13 @@ __all__ = [
     "BUILTIN_FORMATS",
     "CHATML_TEMPLATE",
     "KNOWN_END_MARKERS",
+    "BuiltPrompt",
     "BuiltinFormat",
+    "CancelToken",
     "ChatTemplate",
     "ChatTemplateError",
+    "ContextFull",
+    "GenRequest",
     "Prompt",
     "ReasoningStream",
     "Reply",
@@ -39,12 +45,14 @@ __all__ = [
     "TemplateRaisedError",
     "TemplateRenderError",
     "UnsupportedTemplateError",
+    "build_prompt",
     "detect_builtin_format",
     "detect_stop_strings",
     "fold_system_messages",
     "prompt_opens_thinking",
     "raw_prompt",
     "split_reply",
+    "stream_reply",
     "strip_thoughts",
     "strip_thoughts_from_history",
 ]

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
@@ -28,13 +29,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import native, paths, starter
+from .. import paths, starter
+from ..chat import GenRequest
 from ..chat.reasoning import normalize_reply
-from ..engine import Session
+from ..engine import Session, system_info
+from ..model_card import display_name, effective_n_ctx
 from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
 from .downloads import StarterDownload
+from .engine_thread import EngineThread, GenJob, LoadJob
+from .format import human_bytes
 from .models_view import ModelsView
 from .settings_dialog import SettingsDialog
 from .widgets import (
@@ -49,16 +54,24 @@ from .widgets import (
     Sidebar,
     WelcomeView,
 )
-from .workers import (
-    GenerateWorker,
-    GenRequest,
-    LoadWorker,
-    display_name,
-    effective_n_ctx,
-    human_bytes,
-)
 
 log = logging.getLogger("ember.ui")
+
+@dataclass
+class ActiveReply:
+    """The reply being written: what is stored, what waits for the next flush, timings."""
+
+    conv_id: int
+    msg_id: int
+    text: str = ""  # stored and shown
+    pending: str = ""  # arrived since the last flush
+    base_tokens: int = 0  # tokens the reply had before a Continue
+    t0: float = field(default_factory=time.perf_counter)
+    first: float | None = None  # seconds to the first piece
+    notice: str | None = None
+    error: str | None = None
+    job_id: int = 0
+
 
 FLUSH_MS = 40  # streamed text reaches the screen and the database at most this often
 UNDO_SECONDS = 10
@@ -87,7 +100,7 @@ def process_memory() -> int | None:
 
 def backend_name() -> str:
     try:
-        info = native.decode_str(native.lib().ember_system_info())
+        info = system_info()
     except Exception:
         return "CPU"
     parts = dict(p.split("=", 1) for p in info.split() if "=" in p)
@@ -125,11 +138,12 @@ class MainWindow(QMainWindow):
         self.template = None
         self.session: Session | None = None
         self.model_info: dict | None = None
-        self.load_worker: LoadWorker | None = None
-        self.gen_worker: GenerateWorker | None = None
-        self._old_workers: list = []
+        self.engine = EngineThread(self)
+        self.load_job: LoadJob | None = None
+        self.gen_job: GenJob | None = None
+        self._old_workers: list = []  # finished starter downloads until their threads end
         self.current_conv: int | None = None
-        self._gen: dict | None = None
+        self._gen: ActiveReply | None = None
         self._queue: list[int] = []  # chats whose last message waits for a reply, in order
         self._undo_id: int | None = None
         self._closing = False
@@ -305,6 +319,16 @@ class MainWindow(QMainWindow):
         s.undo.connect(self.undo_delete)
         s.context_menu.connect(self._conversation_menu)
         s.show_models.connect(self.show_models)
+        ew = self.engine.worker
+        ew.header.connect(self._on_header)
+        ew.load_progress.connect(self._on_load_progress)
+        ew.loaded.connect(self._on_loaded)
+        ew.load_failed.connect(self._on_load_failed)
+        ew.load_cancelled.connect(self._on_load_cancelled)
+        ew.prepared.connect(self._on_prepared)
+        ew.chunk.connect(self._on_chunk)
+        ew.reply_failed.connect(self._on_gen_failed)
+        ew.reply_finished.connect(self._on_gen_finished)
         self.models_view.back.connect(self.hide_models)
         self.models_view.open_model.connect(self._open_from_models)
         for panel in (self.welcome.starter_panel, self.models_view.starter_panel):
@@ -377,23 +401,23 @@ class MainWindow(QMainWindow):
     # ---- view state -------------------------------------------------------------------------
     @property
     def generating(self) -> bool:
-        return self.gen_worker is not None
+        return self.gen_job is not None
 
     @property
     def loading(self) -> bool:
-        return self.load_worker is not None
+        return self.load_job is not None
 
     def _generating_here(self) -> bool:
         """The chat on screen is the one being answered (Send gives way to Stop)."""
-        return self._gen is not None and self._gen["conv_id"] == self.current_conv
+        return self._gen is not None and self._gen.conv_id == self.current_conv
 
     def _update_queue_view(self) -> None:
         badges = {cid: f"queued {i + 1}" for i, cid in enumerate(self._queue)}
         if self._gen is not None:
-            badges[self._gen["conv_id"]] = "replying"
+            badges[self._gen.conv_id] = "replying"
         self.sidebar.set_badges(badges)
         if self.current_conv in self._queue and self._gen is not None:
-            busy = self.store.conversation(self._gen["conv_id"])
+            busy = self.store.conversation(self._gen.conv_id)
             self.queue_bar.show_place(self._queue.index(self.current_conv) + 1,
                                       busy.title if busy else "another chat")
         else:
@@ -430,7 +454,7 @@ class MainWindow(QMainWindow):
         busy = self.generating or self.model is None
         for w in ws:
             w.set_actions(last_assistant=(w is last_assistant and is_last
-                                          and not (self._gen and w.msg_id == self._gen["msg_id"])),
+                                          and not (self._gen and w.msg_id == self._gen.msg_id)),
                           busy=busy)
 
     def show_error(self, title: str, detail: str = "") -> None:
@@ -486,8 +510,8 @@ class MainWindow(QMainWindow):
         for m in self.store.messages(self.current_conv):
             w = self._message_widget(m.id, m.role, m.content, m.created, m.complete,
                                      self._reply_name(m.meta, conv))
-            if self._gen and m.id == self._gen["msg_id"]:
-                w.content = self._gen["text"]
+            if self._gen and m.id == self._gen.msg_id:
+                w.content = self._gen.text
                 w.set_streaming(True)
             elif m.meta:
                 w.set_footer(self._footer(m.meta))
@@ -547,7 +571,7 @@ class MainWindow(QMainWindow):
         conv = self.store.conversation(conv_id)
         if conv is None:
             return
-        if self._gen and self._gen["conv_id"] == conv_id:
+        if self._gen and self._gen.conv_id == conv_id:
             self.stop()
         self.unqueue(conv_id)
         if self._undo_id is not None:
@@ -694,59 +718,50 @@ class MainWindow(QMainWindow):
 
     def open_model_path(self, path: str) -> None:
         path = str(path)
-        if self.load_worker is not None:
-            self.load_worker.cancel()
-            self._retire(self.load_worker)
-            self.load_worker = None
+        if self.load_job is not None:
+            self.load_job.cancel()  # its late answers carry its id and are dropped
+            self.load_job = None
+        if self.gen_job is not None:
+            # one engine thread: the load would wait for the whole reply, so stop it
+            self.stop()
         self.error_banner.hide()
-        w = LoadWorker(path, self.settings.n_ctx, self.settings.n_threads, self)
-        w.header.connect(self._on_header)
-        w.progress.connect(self._on_load_progress)
-        w.loaded.connect(self._on_loaded)
-        w.failed.connect(self._on_load_failed)
-        w.cancelled.connect(self._on_load_cancelled)
-        self.load_worker = w
+        self.load_job = self.engine.load(path, self.settings.n_ctx, self.settings.n_threads)
         self.card.set_loading(True, f"Opening {Path(path).name}…")
         self.card.show()
         self.status_msg.setText(f"Loading {Path(path).name}…")
         self._update_view()
         log.info("loading %s", path)
-        w.start()
 
     def cancel_load(self) -> None:
-        if self.load_worker is not None:
-            self.load_worker.cancel()
+        if self.load_job is not None:
+            self.load_job.cancel()
             self.card.load_status.setText("Cancelling…")
 
-    def _is_current_loader(self) -> bool:
-        return self.sender() is self.load_worker and self.load_worker is not None
+    def _is_current_load(self, job_id: int) -> bool:
+        return self.load_job is not None and self.load_job.id == job_id
 
-    def _on_header(self, info: dict) -> None:
-        if not self._is_current_loader():
+    def _on_header(self, job_id: int, info: dict) -> None:
+        if not self._is_current_load(job_id):
             return
         self.card.show_info(info, effective_n_ctx(self.settings.n_ctx, info["n_ctx_train"]),
                             self._prompt_format(info))
         self.card.set_notice(None)
         self.card.load_status.setText("Loading weights…")
 
-    def _on_load_progress(self, f: float) -> None:
-        if self._is_current_loader():
+    def _on_load_progress(self, job_id: int, f: float) -> None:
+        if self._is_current_load(job_id):
             self.card.set_progress(f)
 
     def _finish_loader(self) -> None:
-        w, self.load_worker = self.load_worker, None
-        if w is not None:
-            self._retire(w)
+        self.load_job = None
         self.card.set_loading(False)
         self.status_msg.setText("")
 
-    def _on_loaded(self, model, template, info: dict) -> None:
-        if not self._is_current_loader():
-            model.close()
+    def _on_loaded(self, job_id: int, model, template, info: dict) -> None:
+        if not self._is_current_load(job_id):
+            model.close()  # superseded by a later Open: the engine thread is done with it
             return
         self._finish_loader()
-        if self.generating:
-            self.stop(wait=True)
         old = self.model
         self.model, self.template, self.model_info = model, template, info
         self.session = Session(model)
@@ -772,8 +787,8 @@ class MainWindow(QMainWindow):
         self.model_loaded.emit(info["path"])
         self._start_next_queued()
 
-    def _on_load_failed(self, path: str, title: str, detail: str) -> None:
-        if not self._is_current_loader():
+    def _on_load_failed(self, job_id: int, path: str, title: str, detail: str) -> None:
+        if not self._is_current_load(job_id):
             return
         self._finish_loader()
         self._restore_card()
@@ -781,8 +796,8 @@ class MainWindow(QMainWindow):
         self._update_view()
         self.model_failed.emit(f"{title}: {Path(path).name}\n{detail}")
 
-    def _on_load_cancelled(self, path: str) -> None:
-        if not self._is_current_loader():
+    def _on_load_cancelled(self, job_id: int, path: str) -> None:
+        if not self._is_current_load(job_id):
             return
         self._finish_loader()
         self._restore_card()
@@ -903,76 +918,72 @@ class MainWindow(QMainWindow):
         if w is not None:
             w.set_footer("")
             w.set_streaming(True)
-        self._gen = {"conv_id": conv_id, "msg_id": mid, "text": prefix, "pending": "",
-                     "base_tokens": base_tokens,
-                     "t0": time.perf_counter(), "first": None, "notice": None, "error": None}
+        self._gen = ActiveReply(conv_id, mid, text=prefix, base_tokens=base_tokens)
         req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
                          params=s.sampling_params(), raw=self._raw_mode(),
                          policy=s.context_policy)
-        worker = GenerateWorker(self.model, self.session, self.template, req, self)
-        worker.prepared.connect(self._on_prepared)
-        worker.chunk.connect(self._on_chunk)
-        worker.failed.connect(self._on_gen_failed)
-        worker.finished_gen.connect(self._on_gen_finished)
-        self.gen_worker = worker
+        self.gen_job = self.engine.generate(self.model, self.session, self.template, req)
         if conv_id == self.current_conv:
             self.notice_banner.hide()
             self.error_banner.hide()
+        self._gen.job_id = self.gen_job.id
         self.status_msg.setText("Reading the prompt…")
         self._update_view()
-        worker.start()
 
-    def _on_prepared(self, info: dict) -> None:
-        if self._gen is None:
+    def _is_current_reply(self, job_id: int) -> bool:
+        return self._gen is not None and self._gen.job_id == job_id
+
+    def _on_prepared(self, job_id: int, info: dict) -> None:
+        if not self._is_current_reply(job_id):
             return
         self.status_msg.setText("Generating…")
         if info.get("think_open"):
             # the template opened the reasoning block: the stored reply says so itself
-            self._gen["text"] = normalize_reply(self._gen["text"], True)
+            self._gen.text = normalize_reply(self._gen.text, True)
         if info.get("notice"):
-            self._gen["notice"] = info["notice"]
-            if self._gen["conv_id"] == self.current_conv:
+            self._gen.notice = info["notice"]
+            if self._gen.conv_id == self.current_conv:
                 self.notice_banner.show_message("Context window", info["notice"])
-        if self.model_info and self._gen["conv_id"] == self.current_conv:
+        if self.model_info and self._gen.conv_id == self.current_conv:
             self._status(self.status_ctx,
                          f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
 
-    def _on_chunk(self, text: str) -> None:
+    def _on_chunk(self, job_id: int, text: str) -> None:
         g = self._gen
-        if g is None:
+        if not self._is_current_reply(job_id):
             return
-        if g["first"] is None:
-            g["first"] = time.perf_counter() - g["t0"]
-        g["pending"] += text
+        if g.first is None:
+            g.first = time.perf_counter() - g.t0
+        g.pending += text
         if not self._flush_timer.isActive():
             self._flush_timer.start()
 
     def _flush(self) -> None:
         g = self._gen
-        if g is None or not g["pending"]:
+        if g is None or not g.pending:
             return
-        g["text"] += g["pending"]
-        g["pending"] = ""
-        self.store.update_message(g["msg_id"], content=g["text"])
-        if g["conv_id"] == self.current_conv:
-            w = self.chat_view.widget_for(g["msg_id"])
+        g.text += g.pending
+        g.pending = ""
+        self.store.update_message(g.msg_id, content=g.text)
+        if g.conv_id == self.current_conv:
+            w = self.chat_view.widget_for(g.msg_id)
             if w is not None:
-                w.set_content(g["text"])
-        self.reply_progress.emit(g["msg_id"], g["text"])  # stored and shown
+                w.set_content(g.text)
+        self.reply_progress.emit(g.msg_id, g.text)  # stored and shown
 
-    def _on_gen_failed(self, message: str) -> None:
-        if self._gen is not None:
-            self._gen["error"] = message
+    def _on_gen_failed(self, job_id: int, message: str) -> None:
+        if self._is_current_reply(job_id):
+            self._gen.error = message
         self.show_error("The reply could not be generated" if "context" not in message.lower()
                         else "The context window is full", message)
 
-    def _on_gen_finished(self, stats: dict) -> None:
+    def _on_gen_finished(self, job_id: int, stats: dict) -> None:
+        if self.gen_job is None or self.gen_job.id != job_id:
+            return
         self._flush_timer.stop()
         self._flush()
         g, self._gen = self._gen, None
-        worker, self.gen_worker = self.gen_worker, None
-        if worker is not None:
-            self._retire(worker)
+        self.gen_job = None
         self.status_msg.setText("")
         if g is None:
             self._start_next_queued()
@@ -984,38 +995,38 @@ class MainWindow(QMainWindow):
               if stats["generation_seconds"] > 0 else 0.0)
         meta = {"prompt_tokens": stats["prompt_tokens"], "prompt_evaluated": pe,
                 # a continued reply counts all its tokens, not only this run's
-                "generated_tokens": g["base_tokens"] + stats["generated_tokens"],
+                "generated_tokens": g.base_tokens + stats["generated_tokens"],
                 "prompt_tps": round(pp, 2) if pp is not None else None,
                 "gen_tps": round(tg, 2), "n_past": stats["n_past"],
                 "stop_reason": stats["stop_reason"],
-                "first_token_s": round(g["first"], 3) if g["first"] is not None else None,
+                "first_token_s": round(g.first, 3) if g.first is not None else None,
                 "model": self.model_info["name"] if self.model_info else None,
                 "model_file": self.model_info["file_name"] if self.model_info else None}
-        if g["notice"]:
-            meta["notice"] = g["notice"]
+        if g.notice:
+            meta["notice"] = g.notice
         self.last_stats = dict(stats, prompt_tps=pp, gen_tps=tg)
-        w = self.chat_view.widget_for(g["msg_id"]) if g["conv_id"] == self.current_conv else None
-        if not g["text"] and stats["stop_reason"] in ("error", "context_full"):
-            self.store.delete_message(g["msg_id"])  # the version before it is shown again
+        w = self.chat_view.widget_for(g.msg_id) if g.conv_id == self.current_conv else None
+        if not g.text and stats["stop_reason"] in ("error", "context_full"):
+            self.store.delete_message(g.msg_id)  # the version before it is shown again
             if w is not None:
                 self._render_conversation()
         else:
-            self.store.update_message(g["msg_id"], content=g["text"], complete=True, meta=meta)
+            self.store.update_message(g.msg_id, content=g.text, complete=True, meta=meta)
             if w is not None:
                 w.complete = True
                 w.set_streaming(False)
                 w.set_footer(self._footer(meta))
-        if stats["stop_reason"] == "context_full" and g["text"] and w is not None:
+        if stats["stop_reason"] == "context_full" and g.text and w is not None:
             self.notice_banner.show_message(
                 "The context window is full",
                 "The reply stopped because the conversation reached the context length. "
                 "Start a new chat or raise the context length in Settings.")
-        if g["conv_id"] == self.current_conv:
+        if g.conv_id == self.current_conv:
             self._show_chat_status()
         self._update_view()
         log.info("reply: %s", json.dumps(meta))
-        self.generation_finished.emit(dict(stats, msg_id=g["msg_id"], text=g["text"],
-                                           conv_id=g["conv_id"]))
+        self.generation_finished.emit(dict(stats, msg_id=g.msg_id, text=g.text,
+                                           conv_id=g.conv_id))
         self._start_next_queued()
 
     @staticmethod
@@ -1035,15 +1046,13 @@ class MainWindow(QMainWindow):
         if self._generating_here():
             self.stop()
 
-    def stop(self, wait: bool = False) -> None:
-        if self.gen_worker is None:
+    def stop(self) -> None:
+        """Cancels the running reply (its token: the request, and the engine mid-token)."""
+        if self.gen_job is None:
             return
-        self.gen_worker.stop()
+        self.gen_job.cancel()
         self.composer.stop_button.setEnabled(False)
         self.status_msg.setText("Stopping…")
-        if wait:
-            self.gen_worker.wait(10000)
-            QApplication.processEvents()
 
     def _message_action(self, action: str, msg_id: int) -> None:
         if action == "regenerate":
@@ -1121,9 +1130,7 @@ class MainWindow(QMainWindow):
             self.card.show_info(self.model_info, self.model_info["n_ctx"],
                                 self._prompt_format(self.model_info))
         if reload and self.model_info is not None and not self.loading:
-            if self.generating:
-                self.stop(wait=True)
-            self.open_model_path(self.model_info["path"])
+            self.open_model_path(self.model_info["path"])  # stops a running reply first
 
     def _save_settings(self) -> None:
         try:
@@ -1299,21 +1306,19 @@ class MainWindow(QMainWindow):
         if self._closing:
             return super().closeEvent(e)
         self._closing = True
-        if self.gen_worker is not None:
-            self.gen_worker.stop()
-            self.gen_worker.wait(10000)
-            QApplication.processEvents()  # deliver the last chunks and the finish
-            if self.gen_worker is not None:  # no event loop: finish by hand
-                self._flush()
-        if self.load_worker is not None:
-            self.load_worker.cancel()
-            self.load_worker.wait(10000)
+        self._queue.clear()
+        self.engine.shutdown()  # cancels the reply and any load, ends the engine thread
+        QApplication.processEvents()  # deliver the last chunks and the finish
+        if self.gen_job is not None:  # no event loop: finish by hand
+            self._flush()
+        self._flush_timer.stop()
         if self.starter_worker is not None:
             self.starter_worker.cancel()
             self.starter_worker.wait(10000)
         for w in list(self._old_workers):
             w.wait(10000)
-        self._mem_timer.stop()
+        for t in (self._mem_timer, self._undo_timer, self._status_timer, self._system_timer):
+            t.stop()  # none may fire after the store below is closed
         self._save_system_prompt()
         if self._undo_id is not None:
             self.store.purge_deleted()

@@ -18,8 +18,9 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine import EmberError, Model
+from ..model_card import describe_model, error_title
 from .downloads import StarterPanel
-from .workers import describe_model, error_title, human_bytes, human_count
+from .format import human_bytes, human_count
 
 
 def read_card(path: Path) -> dict:
@@ -28,7 +29,7 @@ def read_card(path: Path) -> dict:
         head = Model(str(path), metadata_only=True)
     except EmberError as e:
         return {"path": str(path), "file_name": path.name, "error":
-                f"{error_title(e.status)}: {e.message or e}"}
+                f"{error_title(e)}: {e.message or e}"}
     except OSError as e:
         return {"path": str(path), "file_name": path.name, "error": str(e)}
     try:

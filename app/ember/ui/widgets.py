@@ -33,9 +33,10 @@ from PySide6.QtWidgets import (
 )
 
 from ..chat.reasoning import Reply, split_reply
+from ..model_card import estimate_ram
 from . import markdown
 from .downloads import StarterPanel
-from .workers import estimate_ram, human_bytes, human_count
+from .format import human_bytes, human_count
 
 CONTENT_MAX_WIDTH = 860
 COPIED_MS = 1200  # how long "Copied" shows after a copy
@@ -403,7 +404,7 @@ class MessageWidget(QFrame):
         live = self.streaming and reply.thinking
         # open while the model thinks, folded once the answer starts, unless the user chose
         expanded = self.thoughts_user_choice if self.thoughts_user_choice is not None else live
-        self.thoughts_toggle.setText(("Thinking…" if live else "Thoughts"))
+        self.thoughts_toggle.setText("Thinking…" if live else "Thoughts")
         self.thoughts_toggle.setArrowType(Qt.DownArrow if expanded else Qt.RightArrow)
         self.thoughts_toggle.setChecked(expanded)
         self.thoughts_toggle.setAccessibleDescription(

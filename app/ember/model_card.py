@@ -1,0 +1,116 @@
+"""What the app says about a model file: its one display name, the card's facts from the
+header, a RAM estimate for a context length, and a title for each kind of load failure."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .chat import detect_builtin_format
+from .engine import (
+    EngineMemoryError,
+    FileReadError,
+    Model,
+    ModelFormatError,
+    UnsupportedModelError,
+)
+from .metadata import meta_int, meta_ints, per_layer_summary
+
+_ERROR_TITLES = (
+    (FileReadError, "The file could not be read"),
+    (ModelFormatError, "This is not a valid GGUF model file"),
+    (UnsupportedModelError, "Ember can't run this model"),
+    (EngineMemoryError, "Not enough memory to load this model"),
+)
+
+
+def error_title(error: BaseException) -> str:
+    """A heading for a failed load, by the kind of failure."""
+    if isinstance(error, MemoryError):
+        return "Not enough memory to load this model"
+    for cls, title in _ERROR_TITLES:
+        if isinstance(error, cls):
+            return title
+    return "The model could not be loaded"
+
+
+# a quantization tag at the end of a file name: ".Q4_1", "-q4_k_m", "-IQ3_XXS", ".F16", "-bf16"
+_QUANT_SUFFIX = re.compile(r"[.\-_](?:i?q\d+(?:_[0-9a-z]+)*|f16|f32|bf16|fp16|fp32)$",
+                           re.IGNORECASE)
+
+
+def display_name(path: str | Path) -> str:
+    """The one name the app gives a model (card, message headers, window title): its file
+    name without the extension and the quantization tag ("SmolLM2-135M-Instruct" for
+    SmolLM2-135M-Instruct.Q4_1.gguf). The file name is what the user chose and will
+    recognise, and it is known before the model loads."""
+    stem = Path(str(path)).name
+    if stem.lower().endswith(".gguf"):
+        stem = stem[:-5]
+    short = _QUANT_SUFFIX.sub("", stem)
+    return short or stem or "Model"
+
+
+def describe_model(model: Model, path: str | Path) -> dict:
+    """What the model card shows (from a header-only or fully loaded model).
+
+    Never raises on odd metadata: per-layer arrays (gemma4 stores e.g. the KV head
+    count once per layer), strings or junk all go through ``ember.metadata``."""
+    meta = model.metadata
+    arch = model.arch
+    n_layer = model.n_layer
+    head_values = meta_ints(meta.get(f"{arch}.attention.head_count"))
+    kv_values = meta_ints(meta.get(f"{arch}.attention.head_count_kv"))
+    n_head = max(head_values, default=0) or 1
+    n_head_kv = max(kv_values, default=0) or n_head
+    # the KV cache holds every layer's own heads: sum them where they differ per layer
+    if len(kv_values) > 1:
+        kv_heads_total = sum(v or n_head for v in kv_values)
+    else:
+        kv_heads_total = n_head_kv * max(n_layer, 1)
+    n_embd = model.n_embd
+    head_dim = meta_int(meta.get(f"{arch}.attention.key_length")) or max(n_embd // n_head, 1)
+    general_name = meta.get("general.name")
+    template = meta.get("tokenizer.chat_template")
+    builtin = detect_builtin_format(meta)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    return {
+        "path": str(path), "file_name": Path(path).name, "name": display_name(path),
+        "general_name": str(general_name) if general_name else "", "arch": arch,
+        "n_params": model.n_params, "ftype": model.ftype, "file_size": model.file_size,
+        "n_ctx_train": model.n_ctx_train, "n_layer": n_layer, "n_embd": n_embd,
+        "n_head": n_head, "n_head_kv": n_head_kv, "kv_heads_total": kv_heads_total,
+        "head_dim": head_dim,
+        "heads_text": _heads_text(head_values, kv_values),
+        "n_ff": meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
+        "n_vocab": meta_int(meta.get(f"{arch}.vocab_size"))
+        or (len(tokens) if isinstance(tokens, list) else 0) or 32000,
+        "has_template": isinstance(template, str) and bool(template.strip()),
+        "builtin_format": builtin.name if builtin else None,
+        "builtin_format_label": builtin.label if builtin else None,
+        "size_label": meta.get("general.size_label"),
+    }
+
+
+def _heads_text(heads: list[int], kv: list[int]) -> str:
+    """ "9, KV 3": query heads and key/value heads; a per-layer array as its most
+    common value and range ("16, KV 8 (per layer: 2-8)")."""
+    if not heads:
+        return "—"
+    text = per_layer_summary(heads)
+    if kv and kv != heads:
+        text += f", KV {per_layer_summary(kv)}"
+    return text
+
+
+def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:
+    """Bytes: mapped weights + F16 KV cache + activations and logits + runtime."""
+    kv_heads = info.get("kv_heads_total") or info["n_layer"] * info["n_head_kv"]
+    kv = 2 * n_ctx * info["head_dim"] * kv_heads * 2
+    act = n_batch * max(info["n_embd"] * 4, info["n_ff"]) * 4 * 4
+    act += n_batch * info["n_head"] * n_ctx * 4  # attention scores for one batch
+    logits = info["n_vocab"] * 4 * 2
+    return int(info["file_size"] + kv + act + logits + 48 * 2**20)
+
+
+def effective_n_ctx(requested: int, n_ctx_train: int) -> int:
+    return min(requested, n_ctx_train) if n_ctx_train > 0 else requested

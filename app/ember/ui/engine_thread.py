@@ -1,0 +1,211 @@
+"""The app's one engine thread: a long-lived QObject moved to a QThread (as gpt4all-chat
+keeps its model on one worker). Loads and replies are requests queued to it in order,
+each with a cancel token of its own, and answered with signals that carry the request's
+id, so a late answer to a request the window has moved on from is recognised and dropped.
+
+The window never calls into a model while the engine thread may use it; the one call
+that crosses is a token's cancel(), which only sets flags."""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from ..chat import (
+    CancelToken,
+    ChatTemplate,
+    ContextFull,
+    GenRequest,
+    build_prompt,
+    stream_reply,
+)
+from ..engine import CancelledError, EmberError, GenerationStats, Model, Session
+from ..model_card import describe_model, effective_n_ctx, error_title
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class LoadJob:
+    path: str
+    n_ctx: int
+    n_threads: int
+    id: int = field(default_factory=lambda: next(_ids))
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+
+@dataclass
+class GenJob:
+    model: Model
+    session: Session
+    template: ChatTemplate
+    req: GenRequest
+    id: int = field(default_factory=lambda: next(_ids))
+    token: CancelToken = None  # type: ignore[assignment]
+
+    def __post_init__(self):
+        if self.token is None:
+            self.token = CancelToken(self.session.context)
+
+    def cancel(self) -> None:
+        self.token.cancel()
+
+
+class EngineWorker(QObject):
+    """Lives on the engine thread: every slot runs there, one request at a time."""
+
+    header = Signal(int, dict)  # job id, the card's facts (before the weights load)
+    load_progress = Signal(int, float)
+    loaded = Signal(int, object, object, dict)  # job id, model, ChatTemplate, info
+    load_failed = Signal(int, str, str, str)  # job id, path, title, detail
+    load_cancelled = Signal(int, str)  # job id, path
+    prepared = Signal(int, dict)  # job id, n_prompt / dropped / notice / think_open
+    chunk = Signal(int, str)
+    reply_failed = Signal(int, str)
+    reply_finished = Signal(int, dict)  # job id, stats
+
+    PROGRESS_EVERY_S = 0.03
+
+    @Slot(object)
+    def load(self, job: LoadJob) -> None:
+        last = [0.0]
+
+        def on_progress(fraction: float) -> bool:
+            now = time.monotonic()
+            if now - last[0] > self.PROGRESS_EVERY_S or fraction >= 1.0:
+                last[0] = now
+                self.load_progress.emit(job.id, fraction)
+            return not job.cancel_event.is_set()
+
+        path = job.path
+        try:
+            if job.cancel_event.is_set():
+                self.load_cancelled.emit(job.id, path)
+                return
+            if not Path(path).is_file():
+                self.load_failed.emit(job.id, path, "The file could not be read",
+                                      f"{path} does not exist or is not a file.")
+                return
+            head = Model(path, metadata_only=True)
+            try:
+                info = describe_model(head, path)
+            finally:
+                head.close()
+            self.header.emit(job.id, info)
+            if job.cancel_event.is_set():
+                self.load_cancelled.emit(job.id, path)
+                return
+            model = Model(path, n_ctx=effective_n_ctx(job.n_ctx, info["n_ctx_train"]),
+                          n_threads=job.n_threads or None, progress=on_progress,
+                          cancel=job.cancel_event)
+            if job.cancel_event.is_set():
+                model.close()
+                self.load_cancelled.emit(job.id, path)
+                return
+            info["n_ctx"] = model.n_ctx  # creates the context (KV cache) now, not on first send
+            template = ChatTemplate.from_metadata(model.metadata, token_text=model.token_text)
+            self.loaded.emit(job.id, model, template, info)
+        except CancelledError:
+            self.load_cancelled.emit(job.id, path)
+        except EmberError as e:
+            self.load_failed.emit(job.id, path, error_title(e), e.message or str(e))
+        except MemoryError as e:
+            self.load_failed.emit(job.id, path, error_title(e), "")
+        except Exception as e:  # a bug: report it, keep the app alive
+            self.load_failed.emit(job.id, path, "The model could not be loaded",
+                                  f"{type(e).__name__}: {e}")
+
+    @Slot(object)
+    def generate(self, job: GenJob) -> None:
+        stats = GenerationStats()
+        n_prompt = 0
+        model = job.model
+        try:
+            built = build_prompt(model, model.n_ctx, job.template, job.req)
+            n_prompt = built.n_tokens
+            self.prepared.emit(job.id, {"n_prompt": built.n_tokens, "dropped": built.dropped,
+                                        "notice": built.notice,
+                                        "think_open": built.think_open})
+            for text in stream_reply(job.session, built, job.req.params, stats, job.token):
+                self.chunk.emit(job.id, text)
+        except ContextFull as e:
+            self.reply_failed.emit(job.id, str(e))
+            stats.stop_reason = "context_full"
+        except EmberError as e:
+            self.reply_failed.emit(job.id, f"Generation failed: {e.message or e}")
+            stats.stop_reason = "error"
+        except Exception as e:
+            self.reply_failed.emit(job.id, f"Generation failed: {type(e).__name__}: {e}")
+            stats.stop_reason = "error"
+        try:
+            n_past = job.session.context.n_past
+        except Exception:
+            n_past = n_prompt + stats.generated_tokens
+        self.reply_finished.emit(job.id, {
+            "prompt_tokens": stats.prompt_tokens or n_prompt,
+            "generated_tokens": stats.generated_tokens,
+            "prompt_evaluated": stats.prompt_evaluated,
+            "prompt_seconds": stats.prompt_seconds,
+            "generation_seconds": stats.generation_seconds,
+            "stop_reason": stats.stop_reason,
+            "n_past": n_past,
+        })
+
+
+class EngineThread(QObject):
+    """The window's side: starts the thread, hands it requests, and stops it at quit."""
+
+    _load = Signal(object)
+    _generate = Signal(object)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.thread = QThread()
+        self.thread.setObjectName("ember-engine")
+        self.worker = EngineWorker()
+        self.worker.moveToThread(self.thread)
+        # queued connections: the slots run on the engine thread, in the order sent
+        self._load.connect(self.worker.load)
+        self._generate.connect(self.worker.generate)
+        self.thread.start()
+        self._pending: dict[int, object] = {}
+        self.worker.loaded.connect(self._done)
+        self.worker.load_failed.connect(self._done)
+        self.worker.load_cancelled.connect(self._done)
+        self.worker.reply_finished.connect(self._done)
+
+    def load(self, path: str, n_ctx: int, n_threads: int) -> LoadJob:
+        job = LoadJob(str(path), n_ctx, n_threads)
+        self._pending[job.id] = job
+        self._load.emit(job)
+        return job
+
+    def generate(self, model: Model, session: Session, template: ChatTemplate,
+                 req: GenRequest) -> GenJob:
+        job = GenJob(model, session, template, req)
+        self._pending[job.id] = job
+        self._generate.emit(job)
+        return job
+
+    def _done(self, job_id: int, *_) -> None:
+        self._pending.pop(job_id, None)
+
+    @property
+    def busy(self) -> bool:
+        """A request is running or waiting on the engine thread."""
+        return bool(self._pending)
+
+    def shutdown(self, timeout_ms: int = 10000) -> None:
+        """Cancels every request, lets the running one return and ends the thread
+        (requests still waiting are dropped: the window is closing)."""
+        for job in list(self._pending.values()):
+            job.cancel()
+        self.thread.quit()
+        self.thread.wait(timeout_ms)
