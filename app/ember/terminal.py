@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import sys
 
-from .chat import ChatTemplate, ReasoningStream, StopScanner, prompt_opens_thinking
+from .chat import (
+    CancelToken,
+    ChatTemplate,
+    ContextFull,
+    GenRequest,
+    ReasoningStream,
+    build_prompt,
+    stream_reply,
+)
 from .engine import GenerationStats, Model, SamplingParams, Session
 
 DIM, RESET = "\x1b[2m", "\x1b[0m"
@@ -72,7 +80,10 @@ class ReplyWriter:
 
 
 def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = None,
-              system: str | None = None, max_tokens: int = 512, stdin=None, stdout=None) -> int:
+              system: str | None = None, max_tokens: int = 512, stdin=None, stdout=None,
+              policy: str = "drop_oldest") -> int:
+    """A chat on stdin/stdout. The chat is fitted into the context as the app fits it
+    (policy "drop_oldest" leaves out the oldest turns and says so; "stop" refuses)."""
     stdin = stdin or sys.stdin
     out = stdout or sys.stdout
     print(f"loading {model_path} ...", file=sys.stderr)
@@ -92,20 +103,24 @@ def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = Non
         if not line or not line.strip():
             return 0
         messages.append({"role": "user", "content": line.rstrip("\n")})
-        prompt = template.prompt(messages)
-        scanner = StopScanner(prompt.stop_strings)
-        writer = ReplyWriter(out, opened=prompt_opens_thinking(prompt.text))
-        stats = GenerationStats()
         try:
-            for piece in session.generate(prompt.text, max_tokens, params, stats=stats):
-                emit, stopped = scanner.feed(piece)
-                writer.feed(emit)
-                if stopped:
-                    break
-            else:
-                writer.feed(scanner.flush())
+            built = build_prompt(model, model.n_ctx, template,
+                                 GenRequest(0, 0, messages, max_new_tokens=max_tokens,
+                                            params=params, policy=policy))
+        except ContextFull as e:
+            print(f"ember: {e}", file=sys.stderr)
+            messages.pop()  # not sent: the next message starts from the chat before it
+            continue
+        if built.notice:
+            print(f"note: {built.notice}", file=sys.stderr)
+        writer = ReplyWriter(out, opened=built.think_open)
+        stats = GenerationStats()
+        token = CancelToken(session.context)
+        try:
+            for text in stream_reply(session, built, params, stats, token):
+                writer.feed(text)
         except KeyboardInterrupt:
-            model.cancel()
+            token.cancel()
         writer.finish()
         out.write("\n")
         # only the answer goes back into the chat: reasoning is never fed to later turns
