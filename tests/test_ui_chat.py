@@ -78,12 +78,12 @@ def test_first_run_drop_model_and_stream_a_reply(qtbot, data_dir, starter_model_
             return False
 
         def start(self):
-            win._flush()
+            win.chat.flush()
 
         def stop(self):
             pass
 
-    win._flush_timer = FlushAtOnce()
+    win.chat.flush_timer = FlushAtOnce()
     prompt = "What is the capital of France?"
     stats = type_and_send(qtbot, win, prompt)
     want = greedy_reply(starter_model_path, prompt, 6)

@@ -65,7 +65,7 @@ def test_a_stop_does_not_leak_into_the_next_reply(qtbot, data_dir, starter_model
     win.session.generate = held
     a = win.new_chat()
     win.send("Hello")
-    qtbot.waitUntil(lambda: win._gen is not None and win._gen.first is not None,
+    qtbot.waitUntil(lambda: win.chat.reply is not None and win.chat.reply.first is not None,
                     timeout=GEN_TIMEOUT_MS)
     first_job = win.gen_job
     b = win.new_chat()
@@ -94,7 +94,7 @@ def test_closing_with_an_undo_pending_purges_and_stops_its_timers(qtbot, data_di
     assert win._undo_timer.isActive()
     win.close()
     assert not any(t.isActive() for t in (win._undo_timer, win._status_timer,
-                                          win._flush_timer, win._system_timer))
+                                          win.chat.flush_timer, win._system_timer))
     assert not win.engine.thread.isRunning()
     s = Store(data_dir / "history.sqlite3")
     try:

@@ -64,7 +64,7 @@ def test_send_in_other_chats_queues_behind_the_running_reply(qtbot, win):
     win.generation_finished.connect(lambda st: finished.append(st["conv_id"]))
     a = win.new_chat()
     send(qtbot, win, "Hello")
-    qtbot.waitUntil(lambda: win._gen is not None and win._gen.first is not None,
+    qtbot.waitUntil(lambda: win.chat.reply is not None and win.chat.reply.first is not None,
                     timeout=GEN_TIMEOUT_MS)
     b = win.new_chat()
     assert b != a
@@ -106,7 +106,7 @@ def test_cancel_takes_a_chat_out_of_the_queue(qtbot, win):
     gate = hold_after_first_token(win)
     win.new_chat()
     send(qtbot, win, "Hello")
-    qtbot.waitUntil(lambda: win._gen is not None and win._gen.first is not None,
+    qtbot.waitUntil(lambda: win.chat.reply is not None and win.chat.reply.first is not None,
                     timeout=GEN_TIMEOUT_MS)
     b = win.new_chat()
     send(qtbot, win, "Are you there?")
@@ -123,7 +123,7 @@ def test_escape_in_a_queued_chat_does_not_stop_the_running_reply(qtbot, win):
     gate = hold_after_first_token(win)
     a = win.new_chat()
     send(qtbot, win, "Hello")
-    qtbot.waitUntil(lambda: win._gen is not None and win._gen.first is not None,
+    qtbot.waitUntil(lambda: win.chat.reply is not None and win.chat.reply.first is not None,
                     timeout=GEN_TIMEOUT_MS)
     win.new_chat()
     send(qtbot, win, "Hi")
@@ -141,12 +141,12 @@ def test_a_deleted_chat_leaves_the_queue(qtbot, win):
     win.generation_finished.connect(lambda st: finished.append(st["conv_id"]))
     a = win.new_chat()
     send(qtbot, win, "Hello")
-    qtbot.waitUntil(lambda: win._gen is not None and win._gen.first is not None,
+    qtbot.waitUntil(lambda: win.chat.reply is not None and win.chat.reply.first is not None,
                     timeout=GEN_TIMEOUT_MS)
     b = win.new_chat()
     send(qtbot, win, "Hi")
     win.delete_conversation(b)
-    assert win._queue == []
+    assert win.chat.queue == []
     with qtbot.waitSignal(win.generation_finished, timeout=GEN_TIMEOUT_MS):
         gate.set()
     assert finished == [a] and not win.generating

@@ -115,12 +115,12 @@ def test_reasoning_model_in_the_app(qtbot, data_dir, tmp_path):
             return False
 
         def start(self):
-            win._flush()
+            win.chat.flush()
 
         def stop(self):
             pass
 
-    win._flush_timer = FlushAtOnce()
+    win.chat.flush_timer = FlushAtOnce()
     states = []
 
     def record(msg_id, _text):

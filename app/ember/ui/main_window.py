@@ -6,8 +6,6 @@ import json
 import logging
 import os
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
@@ -30,15 +28,13 @@ from PySide6.QtWidgets import (
 )
 
 from .. import paths, starter
-from ..chat import GenRequest
-from ..chat.reasoning import normalize_reply
-from ..engine import Session, system_info
+from ..engine import system_info
 from ..model_card import display_name, effective_n_ctx
 from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
+from .chat_controller import ChatController
 from .downloads import StarterDownload
-from .engine_thread import EngineThread, GenJob, LoadJob
 from .format import human_bytes
 from .models_view import ModelsView
 from .settings_dialog import SettingsDialog
@@ -57,28 +53,8 @@ from .widgets import (
 
 log = logging.getLogger("ember.ui")
 
-@dataclass
-class ActiveReply:
-    """The reply being written: what is stored, what waits for the next flush, timings."""
-
-    conv_id: int
-    msg_id: int
-    text: str = ""  # stored and shown
-    pending: str = ""  # arrived since the last flush
-    base_tokens: int = 0  # tokens the reply had before a Continue
-    t0: float = field(default_factory=time.perf_counter)
-    first: float | None = None  # seconds to the first piece
-    notice: str | None = None
-    error: str | None = None
-    job_id: int = 0
-
-
-FLUSH_MS = 40  # streamed text reaches the screen and the database at most this often
 UNDO_SECONDS = 10
 STATUS_SECONDS = 8  # how long a one-off status line ("Imported 1 chat") stays
-# A prompt speed needs a batch to time: with fewer new tokens (Regenerate and Continue
-# find the prompt in the KV cache) the time is one decode step, not prompt processing.
-MIN_PROMPT_SPEED_TOKENS = 16
 STOP_LABELS = {"eog": "finished", "length": "length limit", "cancelled": "stopped",
                "context_full": "context full", "stop_string": "finished", "error": "error"}
 
@@ -127,24 +103,17 @@ class MainWindow(QMainWindow):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = crash.setup_logging(self.data_dir)
         self.settings_path = self.data_dir / "settings.json"
-        self.settings = Settings.load(self.settings_path)
+        store = Store(self.data_dir / "history.sqlite3")
+        store.purge_deleted()  # undo lasts for the session that deleted
+        self.store = store
+        self.chat = ChatController(store, Settings.load(self.settings_path), self.settings_path,
+                                   self)
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
         self.starter_worker: StarterDownload | None = None
         self._models_shown = False
-        self.store = Store(self.data_dir / "history.sqlite3")
-        self.store.purge_deleted()  # undo lasts for the session that deleted
-        self.model = None
-        self.template = None
-        self.session: Session | None = None
-        self.model_info: dict | None = None
-        self.engine = EngineThread(self)
-        self.load_job: LoadJob | None = None
-        self.gen_job: GenJob | None = None
         self._old_workers: list = []  # finished starter downloads until their threads end
         self.current_conv: int | None = None
-        self._gen: ActiveReply | None = None
-        self._queue: list[int] = []  # chats whose last message waits for a reply, in order
         self._undo_id: int | None = None
         self._closing = False
         self.last_stats: dict | None = None
@@ -162,10 +131,6 @@ class MainWindow(QMainWindow):
                 pass
         self._build()
         self._menus()
-        self._flush_timer = QTimer(self)
-        self._flush_timer.setSingleShot(True)
-        self._flush_timer.setInterval(FLUSH_MS)
-        self._flush_timer.timeout.connect(self._flush)
         self._undo_timer = QTimer(self)
         self._undo_timer.setSingleShot(True)
         self._undo_timer.timeout.connect(self._expire_undo)
@@ -319,16 +284,20 @@ class MainWindow(QMainWindow):
         s.undo.connect(self.undo_delete)
         s.context_menu.connect(self._conversation_menu)
         s.show_models.connect(self.show_models)
-        ew = self.engine.worker
-        ew.header.connect(self._on_header)
-        ew.load_progress.connect(self._on_load_progress)
-        ew.loaded.connect(self._on_loaded)
-        ew.load_failed.connect(self._on_load_failed)
-        ew.load_cancelled.connect(self._on_load_cancelled)
-        ew.prepared.connect(self._on_prepared)
-        ew.chunk.connect(self._on_chunk)
-        ew.reply_failed.connect(self._on_gen_failed)
-        ew.reply_finished.connect(self._on_gen_finished)
+        c = self.chat
+        c.load_started.connect(self._on_load_started)
+        c.model_header.connect(self._on_header)
+        c.load_progress.connect(self.card.set_progress)
+        c.model_ready.connect(self._on_loaded)
+        c.load_failed.connect(self._on_load_failed)
+        c.load_cancelled.connect(self._on_load_cancelled)
+        c.message_added.connect(self._on_message_added)
+        c.reply_started.connect(self._on_reply_started)
+        c.reply_prepared.connect(self._on_prepared)
+        c.reply_text.connect(self._on_reply_text)
+        c.reply_failed.connect(self._on_gen_failed)
+        c.reply_finished.connect(self._on_gen_finished)
+        c.queue_changed.connect(self._update_view)
         self.models_view.back.connect(self.hide_models)
         self.models_view.open_model.connect(self._open_from_models)
         for panel in (self.welcome.starter_panel, self.models_view.starter_panel):
@@ -337,7 +306,7 @@ class MainWindow(QMainWindow):
         self.composer.input.submit.connect(self.send)
         self.composer.send_button.clicked.connect(self.send)
         self.composer.stop_button.clicked.connect(self.stop)
-        self.queue_bar.cancel.connect(lambda: self.unqueue(self.current_conv))
+        self.queue_bar.cancel.connect(lambda: self.chat.unqueue(self.current_conv))
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.use_starter.connect(self.use_starter)
         self.welcome.open_recent.connect(self.open_model_path)
@@ -399,26 +368,37 @@ class MainWindow(QMainWindow):
         undo.activated.connect(lambda: self.sidebar.undo_bar.isVisible() and self.undo_delete())
 
     # ---- view state -------------------------------------------------------------------------
+    # what the controller holds, read by the views (and the tests)
+    settings = property(lambda self: self.chat.settings)
+    model = property(lambda self: self.chat.model)
+    model_info = property(lambda self: self.chat.model_info)
+    template = property(lambda self: self.chat.template)
+    session = property(lambda self: self.chat.session)
+    engine = property(lambda self: self.chat.engine)
+    gen_job = property(lambda self: self.chat.gen_job)
+    load_job = property(lambda self: self.chat.load_job)
+
     @property
     def generating(self) -> bool:
-        return self.gen_job is not None
+        return self.chat.generating
 
     @property
     def loading(self) -> bool:
-        return self.load_job is not None
+        return self.chat.loading
 
     def _generating_here(self) -> bool:
         """The chat on screen is the one being answered (Send gives way to Stop)."""
-        return self._gen is not None and self._gen.conv_id == self.current_conv
+        return self.chat.replying_in(self.current_conv)
 
     def _update_queue_view(self) -> None:
-        badges = {cid: f"queued {i + 1}" for i, cid in enumerate(self._queue)}
-        if self._gen is not None:
-            badges[self._gen.conv_id] = "replying"
+        queue, reply = self.chat.queue, self.chat.reply
+        badges = {cid: f"queued {i + 1}" for i, cid in enumerate(queue)}
+        if reply is not None:
+            badges[reply.conv_id] = "replying"
         self.sidebar.set_badges(badges)
-        if self.current_conv in self._queue and self._gen is not None:
-            busy = self.store.conversation(self._gen.conv_id)
-            self.queue_bar.show_place(self._queue.index(self.current_conv) + 1,
+        if self.current_conv in queue and reply is not None:
+            busy = self.store.conversation(reply.conv_id)
+            self.queue_bar.show_place(queue.index(self.current_conv) + 1,
                                       busy.title if busy else "another chat")
         else:
             self.queue_bar.hide()
@@ -454,7 +434,8 @@ class MainWindow(QMainWindow):
         busy = self.generating or self.model is None
         for w in ws:
             w.set_actions(last_assistant=(w is last_assistant and is_last
-                                          and not (self._gen and w.msg_id == self._gen.msg_id)),
+                                          and not (self.chat.reply
+                                                   and w.msg_id == self.chat.reply.msg_id)),
                           busy=busy)
 
     def show_error(self, title: str, detail: str = "") -> None:
@@ -510,8 +491,8 @@ class MainWindow(QMainWindow):
         for m in self.store.messages(self.current_conv):
             w = self._message_widget(m.id, m.role, m.content, m.created, m.complete,
                                      self._reply_name(m.meta, conv))
-            if self._gen and m.id == self._gen.msg_id:
-                w.content = self._gen.text
+            if self.chat.reply and m.id == self.chat.reply.msg_id:
+                w.content = self.chat.reply.text
                 w.set_streaming(True)
             elif m.meta:
                 w.set_footer(self._footer(m.meta))
@@ -571,9 +552,9 @@ class MainWindow(QMainWindow):
         conv = self.store.conversation(conv_id)
         if conv is None:
             return
-        if self._gen and self._gen.conv_id == conv_id:
+        if self.chat.replying_in(conv_id):
             self.stop()
-        self.unqueue(conv_id)
+        self.chat.unqueue(conv_id)
         if self._undo_id is not None:
             self._expire_undo()
         self.store.delete_conversation(conv_id)
@@ -717,88 +698,55 @@ class MainWindow(QMainWindow):
         self.starter_download_done.emit("cancelled", "")
 
     def open_model_path(self, path: str) -> None:
-        path = str(path)
-        if self.load_job is not None:
-            self.load_job.cancel()  # its late answers carry its id and are dropped
-            self.load_job = None
-        if self.gen_job is not None:
-            # one engine thread: the load would wait for the whole reply, so stop it
-            self.stop()
         self.error_banner.hide()
-        self.load_job = self.engine.load(path, self.settings.n_ctx, self.settings.n_threads)
+        self.chat.open_model(str(path))
+
+    def _on_load_started(self, path: str) -> None:
         self.card.set_loading(True, f"Opening {Path(path).name}…")
         self.card.show()
         self.status_msg.setText(f"Loading {Path(path).name}…")
         self._update_view()
-        log.info("loading %s", path)
 
     def cancel_load(self) -> None:
-        if self.load_job is not None:
-            self.load_job.cancel()
+        if self.loading:
+            self.chat.cancel_load()
             self.card.load_status.setText("Cancelling…")
 
-    def _is_current_load(self, job_id: int) -> bool:
-        return self.load_job is not None and self.load_job.id == job_id
-
-    def _on_header(self, job_id: int, info: dict) -> None:
-        if not self._is_current_load(job_id):
-            return
+    def _on_header(self, info: dict) -> None:
         self.card.show_info(info, effective_n_ctx(self.settings.n_ctx, info["n_ctx_train"]),
                             self._prompt_format(info))
         self.card.set_notice(None)
         self.card.load_status.setText("Loading weights…")
 
-    def _on_load_progress(self, job_id: int, f: float) -> None:
-        if self._is_current_load(job_id):
-            self.card.set_progress(f)
-
     def _finish_loader(self) -> None:
-        self.load_job = None
         self.card.set_loading(False)
         self.status_msg.setText("")
 
-    def _on_loaded(self, job_id: int, model, template, info: dict) -> None:
-        if not self._is_current_load(job_id):
-            model.close()  # superseded by a later Open: the engine thread is done with it
-            return
+    def _on_loaded(self, info: dict) -> None:
         self._finish_loader()
-        old = self.model
-        self.model, self.template, self.model_info = model, template, info
-        self.session = Session(model)
-        if old is not None:
-            old.close()
         self.card.show_info(info, info["n_ctx"], self._prompt_format(info))
         notice = None
         if self._raw_mode():
             notice = ("This model has no chat template: Ember uses raw completion (your text "
                       "goes to the model as-is and it continues it).")
-        elif template.notice:
-            notice = template.notice
+        elif self.template.notice:
+            notice = self.template.notice
         self.card.set_notice(notice)
-        self.settings.remember_model(info["path"])
-        self._save_settings()
         self.setWindowTitle(f"Ember — {info['name']}")
         self._show_chat_status()
         self.welcome.set_recent(self.settings.recent_models)
         self._update_view()
         self.composer.input.setFocus()
-        log.info("loaded %s (%s, %s, n_ctx %d)", info["path"], info["arch"], info["ftype"],
-                 info["n_ctx"])
         self.model_loaded.emit(info["path"])
-        self._start_next_queued()
 
-    def _on_load_failed(self, job_id: int, path: str, title: str, detail: str) -> None:
-        if not self._is_current_load(job_id):
-            return
+    def _on_load_failed(self, path: str, title: str, detail: str) -> None:
         self._finish_loader()
         self._restore_card()
         self.show_error(f"{title}: {Path(path).name}", detail)
         self._update_view()
         self.model_failed.emit(f"{title}: {Path(path).name}\n{detail}")
 
-    def _on_load_cancelled(self, job_id: int, path: str) -> None:
-        if not self._is_current_load(job_id):
-            return
+    def _on_load_cancelled(self, path: str) -> None:
         self._finish_loader()
         self._restore_card()
         self._flash(f"Loading {Path(path).name} was cancelled")
@@ -813,19 +761,10 @@ class MainWindow(QMainWindow):
             self.card.hide()
 
     def _raw_mode(self, info: dict | None = None) -> bool:
-        """Raw completion: chosen in Settings, or (auto) for a model with neither a chat
-        template nor a built-in format its vocabulary points to (a base model)."""
-        info = info or self.model_info
-        mode = self.settings.prompt_mode
-        return mode == "raw" or (mode == "auto" and info is not None and not info["has_template"]
-                                 and not info.get("builtin_format"))
+        return self.chat.raw_mode(info)
 
     def _prompt_format(self, info: dict) -> str:
-        if self._raw_mode(info):
-            return "raw completion"
-        if not info["has_template"]:
-            return f"{info.get('builtin_format_label') or 'ChatML'} (built-in)"
-        return "chat template"
+        return self.chat.prompt_format(info)
 
     def _retire(self, worker) -> None:
         """Keeps a finished or abandoned worker alive until its thread ends."""
@@ -844,178 +783,77 @@ class MainWindow(QMainWindow):
             return False
         if self.current_conv is None:
             self.new_chat()
-        conv = self.store.conversation(self.current_conv)
-        if conv.title == "New chat":
-            self.rename_conversation(conv.id, _title_from(text))
-        if not conv.model_path and self.model_info:
-            self.store.update_conversation(conv.id, model_path=self.model_info["path"])
-        mid = self.store.add_message(conv.id, "user", text)
+        conv_id = self.current_conv
         self.composer.input.clear()
-        self._message_widget(mid, "user", text)
-        self.chat_view.scroll_to_bottom()
-        if self.generating:
-            # another chat is being answered: this one waits its turn (one engine, one reply
-            # at a time); more messages sent meanwhile join the same turn
-            if conv.id not in self._queue:
-                self._queue.append(conv.id)
-            log.info("chat %d queued (%d in line)", conv.id, self._queue.index(conv.id) + 1)
-        else:
-            self._start_generation(conv.id)
+        self.chat.send(conv_id, text, title=_title_from(text))
+        conv = self.store.conversation(conv_id)
+        self.chat_title.setText(conv.title)
         self.refresh_conversations()
         self._update_view()
         return True
 
     def unqueue(self, conv_id: int | None) -> None:
-        """Takes a chat out of the queue; its message stays, unanswered."""
-        if conv_id in self._queue:
-            self._queue.remove(conv_id)
-            self._update_view()
-
-    def _start_next_queued(self) -> None:
-        while self._queue and not self.generating and self.model is not None \
-                and not self.loading and not self._closing:
-            cid = self._queue.pop(0)
-            msgs = self.store.messages(cid) if self.store.conversation(cid) else []
-            if msgs and msgs[-1].role == "user":  # still waiting for its answer
-                self._start_generation(cid)
-        self._update_view()
+        self.chat.unqueue(conv_id)
 
     def _history(self, conv_id: int, upto: int | None = None) -> list[dict]:
-        conv = self.store.conversation(conv_id)
-        msgs = [{"role": "system", "content": conv.system_prompt}] if conv.system_prompt else []
-        for m in self.store.messages(conv_id):
-            if upto is not None and m.id == upto:
-                break
-            if m.content or m.role == "user":
-                msgs.append(m.as_chat())
-        return msgs
+        return self.chat.history(conv_id, upto)
 
-    def _start_generation(self, conv_id: int, continue_id: int | None = None,
-                          parent_id: int | None = None) -> None:
-        """A reply after the last message shown, or after parent_id (a new version beside
-        the replies already there), or more of continue_id's text."""
-        s = self.settings
-        if continue_id is not None:
-            msg = self.store.message(continue_id)
-            history = self._history(conv_id, upto=continue_id)
-            prefix = msg.content
-            mid = continue_id
-            base_tokens = msg.meta.get("generated_tokens")
-            if not isinstance(base_tokens, int):  # interrupted before it was counted
-                base_tokens = len(self.model.tokenize(prefix, add_special=False)) if prefix else 0
-            self.store.update_message(mid, complete=False)
-            w = self.chat_view.widget_for(mid)
-        else:
-            prefix = ""
-            base_tokens = 0
-            kw = {"parent_id": parent_id} if parent_id is not None else {}
-            mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
-            history = self._history(conv_id, upto=mid)
-            w = None
-            if conv_id == self.current_conv:  # a queued chat starts while another is shown
-                w = self._message_widget(mid, "assistant", "", name=self.model_info["name"])
+    def _on_message_added(self, conv_id: int, msg_id: int) -> None:
+        """The user's message, on screen before its reply starts."""
+        if conv_id != self.current_conv or self.chat_view.widget_for(msg_id) is not None:
+            return
+        m = self.store.message(msg_id)
+        self._message_widget(m.id, m.role, m.content)
+        self.chat_view.scroll_to_bottom()
+
+    def _on_reply_started(self, reply) -> None:
+        w = None
+        if reply.conv_id == self.current_conv:  # a queued chat may start while another shows
+            w = self.chat_view.widget_for(reply.msg_id)
+            if w is None and not reply.continued:
+                w = self._message_widget(reply.msg_id, "assistant", "",
+                                         name=self.model_info["name"])
                 self._apply_versions()
+            self.notice_banner.hide()
+            self.error_banner.hide()
         if w is not None:
             w.set_footer("")
             w.set_streaming(True)
-        self._gen = ActiveReply(conv_id, mid, text=prefix, base_tokens=base_tokens)
-        req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
-                         params=s.sampling_params(), raw=self._raw_mode(),
-                         policy=s.context_policy)
-        self.gen_job = self.engine.generate(self.model, self.session, self.template, req)
-        if conv_id == self.current_conv:
-            self.notice_banner.hide()
-            self.error_banner.hide()
-        self._gen.job_id = self.gen_job.id
         self.status_msg.setText("Reading the prompt…")
         self._update_view()
 
-    def _is_current_reply(self, job_id: int) -> bool:
-        return self._gen is not None and self._gen.job_id == job_id
-
-    def _on_prepared(self, job_id: int, info: dict) -> None:
-        if not self._is_current_reply(job_id):
-            return
+    def _on_prepared(self, reply, info: dict) -> None:
         self.status_msg.setText("Generating…")
-        if info.get("think_open"):
-            # the template opened the reasoning block: the stored reply says so itself
-            self._gen.text = normalize_reply(self._gen.text, True)
-        if info.get("notice"):
-            self._gen.notice = info["notice"]
-            if self._gen.conv_id == self.current_conv:
-                self.notice_banner.show_message("Context window", info["notice"])
-        if self.model_info and self._gen.conv_id == self.current_conv:
+        if info.get("notice") and reply.conv_id == self.current_conv:
+            self.notice_banner.show_message("Context window", info["notice"])
+        if self.model_info and reply.conv_id == self.current_conv:
             self._status(self.status_ctx,
                          f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
 
-    def _on_chunk(self, job_id: int, text: str) -> None:
-        g = self._gen
-        if not self._is_current_reply(job_id):
-            return
-        if g.first is None:
-            g.first = time.perf_counter() - g.t0
-        g.pending += text
-        if not self._flush_timer.isActive():
-            self._flush_timer.start()
-
-    def _flush(self) -> None:
-        g = self._gen
-        if g is None or not g.pending:
-            return
-        g.text += g.pending
-        g.pending = ""
-        self.store.update_message(g.msg_id, content=g.text)
-        if g.conv_id == self.current_conv:
-            w = self.chat_view.widget_for(g.msg_id)
+    def _on_reply_text(self, reply) -> None:
+        if reply.conv_id == self.current_conv:
+            w = self.chat_view.widget_for(reply.msg_id)
             if w is not None:
-                w.set_content(g.text)
-        self.reply_progress.emit(g.msg_id, g.text)  # stored and shown
+                w.set_content(reply.text)
+        self.reply_progress.emit(reply.msg_id, reply.text)  # stored and shown
 
-    def _on_gen_failed(self, job_id: int, message: str) -> None:
-        if self._is_current_reply(job_id):
-            self._gen.error = message
+    def _on_gen_failed(self, reply, message: str) -> None:
         self.show_error("The reply could not be generated" if "context" not in message.lower()
                         else "The context window is full", message)
 
-    def _on_gen_finished(self, job_id: int, stats: dict) -> None:
-        if self.gen_job is None or self.gen_job.id != job_id:
-            return
-        self._flush_timer.stop()
-        self._flush()
-        g, self._gen = self._gen, None
-        self.gen_job = None
+    def _on_gen_finished(self, g, meta: dict, stats: dict) -> None:
         self.status_msg.setText("")
-        if g is None:
-            self._start_next_queued()
-            return
-        pe = stats.get("prompt_evaluated", stats["prompt_tokens"])
-        pp = (pe / stats["prompt_seconds"]
-              if stats["prompt_seconds"] > 0 and pe >= MIN_PROMPT_SPEED_TOKENS else None)
-        tg = (stats["generated_tokens"] / stats["generation_seconds"]
-              if stats["generation_seconds"] > 0 else 0.0)
-        meta = {"prompt_tokens": stats["prompt_tokens"], "prompt_evaluated": pe,
-                # a continued reply counts all its tokens, not only this run's
-                "generated_tokens": g.base_tokens + stats["generated_tokens"],
-                "prompt_tps": round(pp, 2) if pp is not None else None,
-                "gen_tps": round(tg, 2), "n_past": stats["n_past"],
-                "stop_reason": stats["stop_reason"],
-                "first_token_s": round(g.first, 3) if g.first is not None else None,
-                "model": self.model_info["name"] if self.model_info else None,
-                "model_file": self.model_info["file_name"] if self.model_info else None}
-        if g.notice:
-            meta["notice"] = g.notice
-        self.last_stats = dict(stats, prompt_tps=pp, gen_tps=tg)
+        self.last_stats = dict(stats, prompt_tps=meta.get("prompt_tps"),
+                               gen_tps=meta.get("gen_tps"))
         w = self.chat_view.widget_for(g.msg_id) if g.conv_id == self.current_conv else None
-        if not g.text and stats["stop_reason"] in ("error", "context_full"):
-            self.store.delete_message(g.msg_id)  # the version before it is shown again
+        if not meta:  # nothing written: the store dropped the empty reply
             if w is not None:
                 self._render_conversation()
-        else:
-            self.store.update_message(g.msg_id, content=g.text, complete=True, meta=meta)
-            if w is not None:
-                w.complete = True
-                w.set_streaming(False)
-                w.set_footer(self._footer(meta))
+        elif w is not None:
+            w.content = g.text
+            w.complete = True
+            w.set_streaming(False)
+            w.set_footer(self._footer(meta))
         if stats["stop_reason"] == "context_full" and g.text and w is not None:
             self.notice_banner.show_message(
                 "The context window is full",
@@ -1024,10 +862,8 @@ class MainWindow(QMainWindow):
         if g.conv_id == self.current_conv:
             self._show_chat_status()
         self._update_view()
-        log.info("reply: %s", json.dumps(meta))
         self.generation_finished.emit(dict(stats, msg_id=g.msg_id, text=g.text,
                                            conv_id=g.conv_id))
-        self._start_next_queued()
 
     @staticmethod
     def _footer(meta: dict) -> str:
@@ -1048,9 +884,9 @@ class MainWindow(QMainWindow):
 
     def stop(self) -> None:
         """Cancels the running reply (its token: the request, and the engine mid-token)."""
-        if self.gen_job is None:
+        if self.chat.gen_job is None:
             return
-        self.gen_job.cancel()
+        self.chat.stop()
         self.composer.stop_button.setEnabled(False)
         self.status_msg.setText("Stopping…")
 
@@ -1086,12 +922,12 @@ class MainWindow(QMainWindow):
         if msg is None:
             return
         self.chat_view.remove(msg_id)
-        self._start_generation(self.current_conv, parent_id=msg.parent_id)
+        self.chat.regenerate(self.current_conv, msg_id)
 
     def continue_reply(self, msg_id: int) -> None:
         if self.generating or self.model is None or self.current_conv is None:
             return
-        self._start_generation(self.current_conv, continue_id=msg_id)
+        self.chat.continue_reply(self.current_conv, msg_id)
 
     def edit_message(self, msg_id: int, text: str) -> None:
         """The edited text is a new version of the message, answered anew; the earlier
@@ -1101,9 +937,8 @@ class MainWindow(QMainWindow):
         msg = self.store.message(msg_id)
         if msg is None:
             return
-        self.store.add_message(self.current_conv, "user", text, parent_id=msg.parent_id)
-        self._render_conversation()
-        self._start_generation(self.current_conv)
+        if self.chat.edit(self.current_conv, msg_id, text):
+            self._render_conversation()
 
     # ---- settings ---------------------------------------------------------------------------
     def open_settings(self) -> None:
@@ -1118,25 +953,17 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self, new: Settings) -> None:
         old = self.settings
-        reload = (new.n_ctx != old.n_ctx or new.n_threads != old.n_threads
-                  or new.backend != old.backend)
         restyle = new.theme != old.theme or new.font_size != old.font_size
-        self.settings = new.validate()
-        self._save_settings()
+        self.chat.apply_settings(new)
         if restyle:
             self.colors = theme.apply(QApplication.instance(), new.theme, new.font_size)
             self._render_conversation()
         if self.model_info is not None:
             self.card.show_info(self.model_info, self.model_info["n_ctx"],
                                 self._prompt_format(self.model_info))
-        if reload and self.model_info is not None and not self.loading:
-            self.open_model_path(self.model_info["path"])  # stops a running reply first
 
     def _save_settings(self) -> None:
-        try:
-            self.settings.save(self.settings_path)
-        except OSError as e:
-            log.warning("could not save settings: %s", e)
+        self.chat.save_settings()
 
     # ---- import / export ---------------------------------------------------------------------------
     def export_conversation(self, path: str | os.PathLike, fmt: str,
@@ -1306,12 +1133,7 @@ class MainWindow(QMainWindow):
         if self._closing:
             return super().closeEvent(e)
         self._closing = True
-        self._queue.clear()
-        self.engine.shutdown()  # cancels the reply and any load, ends the engine thread
-        QApplication.processEvents()  # deliver the last chunks and the finish
-        if self.gen_job is not None:  # no event loop: finish by hand
-            self._flush()
-        self._flush_timer.stop()
+        self.chat.shutdown(QApplication.processEvents)
         if self.starter_worker is not None:
             self.starter_worker.cancel()
             self.starter_worker.wait(10000)
@@ -1324,10 +1146,6 @@ class MainWindow(QMainWindow):
             self.store.purge_deleted()
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()
         self._save_settings()
-        if self.model is not None:
-            self.model.close()
-            self.model = None
-            self.session = None
         self.store.close()
         log.info("window closed")
         super().closeEvent(e)

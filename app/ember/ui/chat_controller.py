@@ -1,0 +1,394 @@
+"""The app's chat logic, apart from its views: the model (loading, replacing, settings that
+need a reload), the reply being written (a dataclass, its flush timer and every store write
+it makes) and the queue of chats waiting for their turn. The window shows what the signals
+say and calls the methods; it never writes a reply to the store itself."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from ..chat import GenRequest
+from ..chat.reasoning import normalize_reply
+from ..engine import Session
+from ..settings import Settings
+from ..store import Store
+from .engine_thread import EngineThread, GenJob, LoadJob
+
+log = logging.getLogger("ember.ui")
+
+FLUSH_MS = 40  # streamed text reaches the screen and the database at most this often
+# A prompt speed needs a batch to time: with fewer new tokens (Regenerate and Continue
+# find the prompt in the KV cache) the time is one decode step, not prompt processing.
+MIN_PROMPT_SPEED_TOKENS = 16
+
+
+@dataclass
+class ActiveReply:
+    """The reply being written: what is stored, what waits for the next flush, timings."""
+
+    conv_id: int
+    msg_id: int
+    text: str = ""  # stored and shown
+    pending: str = ""  # arrived since the last flush
+    base_tokens: int = 0  # tokens the reply had before a Continue
+    continued: bool = False  # more of an existing message, not a new one
+    t0: float = field(default_factory=time.perf_counter)
+    first: float | None = None  # seconds to the first piece
+    notice: str | None = None
+    error: str | None = None
+    job_id: int = 0
+
+
+def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None) -> dict:
+    """What a finished reply records beside its text (speeds, counts, why it stopped)."""
+    pe = stats.get("prompt_evaluated", stats["prompt_tokens"])
+    pp = (pe / stats["prompt_seconds"]
+          if stats["prompt_seconds"] > 0 and pe >= MIN_PROMPT_SPEED_TOKENS else None)
+    tg = (stats["generated_tokens"] / stats["generation_seconds"]
+          if stats["generation_seconds"] > 0 else 0.0)
+    meta = {"prompt_tokens": stats["prompt_tokens"], "prompt_evaluated": pe,
+            # a continued reply counts all its tokens, not only this run's
+            "generated_tokens": reply.base_tokens + stats["generated_tokens"],
+            "prompt_tps": round(pp, 2) if pp is not None else None,
+            "gen_tps": round(tg, 2), "n_past": stats["n_past"],
+            "stop_reason": stats["stop_reason"],
+            "first_token_s": round(reply.first, 3) if reply.first is not None else None,
+            "model": model_info["name"] if model_info else None,
+            "model_file": model_info["file_name"] if model_info else None}
+    if reply.notice:
+        meta["notice"] = reply.notice
+    return meta
+
+
+class ChatController(QObject):
+    load_started = Signal(str)  # path
+    model_header = Signal(dict)  # the card's facts, before the weights load
+    load_progress = Signal(float)
+    model_ready = Signal(dict)  # info of the model now loaded
+    load_failed = Signal(str, str, str)  # path, title, detail
+    load_cancelled = Signal(str)  # path
+    message_added = Signal(int, int)  # conv id, the user's message id
+    reply_started = Signal(object)  # ActiveReply
+    reply_prepared = Signal(object, dict)  # reply, n_prompt / dropped / notice / think_open
+    reply_text = Signal(object)  # reply: its text is stored now
+    reply_failed = Signal(object, str)
+    reply_finished = Signal(object, dict, dict)  # reply, meta (stored; {} if deleted), stats
+    queue_changed = Signal()
+
+    def __init__(self, store: Store, settings: Settings, settings_path: Path, parent=None):
+        super().__init__(parent)
+        self.store = store
+        self.settings = settings
+        self.settings_path = Path(settings_path)
+        self.engine = EngineThread(self)
+        self.model = None
+        self.template = None
+        self.session: Session | None = None
+        self.model_info: dict | None = None
+        self.load_job: LoadJob | None = None
+        self.gen_job: GenJob | None = None
+        self.reply: ActiveReply | None = None
+        self.queue: list[int] = []  # chats whose last message waits for a reply, in order
+        self.closing = False
+        self.flush_timer = QTimer(self)
+        self.flush_timer.setSingleShot(True)
+        self.flush_timer.setInterval(FLUSH_MS)
+        self.flush_timer.timeout.connect(self.flush)
+        ew = self.engine.worker
+        ew.header.connect(self._on_header)
+        ew.load_progress.connect(self._on_load_progress)
+        ew.loaded.connect(self._on_loaded)
+        ew.load_failed.connect(self._on_load_failed)
+        ew.load_cancelled.connect(self._on_load_cancelled)
+        ew.prepared.connect(self._on_prepared)
+        ew.chunk.connect(self._on_chunk)
+        ew.reply_failed.connect(self._on_reply_failed)
+        ew.reply_finished.connect(self._on_reply_finished)
+
+    # ---- state ---------------------------------------------------------------------------
+    @property
+    def generating(self) -> bool:
+        return self.gen_job is not None
+
+    @property
+    def loading(self) -> bool:
+        return self.load_job is not None
+
+    def replying_in(self, conv_id: int | None) -> bool:
+        return self.reply is not None and self.reply.conv_id == conv_id
+
+    def raw_mode(self, info: dict | None = None) -> bool:
+        """Raw completion: chosen in Settings, or (auto) for a model with neither a chat
+        template nor a built-in format its vocabulary points to (a base model)."""
+        info = info or self.model_info
+        mode = self.settings.prompt_mode
+        return mode == "raw" or (mode == "auto" and info is not None and not info["has_template"]
+                                 and not info.get("builtin_format"))
+
+    def prompt_format(self, info: dict) -> str:
+        if self.raw_mode(info):
+            return "raw completion"
+        if not info["has_template"]:
+            return f"{info.get('builtin_format_label') or 'ChatML'} (built-in)"
+        return "chat template"
+
+    # ---- the model -------------------------------------------------------------------------
+    def open_model(self, path: str) -> None:
+        path = str(path)
+        if self.load_job is not None:
+            self.load_job.cancel()  # its late answers carry its id and are dropped
+            self.load_job = None
+        if self.gen_job is not None:
+            # one engine thread: the load would wait for the whole reply, so stop it
+            self.stop()
+        self.load_job = self.engine.load(path, self.settings.n_ctx, self.settings.n_threads)
+        log.info("loading %s", path)
+        self.load_started.emit(path)
+
+    def cancel_load(self) -> None:
+        if self.load_job is not None:
+            self.load_job.cancel()
+
+    def _current_load(self, job_id: int) -> bool:
+        return self.load_job is not None and self.load_job.id == job_id
+
+    def _on_header(self, job_id: int, info: dict) -> None:
+        if self._current_load(job_id):
+            self.model_header.emit(info)
+
+    def _on_load_progress(self, job_id: int, f: float) -> None:
+        if self._current_load(job_id):
+            self.load_progress.emit(f)
+
+    def _on_loaded(self, job_id: int, model, template, info: dict) -> None:
+        if not self._current_load(job_id):
+            model.close()  # superseded by a later Open: the engine thread is done with it
+            return
+        self.load_job = None
+        old = self.model
+        self.model, self.template, self.model_info = model, template, info
+        self.session = Session(model)
+        if old is not None:
+            old.close()
+        self.settings.remember_model(info["path"])
+        self.save_settings()
+        log.info("loaded %s (%s, %s, n_ctx %d)", info["path"], info["arch"], info["ftype"],
+                 info["n_ctx"])
+        self.model_ready.emit(info)
+        self.start_next_queued()
+
+    def _on_load_failed(self, job_id: int, path: str, title: str, detail: str) -> None:
+        if self._current_load(job_id):
+            self.load_job = None
+            self.load_failed.emit(path, title, detail)
+
+    def _on_load_cancelled(self, job_id: int, path: str) -> None:
+        if self._current_load(job_id):
+            self.load_job = None
+            self.load_cancelled.emit(path)
+
+    # ---- settings --------------------------------------------------------------------------
+    def apply_settings(self, new: Settings) -> None:
+        """Saves new settings; a context length, thread count or backend change reloads
+        the model (stopping a running reply first)."""
+        old = self.settings
+        reload = (new.n_ctx != old.n_ctx or new.n_threads != old.n_threads
+                  or new.backend != old.backend)
+        self.settings = new.validate()
+        self.save_settings()
+        if reload and self.model_info is not None and not self.loading:
+            self.open_model(self.model_info["path"])
+
+    def save_settings(self) -> None:
+        try:
+            self.settings.save(self.settings_path)
+        except OSError as e:
+            log.warning("could not save settings: %s", e)
+
+    # ---- messages --------------------------------------------------------------------------
+    def history(self, conv_id: int, upto: int | None = None) -> list[dict]:
+        conv = self.store.conversation(conv_id)
+        msgs = [{"role": "system", "content": conv.system_prompt}] if conv.system_prompt else []
+        for m in self.store.messages(conv_id):
+            if upto is not None and m.id == upto:
+                break
+            if m.content or m.role == "user":
+                msgs.append(m.as_chat())
+        return msgs
+
+    def send(self, conv_id: int, text: str, title: str | None = None) -> int:
+        """Stores the user's message and starts its reply, or queues it behind the reply
+        being written in another chat. title: the chat's new title, if it had none."""
+        conv = self.store.conversation(conv_id)
+        if title and conv.title == "New chat":
+            self.store.rename_conversation(conv_id, title)
+        if not conv.model_path and self.model_info:
+            self.store.update_conversation(conv_id, model_path=self.model_info["path"])
+        mid = self.store.add_message(conv_id, "user", text)
+        self.message_added.emit(conv_id, mid)
+        if self.generating:
+            # one engine, one reply at a time; messages sent meanwhile join the same turn
+            if conv_id not in self.queue:
+                self.queue.append(conv_id)
+            log.info("chat %d queued (%d in line)", conv_id, self.queue.index(conv_id) + 1)
+            self.queue_changed.emit()
+        else:
+            self.start_reply(conv_id)
+        return mid
+
+    def edit(self, conv_id: int, msg_id: int, text: str) -> bool:
+        """The edited text is a new version of the message, answered anew; the earlier
+        version and the conversation that followed it stay."""
+        msg = self.store.message(msg_id)
+        if msg is None or self.generating or self.model is None:
+            return False
+        self.store.add_message(conv_id, "user", text, parent_id=msg.parent_id)
+        self.start_reply(conv_id)
+        return True
+
+    def regenerate(self, conv_id: int, msg_id: int) -> bool:
+        """A new version of the reply beside it; the earlier one stays."""
+        msg = self.store.message(msg_id)
+        if msg is None or self.generating or self.model is None:
+            return False
+        self.start_reply(conv_id, parent_id=msg.parent_id)
+        return True
+
+    def continue_reply(self, conv_id: int, msg_id: int) -> bool:
+        if self.generating or self.model is None or self.store.message(msg_id) is None:
+            return False
+        self.start_reply(conv_id, continue_id=msg_id)
+        return True
+
+    def unqueue(self, conv_id: int | None) -> None:
+        """Takes a chat out of the queue; its message stays, unanswered."""
+        if conv_id in self.queue:
+            self.queue.remove(conv_id)
+            self.queue_changed.emit()
+
+    def start_next_queued(self) -> None:
+        started = False
+        while self.queue and not self.generating and self.model is not None \
+                and not self.loading and not self.closing:
+            cid = self.queue.pop(0)
+            started = True
+            msgs = self.store.messages(cid) if self.store.conversation(cid) else []
+            if msgs and msgs[-1].role == "user":  # still waiting for its answer
+                self.start_reply(cid)
+        if started:
+            self.queue_changed.emit()
+
+    # ---- the reply ---------------------------------------------------------------------------
+    def start_reply(self, conv_id: int, continue_id: int | None = None,
+                    parent_id: int | None = None) -> ActiveReply:
+        """A reply after the chat's last message, or after parent_id (a new version beside
+        the replies already there), or more of continue_id's text."""
+        s = self.settings
+        if continue_id is not None:
+            msg = self.store.message(continue_id)
+            history = self.history(conv_id, upto=continue_id)
+            prefix = msg.content
+            mid = continue_id
+            base_tokens = msg.meta.get("generated_tokens")
+            if not isinstance(base_tokens, int):  # interrupted before it was counted
+                base_tokens = len(self.model.tokenize(prefix, add_special=False)) if prefix else 0
+            self.store.update_message(mid, complete=False)
+        else:
+            prefix, base_tokens = "", 0
+            kw = {"parent_id": parent_id} if parent_id is not None else {}
+            mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
+            history = self.history(conv_id, upto=mid)
+        reply = ActiveReply(conv_id, mid, text=prefix, base_tokens=base_tokens,
+                            continued=continue_id is not None)
+        req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
+                         params=s.sampling_params(), raw=self.raw_mode(),
+                         policy=s.context_policy)
+        self.reply = reply
+        self.gen_job = self.engine.generate(self.model, self.session, self.template, req)
+        reply.job_id = self.gen_job.id
+        self.reply_started.emit(reply)
+        return reply
+
+    def stop(self) -> None:
+        """Cancels the running reply (its token: the request, and the engine mid-token)."""
+        if self.gen_job is not None:
+            self.gen_job.cancel()
+
+    def _current_reply(self, job_id: int) -> bool:
+        return self.reply is not None and self.reply.job_id == job_id
+
+    def _on_prepared(self, job_id: int, info: dict) -> None:
+        if not self._current_reply(job_id):
+            return
+        r = self.reply
+        if info.get("think_open"):
+            # the template opened the reasoning block: the stored reply says so itself
+            r.text = normalize_reply(r.text, True)
+        if info.get("notice"):
+            r.notice = info["notice"]
+        self.reply_prepared.emit(r, info)
+
+    def _on_chunk(self, job_id: int, text: str) -> None:
+        if not self._current_reply(job_id):
+            return
+        r = self.reply
+        if r.first is None:
+            r.first = time.perf_counter() - r.t0
+        r.pending += text
+        if not self.flush_timer.isActive():
+            self.flush_timer.start()
+
+    def flush(self) -> None:
+        r = self.reply
+        if r is None or not r.pending:
+            return
+        r.text += r.pending
+        r.pending = ""
+        self.store.update_message(r.msg_id, content=r.text)
+        self.reply_text.emit(r)
+
+    def _on_reply_failed(self, job_id: int, message: str) -> None:
+        if self._current_reply(job_id):
+            self.reply.error = message
+            self.reply_failed.emit(self.reply, message)
+
+    def _on_reply_finished(self, job_id: int, stats: dict) -> None:
+        if self.gen_job is None or self.gen_job.id != job_id:
+            return
+        self.flush_timer.stop()
+        self.flush()
+        r, self.reply = self.reply, None
+        self.gen_job = None
+        if r is None:
+            self.start_next_queued()
+            return
+        if not r.text and stats["stop_reason"] in ("error", "context_full"):
+            self.store.delete_message(r.msg_id)  # the version before it is shown again
+            meta = {}
+        else:
+            meta = reply_meta(r, stats, self.model_info)
+            self.store.update_message(r.msg_id, content=r.text, complete=True, meta=meta)
+        log.info("reply: %s", json.dumps(meta))
+        self.reply_finished.emit(r, meta, stats)
+        self.start_next_queued()
+
+    # ---- quitting ----------------------------------------------------------------------------
+    def shutdown(self, deliver) -> None:
+        """Cancels the reply and any load, ends the engine thread, lets deliver() (the
+        event loop) hand over their last signals, stores what is left, frees the model."""
+        self.closing = True
+        self.queue.clear()
+        self.engine.shutdown()
+        deliver()
+        if self.reply is not None:  # no event loop: store what arrived by hand
+            self.flush()
+        self.flush_timer.stop()
+        if self.model is not None:
+            self.model.close()
+            self.model = None
+            self.session = None
