@@ -560,7 +560,7 @@ class Context:
             if self.gate is None:
                 self._decode_native(ids, pos0, all_logits)
                 return
-            step = len(ids) if all_logits else self.gate_chunk
+            step = max(len(ids), 1) if all_logits else self.gate_chunk
             for i in range(0, max(len(ids), 1), step):
                 with self.gate:
                     if self._cancel_flag.value:  # cancelled while waiting for the turn
