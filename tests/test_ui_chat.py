@@ -8,7 +8,7 @@ import time
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QListWidget, QPlainTextEdit, QPushButton, QScrollArea, QWidget
+from PySide6.QtWidgets import QLabel, QListView, QPlainTextEdit, QPushButton, QScrollArea, QWidget
 
 from tests.test_ui_support import (  # noqa: F401
     GEN_TIMEOUT_MS,
@@ -53,7 +53,7 @@ def test_first_run_drop_model_and_stream_a_reply(qtbot, data_dir, starter_model_
     # first run: the welcome view, no model, no chats
     assert win.stack.currentWidget() is find(win, QWidget, "welcomeView")
     assert find(win, QPushButton, "openModelButton").isVisible()
-    assert find(win, QListWidget, "conversationList").count() == 0
+    assert find(win, QListView, "conversationList").model().rowCount() == 0
 
     load_by_drop(qtbot, win, starter_model_path)
     assert win.stack.currentWidget() is win.chat_page
@@ -100,7 +100,7 @@ def test_first_run_drop_model_and_stream_a_reply(qtbot, data_dir, starter_model_
         ("user", prompt, True), ("assistant", want, True)]
     assert msgs[1].meta["generated_tokens"] == 6
     # the chat is named after the first message; the status bar has the numbers
-    assert find(win, QListWidget, "conversationList").item(0).text() == prompt
+    assert find(win, QListView, "conversationList").model().index(0, 0).data() == prompt
     tps = find(win, QLabel, "statusTokensPerSecond").text()
     assert "prompt" in tps and "generation" in tps and "t/s" in tps
     assert find(win, QLabel, "statusContext").text().endswith("/ 512")
@@ -190,11 +190,11 @@ def test_switch_chats_restart_export_import(qtbot, data_dir, starter_model_path,
     assert win.current_conv != first and win.chat_view.messages() == []
     type_and_send(qtbot, win, "Count to three")
     second = win.current_conv
-    chats = find(win, QListWidget, "conversationList")
-    assert chats.count() == 2
+    chats = find(win, QListView, "conversationList")
+    assert chats.model().rowCount() == 2
     # newest first; clicking the older chat shows its messages
-    assert chats.item(0).text() == "Count to three"
-    chats.setCurrentRow(1)
+    assert chats.model().index(0, 0).data() == "Count to three"
+    chats.setCurrentIndex(chats.model().index(1, 0))
     assert win.current_conv == first
     assert bodies(win)[0] == ("user", "Hello there")
     history = {c: [(m.role, m.content) for m in win.store.messages(c)] for c in (first, second)}
@@ -204,8 +204,8 @@ def test_switch_chats_restart_export_import(qtbot, data_dir, starter_model_path,
     win2 = make_window(qtbot, data_dir)
     with qtbot.waitSignal(win2.model_loaded, timeout=120_000):
         pass
-    chats = find(win2, QListWidget, "conversationList")
-    assert [chats.item(i).text() for i in range(chats.count())] == [
+    chats = find(win2, QListView, "conversationList")
+    assert [chats.model().index(i, 0).data() for i in range(chats.model().rowCount())] == [
         "Count to three", "Hello there"]
     win2.select_conversation(first)
     assert bodies(win2) == history[first]
@@ -224,7 +224,7 @@ def test_switch_chats_restart_export_import(qtbot, data_dir, starter_model_path,
     new_ids = win2.import_chats(js)
     assert len(new_ids) == 1 and win2.current_conv == new_ids[0]
     assert bodies(win2) == history[first]
-    assert find(win2, QListWidget, "conversationList").count() == 3
+    assert find(win2, QListView, "conversationList").model().rowCount() == 3
 
 
 def test_view_follows_the_stream_unless_scrolled_up(qtbot, data_dir, starter_model_path):

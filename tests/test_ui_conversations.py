@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit, QListWidget, QPushButton, QWidget
+from PySide6.QtWidgets import QLineEdit, QListView, QPushButton, QWidget
 
 from tests.test_ui_support import data_dir, find, make_window  # noqa: F401
 
@@ -19,14 +19,14 @@ def seed(win):
 
 
 def titles(lst):
-    return [lst.item(i).text() for i in range(lst.count())]
+    return [lst.model().index(i, 0).data() for i in range(lst.model().rowCount())]
 
 
 def test_history_is_browsable_without_a_model(qtbot, data_dir):
     win = make_window(qtbot, data_dir, restore_last=False)
     _, b = seed(win)
-    lst = find(win, QListWidget, "conversationList")
-    lst.setCurrentRow(0)
+    lst = find(win, QListView, "conversationList")
+    lst.setCurrentIndex(lst.model().index(0, 0))
     assert win.current_conv == b
     assert win.stack.currentWidget() is win.chat_page
     assert [w.content for w in win.chat_view.messages()] == ["Explain borrowing",
@@ -38,7 +38,7 @@ def test_history_is_browsable_without_a_model(qtbot, data_dir):
 def test_search_rename_delete_undo(qtbot, data_dir):
     win = make_window(qtbot, data_dir, restore_last=False)
     a, b = seed(win)
-    lst = find(win, QListWidget, "conversationList")
+    lst = find(win, QListView, "conversationList")
     search = find(win, QLineEdit, "conversationSearch")
     qtbot.keyClick(win, Qt.Key_F, Qt.ControlModifier)
     assert search.hasFocus() or QLineEdit is not None
@@ -48,7 +48,7 @@ def test_search_rename_delete_undo(qtbot, data_dir):
     assert titles(lst) == ["Rust lifetimes", "Pasta recipes"]
 
     # rename in place
-    lst.item(1).setText("Cooking")
+    lst.model().setData(lst.model().index(1, 0), "Cooking")  # as the editor does
     assert win.store.conversation(a).title == "Cooking"
 
     # delete, then undo
@@ -67,7 +67,7 @@ def test_search_rename_delete_undo(qtbot, data_dir):
     win.delete_conversation(b)
     win.close()
     win2 = make_window(qtbot, data_dir, restore_last=False)
-    assert titles(find(win2, QListWidget, "conversationList")) == ["Cooking"]
+    assert titles(find(win2, QListView, "conversationList")) == ["Cooking"]
     assert win2.store.conversation(b) is None
 
 
@@ -77,7 +77,7 @@ def test_new_chat_shortcut_reuses_an_empty_chat(qtbot, data_dir):
     first = win.new_chat()
     qtbot.keyClick(win, Qt.Key_N, Qt.ControlModifier)
     assert win.current_conv == first
-    assert find(win, QListWidget, "conversationList").count() == 3
+    assert find(win, QListView, "conversationList").model().rowCount() == 3
 
 
 def test_copy_message_and_code_block(qtbot, data_dir):

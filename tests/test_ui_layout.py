@@ -133,7 +133,7 @@ def test_rename_editor_is_as_tall_as_its_text(qtbot, data_dir, font_size):
     # the editor's box holds a line of its font with its padding: nothing clipped
     assert ed.height() >= ed.sizeHint().height(), (ed.height(), ed.sizeHint().height())
     assert ed.height() >= ed.fontMetrics().height()
-    row = win.sidebar.list.visualItemRect(win.sidebar.item_for(cid))
+    row = win.sidebar.list.visualRect(win.sidebar.index_for(cid))
     assert row.contains(ed.geometry())
 
 

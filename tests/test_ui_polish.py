@@ -102,7 +102,9 @@ def test_disabled_message_actions_look_disabled(qtbot, data_dir):
 
 
 def test_chats_with_the_same_title_show_their_dates(qtbot, data_dir):
-    from ember.ui.widgets import NOTE_ROLE, _day
+    from PySide6.QtCore import Qt
+
+    from ember.ui.conversation_model import NOTE_ROLE, day as _day
     win = make_window(qtbot, data_dir, restore_last=False)
     a = win.store.create_conversation("Trip plans")
     b = win.store.create_conversation("Trip plans")
@@ -114,12 +116,12 @@ def test_chats_with_the_same_title_show_their_dates(qtbot, data_dir):
     win.refresh_conversations()
     win.sidebar.set_badges({c: "queued 1"})
     assert renames == []  # a note on a row is no rename (it once wrote the title back)
-    notes = {cid: win.sidebar.item_for(cid).data(NOTE_ROLE) for cid in (a, b, c)}
+    notes = {cid: win.sidebar.index_for(cid).data(NOTE_ROLE) for cid in (a, b, c)}
     assert notes[a] == "4 Mar 09:15"
     assert notes[b] == _day(win.store.conversation(b).created) and notes[b] != notes[a]
     assert notes[c] == "queued 1"
-    assert "Started 2026-03-04 09:15" in win.sidebar.item_for(a).toolTip()
+    assert "Started 2026-03-04 09:15" in win.sidebar.index_for(a).data(Qt.ToolTipRole)
     win.rename_conversation(b, "Trip plans, June")
     win.refresh_conversations()
-    assert not win.sidebar.item_for(a).data(NOTE_ROLE)
+    assert not win.sidebar.index_for(a).data(NOTE_ROLE)
 

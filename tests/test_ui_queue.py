@@ -47,8 +47,8 @@ def send(qtbot, win, text):
 
 
 def badge(win, conv_id):
-    from ember.ui.widgets import BADGE_ROLE
-    return win.sidebar.item_for(conv_id).data(BADGE_ROLE)
+    from ember.ui.conversation_model import BADGE_ROLE
+    return win.sidebar.index_for(conv_id).data(BADGE_ROLE)
 
 
 @pytest.fixture

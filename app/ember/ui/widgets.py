@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLayout,
     QLineEdit,
+    QListView,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
@@ -35,6 +36,7 @@ from PySide6.QtWidgets import (
 from ..chat.reasoning import Reply, split_reply
 from ..model_card import estimate_ram
 from . import markdown
+from .conversation_model import NOTE_ROLE, ConversationListModel
 from .downloads import StarterPanel
 from .format import human_bytes, human_count
 
@@ -703,17 +705,6 @@ class QueueBar(QFrame):
 
 # ---- sidebar -------------------------------------------------------------------------------
 
-NOTE_ROLE = Qt.UserRole + 1
-BADGE_ROLE = Qt.UserRole + 2
-DATE_ROLE = Qt.UserRole + 3
-
-
-def _day(ts: float) -> str:
-    """A date that tells two chats of the same title apart ("3 Nov 14:05")."""
-    t = time.localtime(ts)
-    return f"{t.tm_mday} {time.strftime('%b', t)} {time.strftime('%H:%M', t)}"
-
-
 class ConversationDelegate(QStyledItemDelegate):
     """Rows as tall as the font needs, and the inline rename editor over the whole row
     (the style would squeeze it into the item's padded text area and clip its text)."""
@@ -785,15 +776,17 @@ class Sidebar(QFrame):
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self.search_changed)
         lay.addWidget(self.search)
-        self.list = QListWidget()
+        self.model = ConversationListModel(self)
+        self.model.renamed.connect(self.renamed)
+        self.list = QListView()
+        self.list.setModel(self.model)
         self.list.setObjectName("conversationList")
         self.list.setAccessibleName("Conversations")
         self.list.setEditTriggers(QAbstractItemView.EditKeyPressed
                                   | QAbstractItemView.SelectedClicked)
         self.list.setContextMenuPolicy(Qt.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
-        self.list.currentItemChanged.connect(self._current)
-        self.list.itemChanged.connect(self._item_changed)
+        self.list.selectionModel().currentChanged.connect(self._current)
         self.list.installEventFilter(self)
         self.list.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         self.list.setTextElideMode(Qt.ElideRight)
@@ -823,7 +816,6 @@ class Sidebar(QFrame):
         self.undo_bar.hide()
         lay.addWidget(self.undo_bar)
         self._filling = False
-        self._badges: dict[int, str] = {}
 
     def sizeHint(self) -> QSize:
         return QSize(260, super().sizeHint().height())
@@ -838,25 +830,10 @@ class Sidebar(QFrame):
 
     def fill(self, conversations, current: int | None) -> None:
         self._filling = True
-        self.list.clear()
-        titles: dict[str, int] = {}
-        for c in conversations:
-            titles[c.title] = titles.get(c.title, 0) + 1
-        for c in conversations:
-            item = QListWidgetItem(c.title)
-            item.setData(Qt.UserRole, c.id)
-            item.setFlags(item.flags() | Qt.ItemIsEditable)
-            item.setToolTip(c.title)
-            if titles[c.title] > 1:
-                item.setData(DATE_ROLE, _day(c.created))
-                started = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created))
-                item.setToolTip(f"{c.title}\nStarted {started}")
-            self.list.addItem(item)
-            if c.id == current:
-                self.list.setCurrentItem(item)
+        self.model.set_conversations(conversations)
+        self.select(current)
         self._filling = False
-        self.set_badges(self._badges)
-        empty = self.list.count() == 0
+        empty = self.model.rowCount() == 0
         self.list.setVisible(not empty)
         self.empty.setVisible(empty)
         self.empty.setText("No chats match." if self.search.text() else
@@ -864,59 +841,39 @@ class Sidebar(QFrame):
 
     def set_badges(self, badges: dict[int, str]) -> None:
         """Marks chats that are replying or waiting in the queue ("queued 1")."""
-        self._badges = dict(badges)
-        filling, self._filling = self._filling, True  # a note is no rename
-        for i in range(self.list.count()):
-            item = self.list.item(i)
-            badge = badges.get(item.data(Qt.UserRole), "")
-            note = " · ".join(t for t in (badge, item.data(DATE_ROLE)) if t)
-            if item.data(NOTE_ROLE) != note or item.data(BADGE_ROLE) != badge:
-                item.setData(BADGE_ROLE, badge)
-                item.setData(NOTE_ROLE, note)
-        self._filling = filling
+        self.model.set_badges(badges)
 
     def current_id(self) -> int | None:
-        item = self.list.currentItem()
-        return int(item.data(Qt.UserRole)) if item else None
+        index = self.list.currentIndex()
+        return self.model.id_at(index.row()) if index.isValid() else None
 
-    def item_for(self, conv_id: int) -> QListWidgetItem | None:
-        for i in range(self.list.count()):
-            if self.list.item(i).data(Qt.UserRole) == conv_id:
-                return self.list.item(i)
-        return None
+    def index_for(self, conv_id: int):
+        row = self.model.row_of(conv_id)
+        return self.model.index(row) if row is not None else None
 
-    def select(self, conv_id: int) -> None:
-        item = self.item_for(conv_id)
-        if item is not None:
-            self._filling = True
-            self.list.setCurrentItem(item)
-            self._filling = False
+    def select(self, conv_id: int | None) -> None:
+        index = self.index_for(conv_id) if conv_id is not None else None
+        if index is not None:
+            filling, self._filling = self._filling, True
+            self.list.setCurrentIndex(index)
+            self._filling = filling
 
     def set_title(self, conv_id: int, title: str) -> None:
-        item = self.item_for(conv_id)
-        if item is not None:
-            self._filling = True
-            item.setText(title)
-            item.setToolTip(title)
-            self._filling = False
+        self.model.set_title(conv_id, title)
 
     def rename(self, conv_id: int) -> None:
-        item = self.item_for(conv_id)
-        if item is not None:
-            self.list.editItem(item)
+        index = self.index_for(conv_id)
+        if index is not None:
+            self.list.edit(index)
 
-    def _current(self, item, _prev) -> None:
-        if item is not None and not self._filling:
-            self.selected.emit(int(item.data(Qt.UserRole)))
-
-    def _item_changed(self, item) -> None:
-        if not self._filling:
-            self.renamed.emit(int(item.data(Qt.UserRole)), item.text())
+    def _current(self, index, _prev) -> None:
+        if index.isValid() and not self._filling:
+            self.selected.emit(self.model.id_at(index.row()))
 
     def _menu(self, pos) -> None:
-        item = self.list.itemAt(pos)
-        if item is not None:
-            self.context_menu.emit(int(item.data(Qt.UserRole)), self.list.mapToGlobal(pos))
+        index = self.list.indexAt(pos)
+        if index.isValid():
+            self.context_menu.emit(self.model.id_at(index.row()), self.list.mapToGlobal(pos))
 
     def show_undo(self, text: str) -> None:
         self.undo_text.setText(text)
