@@ -7,7 +7,7 @@ import json
 import sqlite3
 
 import pytest
-from ember.store import MIGRATIONS, SCHEMA_VERSION, Store
+from ember.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
 
 @pytest.fixture
@@ -119,3 +119,52 @@ def test_import_and_export_follow_the_shown_versions(store):
     assert m[1].parent_id == m[0].id
     store.add_message(new_id, "user", "more")
     assert shown(store, new_id) == ["q", "new", "more"]
+
+
+def test_export_keeps_every_version_and_import_rebuilds_the_tree(store):
+    """Export of all versions: the JSON carries the whole tree, and an import shows the
+    same conversation with the same "‹ n/m ›" and the other branches one click away."""
+    cid = store.create_conversation("c")
+    q1 = store.add_message(cid, "user", "first question")
+    store.add_message(cid, "assistant", "answer A")
+    store.add_message(cid, "assistant", "answer B", parent_id=q1)  # Regenerate
+    q2 = store.add_message(cid, "user", "edited question", parent_id=None)  # Edit
+    store.add_message(cid, "assistant", "answer C", parent_id=q2)
+    store.select_version(q1)  # the first branch shown, with its newest reply
+    data = json.loads(json.dumps(store.export_json([cid])))
+    conv = data["conversations"][0]
+    assert data["version"] == 2
+    assert [m["content"] for m in conv["messages"]] == ["first question", "answer B"]
+    assert sorted(v["content"] for v in conv["versions"]) == [
+        "answer A", "answer B", "answer C", "edited question", "first question"]
+    (new,) = store.import_json(data)
+    assert shown(store, new) == ["first question", "answer B"]
+    counts = store.version_counts(new)
+    got = {m.content: counts[m.id] for m in store.all_messages(new)}
+    assert got == {"first question": (1, 2), "edited question": (2, 2),
+                   "answer A": (1, 2), "answer B": (2, 2), "answer C": (1, 1)}
+    other = next(m for m in store.all_messages(new) if m.content == "edited question")
+    store.select_version(other.id)
+    assert shown(store, new) == ["edited question", "answer C"]
+    md = store.export_markdown(cid)
+    assert "## You\n\n*(version 1 of 2)*\n\nfirst question" in md
+    assert "*(version 2 of 2)*\n\nanswer B" in md
+
+
+def test_a_version_1_export_still_imports_as_a_chain(store):
+    data = {"format": "ember-chat-export", "version": 1, "conversations": [
+        {"title": "old", "messages": [{"role": "user", "content": "hi"},
+                                      {"role": "assistant", "content": "hello"}]}]}
+    (new,) = store.import_json(data)
+    assert shown(store, new) == ["hi", "hello"]
+
+
+def test_a_tree_with_a_dangling_parent_is_refused_whole(store):
+    before = len(store.conversations())
+    data = {"format": "ember-chat-export", "version": 2, "conversations": [
+        {"title": "bad", "messages": [], "versions": [
+            {"key": 0, "parent": None, "role": "user", "content": "hi"},
+            {"key": 1, "parent": 7, "role": "assistant", "content": "lost"}]}]}
+    with pytest.raises(StoreError, match="parent 7"):
+        store.import_json(data)
+    assert len(store.conversations()) == before

@@ -26,7 +26,9 @@ from .chat.reasoning import strip_thoughts
 from .paths import data_dir
 
 EXPORT_FORMAT = "ember-chat-export"
-EXPORT_VERSION = 1
+# 2: each conversation also carries "versions", every message of its tree (the ones Edit
+# and Regenerate kept beside the shown ones); "messages" stays the conversation as shown
+EXPORT_VERSION = 2
 ROLES = ("system", "user", "assistant")
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -370,10 +372,15 @@ class Store:
         if conv.system_prompt:
             lines += ["## System", "", conv.system_prompt, ""]
         names = {"user": "You", "assistant": "Assistant", "system": "System"}
+        counts = self.version_counts(conv_id)
         for m in self.messages(conv_id):
             # a reply's reasoning stays in the database and the JSON export, not here
             text = strip_thoughts(m.content) if m.role == "assistant" else m.content
-            lines += [f"## {names.get(m.role, m.role)}", "", text.rstrip(), ""]
+            lines += [f"## {names.get(m.role, m.role)}", ""]
+            n, of = counts.get(m.id, (1, 1))
+            if of > 1:  # the others are in the JSON export
+                lines += [f"*(version {n} of {of})*", ""]
+            lines += [text.rstrip(), ""]
             if not m.complete:
                 lines += ["*(interrupted)*", ""]
         return "\n".join(lines).rstrip() + "\n"
@@ -391,8 +398,37 @@ class Store:
                 "messages": [{"role": m.role, "content": m.content, "created": m.created,
                               "complete": m.complete, "meta": m.meta}
                              for m in self.messages(cid)],
+                "versions": self._export_tree(cid),
             })
         return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "conversations": out}
+
+    def _export_tree(self, conv_id: int) -> list[dict]:
+        """Every message with its place in the tree: "key" (its position in this list),
+        "parent" (the parent's key, None for a first message) and "active"."""
+        rows = list(self.db.execute("SELECT * FROM messages WHERE conversation_id = ? "
+                                    "ORDER BY id", (conv_id,)))
+        key = {int(r["id"]): i for i, r in enumerate(rows)}
+        return [{"key": i, "parent": key.get(r["parent_id"]), "active": bool(r["active"]),
+                 "role": r["role"], "content": r["content"], "created": r["created"],
+                 "complete": bool(r["complete"]), "meta": json.loads(r["meta"] or "{}")}
+                for i, r in enumerate(rows)]
+
+    def _import_tree(self, cid: int, versions: list, created: float) -> None:
+        ids: dict[int, int] = {}
+        for v in versions:
+            if not isinstance(v, dict) or v.get("role") not in ROLES:
+                raise StoreError("a version must be an object with a known role")
+            parent = v.get("parent")
+            if parent is not None and parent not in ids:
+                raise StoreError(f"a version's parent {parent!r} comes later or is missing")
+            cur = self.db.execute(
+                "INSERT INTO messages(conversation_id, role, content, created, complete, meta, "
+                "parent_id, active) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (cid, v["role"], str(v.get("content") or ""),
+                 float(v.get("created") or created), int(bool(v.get("complete", True))),
+                 json.dumps(v.get("meta") if isinstance(v.get("meta"), dict) else {}),
+                 ids.get(parent), int(bool(v.get("active", True)))))
+            ids[v.get("key", len(ids))] = int(cur.lastrowid)
 
     def import_json(self, data: dict | str) -> list[int]:
         """Adds the conversations of an export as new ones; returns their ids.
@@ -424,6 +460,10 @@ class Store:
                     (str(c.get("title") or "Imported chat"), str(c.get("system_prompt") or ""),
                      c.get("model_path"), created, float(c.get("updated") or created)))
                 cid = int(cur.lastrowid)
+                if isinstance(c.get("versions"), list) and c["versions"]:
+                    self._import_tree(cid, c["versions"], created)
+                    new_ids.append(cid)
+                    continue
                 parent = None
                 for m in c.get("messages", []):
                     role = m.get("role") if isinstance(m, dict) else None
