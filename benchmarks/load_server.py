@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "app"))
 
-from ember.remote import RemoteEndpoint, RemoteError  # noqa: E402
+from ember.remote import RemoteEndpoint, RemoteError
 
 TOPICS = ["the sea", "a lighthouse", "bread", "the moon", "a train journey", "winter",
           "a garden", "mountains", "a library", "rain"]
@@ -56,9 +56,10 @@ def rss_mib(pid: int | None) -> float | None:
     if pid is None:
         return None
     try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
     except OSError:
         return None
     return None
@@ -159,7 +160,7 @@ def main() -> int:
             proc.wait(30)
 
     def pct(xs, p):
-        return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
+        return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))] if xs else float("nan")
 
     print(f"server: {url} (--parallel {args.parallel}, ctx {args.ctx}); {args.requests} "
           f"requests, {args.concurrency} at a time, max_tokens {args.max_tokens}")

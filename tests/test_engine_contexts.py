@@ -7,7 +7,6 @@ import threading
 
 import numpy as np
 import pytest
-
 from ember.engine import CancelledError, Context, DecodeGate, EmberError, Model, SamplingParams
 
 PROMPT = "Once upon a time, in a small village by the sea,"

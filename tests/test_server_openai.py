@@ -9,10 +9,10 @@ import sys
 
 import numpy as np
 import pytest
-from openai import OpenAI
-
 from ember.chat import ChatTemplate
 from ember.engine import Model
+from openai import OpenAI
+
 from tests.server_process import APP, ServerProcess
 
 N_CTX = 1024

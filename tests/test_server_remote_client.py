@@ -6,8 +6,8 @@ from __future__ import annotations
 import socket
 
 import pytest
-
 from ember.remote import RemoteEndpoint, RemoteError
+
 from tests.server_process import ServerProcess
 
 KEY = "k-123"
@@ -33,7 +33,7 @@ def test_models_and_the_v1_prefix(server, remote):
 
 
 def test_streamed_chat_equals_the_whole_answer(server, remote):
-    status, _, body = server.request("POST", "/v1/chat/completions", {
+    _, _, body = server.request("POST", "/v1/chat/completions", {
         "model": MODEL, "messages": MESSAGES, "max_tokens": 12, "temperature": 0},
         {"Authorization": f"Bearer {KEY}"})
     import json
@@ -53,7 +53,7 @@ def test_streamed_completion(remote):
 
 
 def test_cancel_drops_the_stream_and_frees_the_slot(server, remote):
-    before = server.health()[1]
+    before = server.wait_for(lambda b: b["slots_idle"] == 1)
     stream = remote.complete(MODEL, "Once upon a time, in a small village by the sea,",
                              max_tokens=1500, temperature=0)
     got = []

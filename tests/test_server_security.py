@@ -7,9 +7,9 @@ import asyncio
 import json
 
 import pytest
-
 from ember.server.app import ServerState, build_app
 from ember.server.guard import HostPolicy, split_host
+
 from tests.server_process import ServerProcess
 
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
@@ -30,7 +30,7 @@ def auth(key=KEY):
 
 
 def test_host_header_of_another_name_is_refused(server):
-    for host in ("evil.example", "evil.example:%d" % server.port, "127.0.0.1.evil.example",
+    for host in ("evil.example", f"evil.example:{server.port}", "127.0.0.1.evil.example",
                  "localhost.evil.example"):
         status, _, body = server.request("POST", "/v1/chat/completions", CHAT,
                                          {**auth(), "Host": host})

@@ -150,8 +150,8 @@ def _common(body: dict, model_ids: tuple[str, ...]) -> dict:
         presence_penalty=_number(body, "presence_penalty", 0.0, -2.0, 2.0),
         frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
         seed=None if seed is None else seed & (2**64 - 1))
-    return dict(model=model, stream=stream, include_usage=include_usage, max_tokens=max_tokens,
-                stop=_stop(body), params=params)
+    return {"model": model, "stream": stream, "include_usage": include_usage,
+            "max_tokens": max_tokens, "stop": _stop(body), "params": params}
 
 
 def _content_text(content: Any, i: int) -> str:

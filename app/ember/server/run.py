@@ -92,7 +92,7 @@ def serve(args) -> int:
         try:
             state.loaded = LoadedModel(path, n_slots=args.parallel, n_ctx=args.ctx_size,
                                        n_threads=args.threads, alias=args.alias)
-        except Exception as e:  # EmberError (not a model, unsupported), OSError
+        except Exception as e:  # noqa: BLE001 (EmberError, OSError...: told, then exit 1)
             state.error = str(e) or type(e).__name__
             print(f"ember serve: cannot load {path}: {state.error}", file=sys.stderr, flush=True)
             server.should_exit = True

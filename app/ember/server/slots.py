@@ -66,7 +66,7 @@ class SlotPool:
                 self._busy += 1
             try:
                 run_job(ctx, job)
-            except Exception as e:  # a bug must not take the slot down with it
+            except Exception as e:  # noqa: BLE001 (a bug must not take the slot down)
                 job.emit("error", f"internal error: {type(e).__name__}: {e}")
             finally:
                 with self._lock:
