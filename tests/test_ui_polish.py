@@ -125,3 +125,29 @@ def test_chats_with_the_same_title_show_their_dates(qtbot, data_dir):
     win.refresh_conversations()
     assert not win.sidebar.index_for(a).data(NOTE_ROLE)
 
+
+
+def test_export_to_a_folder_that_does_not_exist_says_so(qtbot, data_dir, tmp_path):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cid = win.store.create_conversation("t")
+    win.store.add_message(cid, "user", "hi")
+    win.select_conversation(cid)
+    target = tmp_path / "no such folder" / "chat.md"
+    win.export_conversation(target, "md")
+    assert not target.exists()
+    assert win.error_banner.isVisible()
+    assert win.error_banner.plain.startswith("Could not export to chat.md")
+
+
+def test_export_all_writes_every_version(qtbot, data_dir, tmp_path):
+    import json
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cid = win.store.create_conversation("t")
+    q = win.store.add_message(cid, "user", "hi")
+    win.store.add_message(cid, "assistant", "one")
+    win.store.add_message(cid, "assistant", "two", parent_id=q)
+    win.export_conversation(tmp_path / "all.json", "all")
+    data = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    (conv,) = data["conversations"]
+    assert [m["content"] for m in conv["messages"]] == ["hi", "two"]
+    assert sorted(v["content"] for v in conv["versions"]) == ["hi", "one", "two"]

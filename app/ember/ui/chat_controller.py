@@ -210,6 +210,50 @@ class ChatController(QObject):
         except OSError as e:
             log.warning("could not save settings: %s", e)
 
+    # ---- conversations -------------------------------------------------------------------
+    def new_conversation(self) -> int:
+        return self.store.create_conversation(
+            system_prompt=self.settings.system_prompt,
+            model_path=self.model_info["path"] if self.model_info else None)
+
+    def rename(self, conv_id: int, title: str) -> str:
+        title = title.strip() or "Untitled"
+        self.store.rename_conversation(conv_id, title)
+        return title
+
+    def delete(self, conv_id: int) -> None:
+        """Soft delete (undo brings it back): its reply stops, it leaves the queue."""
+        if self.replying_in(conv_id):
+            self.stop()
+        self.unqueue(conv_id)
+        self.store.delete_conversation(conv_id)
+
+    def restore(self, conv_id: int) -> None:
+        self.store.restore_conversation(conv_id)
+
+    def purge_deleted(self) -> None:
+        self.store.purge_deleted()
+
+    def set_system_prompt(self, conv_id: int, text: str) -> None:
+        self.store.update_conversation(conv_id, system_prompt=text.strip())
+
+    def select_version(self, msg_id: int) -> None:
+        self.store.select_version(msg_id)
+
+    def export(self, path: str | Path, fmt: str, conv_id: int | None) -> None:
+        """fmt "md" or "json" for one chat, anything else for all of them (JSON)."""
+        if fmt == "md":
+            text = self.store.export_markdown(conv_id)
+        else:
+            text = json.dumps(self.store.export_json([conv_id] if fmt == "json" else None),
+                              indent=2, ensure_ascii=False)
+        Path(path).write_text(text, encoding="utf-8")
+
+    def import_file(self, path: str | Path) -> list[int]:
+        """The chats of an Ember export, added as new ones (raises OSError,
+        UnicodeDecodeError or StoreError, adding nothing)."""
+        return self.store.import_json(Path(path).read_text(encoding="utf-8"))
+
     # ---- messages --------------------------------------------------------------------------
     def history(self, conv_id: int, upto: int | None = None) -> list[dict]:
         conv = self.store.conversation(conv_id)

@@ -2,7 +2,6 @@
 the store, the settings and the background workers."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -457,9 +456,7 @@ class MainWindow(QMainWindow):
         if self.current_conv is not None and not self.store.messages(self.current_conv):
             conv = self.current_conv  # an empty chat is already open
         else:
-            conv = self.store.create_conversation(
-                system_prompt=self.settings.system_prompt,
-                model_path=self.model_info["path"] if self.model_info else None)
+            conv = self.chat.new_conversation()
         if self.sidebar.search.text():
             self.sidebar.search.clear()
         self.refresh_conversations()
@@ -518,7 +515,7 @@ class MainWindow(QMainWindow):
             return
         i = ids.index(msg_id) + step
         if 0 <= i < len(ids):
-            self.store.select_version(ids[i])
+            self.chat.select_version(ids[i])
             self._render_conversation()
             self._show_chat_status()
             self._update_view()
@@ -542,8 +539,7 @@ class MainWindow(QMainWindow):
         return self.chat_view.add(w)
 
     def rename_conversation(self, conv_id: int, title: str) -> None:
-        title = title.strip() or "Untitled"
-        self.store.rename_conversation(conv_id, title)
+        title = self.chat.rename(conv_id, title)
         self.sidebar.set_title(conv_id, title)
         if conv_id == self.current_conv:
             self.chat_title.setText(title)
@@ -553,11 +549,10 @@ class MainWindow(QMainWindow):
         if conv is None:
             return
         if self.chat.replying_in(conv_id):
-            self.stop()
-        self.chat.unqueue(conv_id)
+            self.stop()  # (the window's Stop: the button shows it)
         if self._undo_id is not None:
             self._expire_undo()
-        self.store.delete_conversation(conv_id)
+        self.chat.delete(conv_id)
         self._undo_id = conv_id
         self.sidebar.show_undo(f"Deleted “{_title_from(conv.title)}”")
         self._undo_timer.start(UNDO_SECONDS * 1000)
@@ -576,14 +571,14 @@ class MainWindow(QMainWindow):
         cid, self._undo_id = self._undo_id, None
         self._undo_timer.stop()
         self.sidebar.undo_bar.hide()
-        self.store.restore_conversation(cid)
+        self.chat.restore(cid)
         self.refresh_conversations()
         self.select_conversation(cid)
 
     def _expire_undo(self) -> None:
         self.sidebar.undo_bar.hide()
         self._undo_id = None
-        self.store.purge_deleted()
+        self.chat.purge_deleted()
 
     def _conversation_menu(self, conv_id: int, pos) -> None:
         m = QMenu(self)
@@ -600,8 +595,7 @@ class MainWindow(QMainWindow):
 
     def _save_system_prompt(self) -> None:
         if self.current_conv is not None:
-            self.store.update_conversation(self.current_conv,
-                                           system_prompt=self.system_edit.toPlainText().strip())
+            self.chat.set_system_prompt(self.current_conv, self.system_edit.toPlainText())
 
     # ---- model loading -----------------------------------------------------------------------------
     def choose_model(self) -> None:
@@ -968,20 +962,16 @@ class MainWindow(QMainWindow):
     # ---- import / export ---------------------------------------------------------------------------
     def export_conversation(self, path: str | os.PathLike, fmt: str,
                             conv_id: int | None = None) -> None:
-        cid = conv_id or self.current_conv
-        if fmt == "md":
-            Path(path).write_text(self.store.export_markdown(cid), encoding="utf-8")
-        elif fmt == "json":
-            Path(path).write_text(json.dumps(self.store.export_json([cid]), indent=2,
-                                             ensure_ascii=False), encoding="utf-8")
-        else:
-            Path(path).write_text(json.dumps(self.store.export_json(), indent=2,
-                                             ensure_ascii=False), encoding="utf-8")
+        try:
+            self.chat.export(path, fmt, conv_id or self.current_conv)
+        except (OSError, StoreError) as e:
+            self.show_error(f"Could not export to {Path(path).name}", str(e))
+            return
         self._flash(f"Exported to {path}")
 
     def import_chats(self, path: str | os.PathLike) -> list[int]:
         try:
-            ids = self.store.import_json(Path(path).read_text(encoding="utf-8"))
+            ids = self.chat.import_file(path)
         except (OSError, UnicodeDecodeError, StoreError) as e:
             self.show_error(f"Could not import {Path(path).name}", str(e))
             return []
@@ -1143,7 +1133,7 @@ class MainWindow(QMainWindow):
             t.stop()  # none may fire after the store below is closed
         self._save_system_prompt()
         if self._undo_id is not None:
-            self.store.purge_deleted()
+            self.chat.purge_deleted()
         self.settings.window_geometry = bytes(self.saveGeometry().toHex()).decode()
         self._save_settings()
         self.store.close()
