@@ -99,10 +99,13 @@ def serve(args) -> int:
             return
         loaded = state.loaded
         pool = loaded.pool
-        threads = pool.threads or "all"
-        print(f"ember serve: {loaded.id} loaded ({args.parallel} slot"
-              f"{'s' if args.parallel != 1 else ''} of {loaded.n_ctx} tokens; {pool.width} "
-              f"decoding at once, {threads} thread{'s' if threads != 1 else ''} each)",
+        if pool.threads is None:
+            how = "decoding on every core"
+        else:
+            how = (f"{pool.width} decoding at once, {pool.threads} thread"
+                   f"{'s' if pool.threads != 1 else ''} each")
+        slots = f"{args.parallel} slot{'s' if args.parallel != 1 else ''}"
+        print(f"ember serve: {loaded.id} loaded ({slots} of {loaded.n_ctx} tokens, {how})",
               flush=True)
 
     url = _url(args.host, port)
