@@ -7,6 +7,7 @@ shot); the chat itself is a fixed example conversation so that the pictures do n
 change from run to run.
 
     python scripts/screenshots.py [--model PATH] [--out docs/screenshots]
+    python scripts/screenshots.py --check /tmp/shots   # fonts 10-16 at 900x600, to look at
 """
 from __future__ import annotations
 
@@ -63,6 +64,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="model for the card (default: starter)")
     ap.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    ap.add_argument("--check", metavar="DIR", default=None,
+                    help="instead: every view at font sizes 10-16 in a 900x600 window, into DIR")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -108,6 +111,44 @@ def main() -> int:
         loop.exec()
 
     shots = []
+    models_dir = data / "models"
+    models_dir.mkdir(exist_ok=True)
+    link = models_dir / Path(model).name
+    if not link.exists():
+        link.symlink_to(Path(model).resolve())
+
+    if args.check:
+        check = Path(args.check)
+        check.mkdir(parents=True, exist_ok=True)
+        for font in (10, 12, 14, 16):
+            first_run = data / f"welcome-{font}"  # no models, no chats: the Download offer
+            first_run.mkdir(exist_ok=True)
+            Settings(theme="light", font_size=font).save(first_run / "settings.json")
+            w = MainWindow(first_run, restore_last=False)
+            w.resize(900, 600)
+            w.show()
+            settle(300)
+            w.grab().save(str(check / f"welcome-{font}.png"))
+            w.close()
+            Settings(theme="light", n_ctx=4096, font_size=font).save(data / "settings.json")
+            w = MainWindow(data, open_model=model)
+            w.resize(900, 600)
+            w.show()
+            if w.model is None:
+                wait_for(w.model_loaded)
+            w.select_conversation(cid)
+            settle(400)
+            w.chat_view.verticalScrollBar().setValue(0)
+            settle(150)
+            w.grab().save(str(check / f"chat-{font}.png"))
+            w.show_models()
+            settle(300)
+            w.grab().save(str(check / f"models-{font}.png"))
+            w.close()
+        print(check)
+        QApplication.processEvents()
+        return 0
+
     # welcome view (first run)
     Settings(theme="light").save(data / "settings.json")
     w = MainWindow(data / "welcome-run", restore_last=False)
@@ -132,6 +173,10 @@ def main() -> int:
         w.chat_view.verticalScrollBar().setValue(0)
         settle(150)
         shots.append((f"chat-{theme}.png", w.grab()))
+        if theme == "light":
+            w.show_models()
+            settle(300)
+            shots.append(("models.png", w.grab()))
         w.close()
 
     for name, pm in shots:

@@ -110,7 +110,7 @@ def test_models_page_lists_the_folder_with_cards(qtbot, data_dir, starter_model_
     qtbot.mouseClick(find(win, QPushButton, "modelsButton"), Qt.LeftButton)
     view = win.models_view
     assert win.stack.currentWidget() is view
-    assert find(view, QLabel, "modelsFolder").text() == str(models)
+    assert find(view, QLabel, "modelsFolder").full_text() == str(models)
     assert [r.card["file_name"] for r in view.rows] == ["broken.gguf", starter.FILENAME]
     broken, smol = view.rows
     assert find(broken, QLabel, "modelRowError").text().startswith(

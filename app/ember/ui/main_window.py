@@ -412,7 +412,9 @@ class MainWindow(QMainWindow):
             # the page not shown does not set the window's minimum size
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
-        self.card.setVisible(self.model_info is not None or self.loading)
+        # the Models page has a card per model: the loaded model's own would repeat one
+        self.card.setVisible((self.model_info is not None or self.loading)
+                             and not self._models_shown)
         self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
         self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from ..engine import EmberError, Model
 from ..model_card import describe_model, error_title
 from .downloads import StarterPanel
+from .widgets import ElidedLabel
 from .format import human_bytes, human_count
 
 
@@ -63,11 +64,10 @@ class ModelRow(QFrame):
         self.open_button.clicked.connect(lambda: self.open_model.emit(card["path"]))
         top.addWidget(self.open_button, 0, Qt.AlignTop)
         lay.addLayout(top)
-        file = QLabel(card["file_name"])
+        file = ElidedLabel(card["file_name"])  # a long name without spaces cannot wrap
         file.setObjectName("modelRowFile")
         file.setProperty("field", True)
         file.setToolTip(card["path"])
-        file.setWordWrap(True)
         lay.addWidget(file)
         if "error" in card:
             err = QLabel(card["error"])
@@ -75,6 +75,7 @@ class ModelRow(QFrame):
             err.setWordWrap(True)
             lay.addWidget(err)
             return
+        # one fact a line: the page stays as narrow as a small window at a large font
         grid = QGridLayout()
         grid.setHorizontalSpacing(18)
         grid.setVerticalSpacing(4)
@@ -91,11 +92,10 @@ class ModelRow(QFrame):
             vl = QLabel(v)
             vl.setObjectName("modelRowValue")
             vl.setWordWrap(True)
-            grid.addWidget(kl, i // 2, (i % 2) * 2)
-            grid.addWidget(vl, i // 2, (i % 2) * 2 + 1)
+            grid.addWidget(kl, i, 0)
+            grid.addWidget(vl, i, 1)
             self.values[k] = v
         grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(3, 1)
         lay.addLayout(grid)
 
 
@@ -110,10 +110,14 @@ class ModelsView(QFrame):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(24, 16, 24, 16)
         outer.setSpacing(10)
-        head = QHBoxLayout()
         title = QLabel("Models")
         title.setObjectName("modelsTitle")
-        head.addWidget(title, 1)
+        outer.addWidget(title)
+        head = QHBoxLayout()
+        self.folder_label = ElidedLabel("")  # a path has no spaces to wrap at
+        self.folder_label.setObjectName("modelsFolder")
+        self.folder_label.setProperty("field", True)
+        head.addWidget(self.folder_label, 1)
         self.folder_button = QPushButton("Show folder")
         self.folder_button.setObjectName("modelsFolderButton")
         self.folder_button.clicked.connect(self._show_folder)
@@ -123,12 +127,6 @@ class ModelsView(QFrame):
         self.back_button.clicked.connect(self.back)
         head.addWidget(self.back_button)
         outer.addLayout(head)
-        self.folder_label = QLabel("")
-        self.folder_label.setObjectName("modelsFolder")
-        self.folder_label.setProperty("field", True)
-        self.folder_label.setWordWrap(True)
-        self.folder_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        outer.addWidget(self.folder_label)
         self.starter_panel = StarterPanel("modelsStarterPanel")
         outer.addWidget(self.starter_panel)
         self.scroll = QScrollArea()
@@ -137,6 +135,7 @@ class ModelsView(QFrame):
         self.scroll.setFrameShape(QFrame.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.list_widget = QWidget()
+        self.list_widget.setObjectName("modelsList")
         self.list_layout = QVBoxLayout(self.list_widget)
         self.list_layout.setContentsMargins(0, 0, 0, 0)
         self.list_layout.setSpacing(10)
@@ -158,6 +157,7 @@ class ModelsView(QFrame):
         except OSError:
             pass
         self.folder_label.setText(str(self.folder))
+        self.folder_label.setToolTip(str(self.folder))
         for r in self.rows:
             r.deleteLater()
         self.rows = []

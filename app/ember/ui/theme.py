@@ -91,6 +91,7 @@ QPushButton {{ background: {c['surface']}; color: {c['text']}; border: 1px solid
     border-radius: 8px; padding: 6px 14px; }}
 QPushButton:hover {{ border-color: {c['accent']}; }}
 QPushButton:disabled {{ color: {c['muted']}; }}
+QPushButton:checked {{ border-color: {c['accent']}; color: {c['accent']}; }}
 QPushButton[primary="true"] {{ background: {c['accent']}; color: {c['accent_text']};
     border: 1px solid {c['accent']}; font-weight: 600; }}
 QPushButton[primary="true"]:hover {{ background: {c['accent_hover']}; }}
@@ -123,6 +124,14 @@ QToolButton:disabled, QToolButton:disabled:hover {{ background: transparent;
 #cardSection {{ color: {c['muted']}; font-size: {font_size - 2}pt; font-weight: 600;
     letter-spacing: 1px; }}
 #welcomeView {{ background: {c['bg']}; }}
+#welcomeScroll, #welcomeBody {{ background: transparent; border: none; }}
+#modelsView, #modelsScroll, #modelsList {{ background: {c['bg']}; border: none; }}
+#modelsTitle {{ font-size: {font_size + 6}pt; font-weight: 700; }}
+#modelRow {{ background: {c['surface']}; border: 1px solid {c['border']}; border-radius: 12px; }}
+#modelRow[loaded="true"] {{ border-color: {c['accent']}; }}
+#modelRowName {{ font-weight: 600; font-size: {font_size + 1}pt; }}
+#modelRow QLabel[field="true"] {{ color: {c['muted']}; }}
+#modelRowError {{ color: {c['error_text']}; }}
 #welcomeTitle {{ font-size: {font_size + 14}pt; font-weight: 700; }}
 #welcomeSubtitle {{ color: {c['muted']}; font-size: {font_size + 1}pt; }}
 #dropZone {{ border: 2px dashed {c['border']}; border-radius: 16px; background: {c['surface']}; }}

@@ -796,6 +796,7 @@ class Sidebar(QFrame):
         self.empty = QLabel("Your chats will appear here.")
         self.empty.setObjectName("sidebarEmpty")
         self.empty.setProperty("field", True)
+        self.empty.setWordWrap(True)
         self.empty.setAlignment(Qt.AlignHCenter | Qt.AlignTop)
         lay.addWidget(self.empty, 1)
         self.models_button = _button("Models", "modelsButton",
@@ -1056,8 +1057,22 @@ class WelcomeView(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("welcomeView")
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(40, 40, 40, 40)
+        # in a window too short for it (a large font at 900x600) the page scrolls instead
+        # of squeezing its labels and buttons into each other
+        body = QWidget()
+        body.setObjectName("welcomeBody")
+        scroll = QScrollArea(self)
+        scroll.setObjectName("welcomeScroll")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        scroll.viewport().setAutoFillBackground(False)
+        page = QVBoxLayout(self)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.addWidget(scroll)
+        outer = QVBoxLayout(body)
+        outer.setContentsMargins(40, 32, 40, 32)
         outer.addStretch(2)
         col = QVBoxLayout()
         col.setSpacing(14)
