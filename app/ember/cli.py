@@ -131,6 +131,25 @@ def _read_bandwidth_gbs(seconds: float = 0.6) -> float:
     return best
 
 
+def _kv_bytes_per_token(model, depth: int) -> int:
+    """F16 keys and values a decode at this depth reads: every layer's whole cache (an
+    upper bound where layers have sliding windows)."""
+    if depth <= 0:
+        return 0
+    meta = model.metadata
+    arch = meta.get("general.architecture", "")
+
+    def key(name, default=None):
+        v = meta.get(f"{arch}.{name}", default)
+        return v[0] if isinstance(v, (list, tuple)) else v
+
+    n_head = key("attention.head_count", 1) or 1
+    n_head_kv = key("attention.head_count_kv", n_head) or n_head
+    head_k = key("attention.key_length", model.n_embd // n_head)
+    head_v = key("attention.value_length", head_k)
+    return model.n_layer * depth * n_head_kv * (head_k + head_v) * 2
+
+
 def _peak_rss_bytes() -> int | None:
     """This process's peak resident set so far (None where the OS does not say)."""
     try:
@@ -141,47 +160,59 @@ def _peak_rss_bytes() -> int | None:
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
 
 
-def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | None = None) -> dict:
-    """pp: n_prompt tokens in one decode from an empty cache; tg: n_gen one-token decodes.
+def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | None = None,
+                depth: int = 0) -> dict:
+    """pp: n_prompt tokens in one decode; tg: n_gen one-token decodes; both after `depth`
+    tokens already in the cache (llama-bench's -d: filled before each run, not timed).
     Like llama-bench: random token ids, one warm-up run, then reps timed runs. With
-    `profiles` (a dict), the engine's per-op timing of each test's timed runs lands there."""
+    `profiles` (a dict), the engine's per-op timing of each test's last timed run lands there."""
     # no numpy here: the peak RSS reported is the engine's, not a numerics library's
     import random
     import statistics
     rng = random.Random(0)
     vocab = model.n_vocab
+    suffix = f" @ d{depth}" if depth else ""
     result = {}
+
+    def fill() -> None:
+        if depth:
+            model.decode([rng.randrange(vocab) for _ in range(depth)], 0)
+
     if n_prompt > 0:
         times = []
         for r in range(reps + 1):
             ids = [rng.randrange(vocab) for _ in range(n_prompt)]
-            if r == 1 and profiles is not None:
-                model.set_profiling(True)  # after the warm-up run
+            fill()
+            profiled = profiles is not None and r == reps  # the last timed run, not its fill
+            if profiled:
+                model.set_profiling(True)
             t0 = time.perf_counter()
-            model.decode(ids, 0)
+            model.decode(ids, depth)
             if r:
                 times.append(time.perf_counter() - t0)
+            if profiled:
+                profiles[f"pp{n_prompt}{suffix}"] = (model.profile(), times[-1])
+                model.set_profiling(False)
         ts = [n_prompt / t for t in times]
-        result[f"pp{n_prompt}"] = (statistics.fmean(ts), statistics.pstdev(ts))
-        if profiles is not None:
-            profiles[f"pp{n_prompt}"] = (model.profile(), sum(times))
-            model.set_profiling(False)
+        result[f"pp{n_prompt}{suffix}"] = (statistics.fmean(ts), statistics.pstdev(ts))
     if n_gen > 0:
         times = []
         for r in range(reps + 1):
             tok = rng.randrange(vocab)
-            if r == 1 and profiles is not None:
+            fill()
+            profiled = profiles is not None and r == reps
+            if profiled:
                 model.set_profiling(True)
             t0 = time.perf_counter()
-            for pos in range(n_gen):
+            for pos in range(depth, depth + n_gen):
                 model.decode([tok], pos)
             if r:
                 times.append(time.perf_counter() - t0)
+            if profiled:
+                profiles[f"tg{n_gen}{suffix}"] = (model.profile(), times[-1])
+                model.set_profiling(False)
         ts = [n_gen / t for t in times]
-        result[f"tg{n_gen}"] = (statistics.fmean(ts), statistics.pstdev(ts))
-        if profiles is not None:
-            profiles[f"tg{n_gen}"] = (model.profile(), sum(times))
-            model.set_profiling(False)
+        result[f"tg{n_gen}{suffix}"] = (statistics.fmean(ts), statistics.pstdev(ts))
     return result
 
 
@@ -191,8 +222,9 @@ def cmd_bench(args) -> int:
     if args.pin:
         os.environ["EMBER_PIN_THREADS"] = "1"  # read when the context's thread pool starts
     t0 = time.perf_counter()
-    model = Model(args.model, n_ctx=max(args.n_prompt + args.n_gen, 64) + 16,
-                  n_threads=args.threads, n_batch=max(args.n_prompt, 1))
+    depth = args.depth
+    model = Model(args.model, n_ctx=max(args.n_prompt + args.n_gen, 64) + depth + 16,
+                  n_threads=args.threads, n_batch=max(args.n_prompt, min(depth, 512), 1))
     model.decode([0], 0)  # context created, pages of the weights touched
     load_s = time.perf_counter() - t0
     # bytes a one-token decode must read: every matrix once, one embedding row
@@ -200,8 +232,9 @@ def cmd_bench(args) -> int:
     emb = next(t for t in model.tensors() if t.name == "token_embd.weight")
     tied = not any(t.name == "output.weight" for t in model.tensors())
     weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
+    weight_bytes += _kv_bytes_per_token(model, depth)
     profiles: dict | None = {} if args.profile else None
-    res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles)
+    res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles, depth=depth)
     peak_rss = _peak_rss_bytes()  # before the bandwidth probe, whose buffer is not the model's
     bw = _read_bandwidth_gbs()
     bound = bw * 1e9 / weight_bytes
@@ -209,7 +242,7 @@ def cmd_bench(args) -> int:
     out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
            "threads": model.n_threads or None, "system": info, "load_seconds": load_s,
            "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
-           "tg_bound_tps": bound, "peak_rss_bytes": peak_rss,
+           "tg_bound_tps": bound, "peak_rss_bytes": peak_rss, "n_depth": depth,
            "results": {k: {"mean": m, "sd": s} for k, (m, s) in res.items()}}
     if profiles is not None:
         out["profile"] = {test: {"wall_seconds": wall, "ops": [
@@ -222,7 +255,8 @@ def cmd_bench(args) -> int:
     print("| test | t/s |\n|---|---|")
     for k, (m, s) in res.items():
         print(f"| {k} | {m:.2f} ± {s:.2f} |")
-    print(f"weights read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s;"
+    what = "weights and KV cache" if depth else "weights"
+    print(f"{what} read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s;"
           f" decode bound ~{bound:.0f} t/s", file=sys.stderr)
     rss = f"; peak RSS {peak_rss / 2**20:.0f} MiB" if peak_rss else ""
     print(f"load {load_s:.2f} s{rss}", file=sys.stderr)
@@ -230,7 +264,7 @@ def cmd_bench(args) -> int:
     if tg:
         print(f"tg at {100 * tg[0] / bound:.0f}% of the bandwidth bound", file=sys.stderr)
     for test, (rows, wall) in (profiles or {}).items():
-        print(f"\nprofile of {test} (thread 0; {wall:.3f} s wall over the timed runs)")
+        print(f"\nprofile of {test} (thread 0; {wall:.3f} s wall of the last timed run)")
         print("| node | count | ms | % of wall |\n|---|---|---|---|")
         for name, count, sec in sorted(rows, key=lambda r: -r[2]):
             print(f"| {name} | {count} | {sec * 1e3:.1f} | {100 * sec / wall:.1f} |")
@@ -359,6 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-n", "--n-gen", type=int, default=128)
     b.add_argument("-t", "--threads", type=int, default=None)
     b.add_argument("-r", "--reps", type=int, default=5)
+    b.add_argument("-d", "--depth", type=int, default=0,
+                   help="tokens already in the context before each test (llama-bench's -d; default 0)")
     b.add_argument("--pin", action="store_true", help="pin the worker threads to CPUs (Linux)")
     b.add_argument("--profile", action="store_true",
                    help="time every kind of node (thread 0's compute and its barrier waits)")
