@@ -1,5 +1,5 @@
-"""Engine failures arrive as one exception class per kind, so the app tells a missing
-file from a broken one from an unsupported one without knowing the C status codes."""
+"""Engine failures arrive as one exception class per kind (so the app tells a missing
+file from a broken one without the C status codes), and sampling defaults come from C."""
 from __future__ import annotations
 
 import pytest
@@ -30,3 +30,18 @@ def test_cancelled_load_is_cancelled_error(starter_model_path):
 def test_system_info_names_the_active_isa():
     info = engine.system_info()
     assert "active=" in info or "ISA=" in info
+
+
+def test_sampling_defaults_are_the_engines():
+    """SamplingParams() takes ember_sampler_default_params, not a copy of it."""
+    import dataclasses
+
+    from ember import native
+    c = native.lib().ember_sampler_default_params()
+    p = engine.SamplingParams()
+    for f in dataclasses.fields(p):
+        if f.name == "seed":
+            continue
+        assert getattr(p, f.name) == pytest.approx(getattr(c, f.name), rel=1e-6), f.name
+    assert p.temperature == 0.8  # float32 0.8 reads back as the 0.8 it was written as
+    assert engine.SamplingParams(top_k=3).top_k == 3

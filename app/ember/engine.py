@@ -94,18 +94,37 @@ def system_info() -> str:
     return native.decode_str(native.lib().ember_system_info())
 
 
+_sampler_defaults: dict | None = None
+
+
+def _sampler_default(name: str):
+    """A SamplingParams field's default, read from the C library's own defaults (once), so
+    the two never drift apart. float32 values come back as the decimals they were written as."""
+    def read():
+        global _sampler_defaults
+        if _sampler_defaults is None:
+            d = native.lib().ember_sampler_default_params()
+            _sampler_defaults = {
+                f: (float(f"{getattr(d, f):.7g}") if isinstance(getattr(d, f), float)
+                    else int(getattr(d, f)))
+                for f, _ in native.SamplerParams._fields_ if f != "seed"}
+        return _sampler_defaults[name]
+    return field(default_factory=read)
+
+
 @dataclass
 class SamplingParams:
-    """Sampling settings; temperature 0 means greedy. seed None draws a random seed."""
+    """Sampling settings; temperature 0 means greedy. seed None draws a random seed.
+    Unset fields take the engine's defaults (ember_sampler_default_params)."""
 
-    temperature: float = 0.8
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repeat_penalty: float = 1.0
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    penalty_last_n: int = 64
+    temperature: float = _sampler_default("temperature")
+    top_k: int = _sampler_default("top_k")
+    top_p: float = _sampler_default("top_p")
+    min_p: float = _sampler_default("min_p")
+    repeat_penalty: float = _sampler_default("repeat_penalty")
+    presence_penalty: float = _sampler_default("presence_penalty")
+    frequency_penalty: float = _sampler_default("frequency_penalty")
+    penalty_last_n: int = _sampler_default("penalty_last_n")
     seed: int | None = None
 
     def to_native(self) -> native.SamplerParams:
