@@ -204,3 +204,21 @@ def test_a_reply_longer_than_the_context_ends_with_length(client, model_id):
                                   temperature=0)
     assert r.choices[0].finish_reason == "length"
     assert r.usage.prompt_tokens + r.usage.completion_tokens == N_CTX
+
+
+def test_a_chats_next_turn_goes_to_the_slot_that_holds_its_history(client, model_id, vocab):
+    """Two slots: after turn one of chat A and a different chat B, A's second turn lands on
+    the slot whose cache holds A, so only its new tokens are evaluated."""
+    first = [{"role": "user", "content": "Tell me about the history of bread in Egypt."}]
+    a1 = client.chat.completions.create(model=model_id, messages=first, max_tokens=8,
+                                        temperature=0)
+    assert a1.usage.prompt_tokens_details.cached_tokens == 0
+    client.completions.create(model=model_id, prompt="Unrelated text about rivers.",
+                              max_tokens=4, temperature=0)
+    second = first + [{"role": "assistant", "content": a1.choices[0].message.content},
+                      {"role": "user", "content": "And in Rome?"}]
+    a2 = client.chat.completions.create(model=model_id, messages=second, max_tokens=4,
+                                        temperature=0)
+    cached = a2.usage.prompt_tokens_details.cached_tokens
+    assert cached >= a1.usage.prompt_tokens  # turn one's prompt at least was kept
+    assert cached < a2.usage.prompt_tokens

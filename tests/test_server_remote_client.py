@@ -42,7 +42,11 @@ def test_streamed_chat_equals_the_whole_answer(server, remote):
     text = "".join(stream)
     assert text == whole["choices"][0]["message"]["content"] and text
     assert stream.finish_reason == whole["choices"][0]["finish_reason"]
-    assert stream.usage == whole["usage"]
+    counts = ("prompt_tokens", "completion_tokens", "total_tokens")
+    assert [stream.usage[k] for k in counts] == [whole["usage"][k] for k in counts]
+    # the same prompt again, on the one slot: all of it but the last token was cached
+    assert stream.usage["prompt_tokens_details"]["cached_tokens"] == \
+        whole["usage"]["prompt_tokens"] - 1
 
 
 def test_streamed_completion(remote):

@@ -19,6 +19,7 @@ class Finish:
     reason: str  # "stop", "length" (or "cancelled", which no client sees)
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # prompt tokens the slot's KV cache already held
 
 
 class Job:
@@ -89,5 +90,6 @@ def run_job(ctx: Context, job: Job) -> None:
         job._context = None
     reason = finish or _FINISH.get(stats.stop_reason, "stop")
     job.done = reason != "cancelled"
-    job.emit("done", Finish(reason, stats.prompt_tokens or len(job.ids),
-                            stats.generated_tokens))
+    prompt_tokens = stats.prompt_tokens or len(job.ids)
+    cached = prompt_tokens - stats.prompt_evaluated if stats.prompt_evaluated else 0
+    job.emit("done", Finish(reason, prompt_tokens, stats.generated_tokens, cached))

@@ -14,7 +14,8 @@ FINGERPRINT = f"ember-{__version__}"
 
 def usage(f: Finish) -> dict:
     return {"prompt_tokens": f.prompt_tokens, "completion_tokens": f.completion_tokens,
-            "total_tokens": f.prompt_tokens + f.completion_tokens}
+            "total_tokens": f.prompt_tokens + f.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": f.cached_tokens}}
 
 
 def sse(data: dict | str) -> bytes:
