@@ -106,8 +106,9 @@ def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:
     """Bytes: mapped weights + F16 KV cache + activations and logits + runtime."""
     kv_heads = info.get("kv_heads_total") or info["n_layer"] * info["n_head_kv"]
     kv = 2 * n_ctx * info["head_dim"] * kv_heads * 2
+    # no n_ctx-long scores buffer: the engine's attention is an online softmax over blocks
+    # of keys (native/src/cpu/ops.cpp), so only the KV cache grows with the context
     act = n_batch * max(info["n_embd"] * 4, info["n_ff"]) * 4 * 4
-    act += n_batch * info["n_head"] * n_ctx * 4  # attention scores for one batch
     logits = info["n_vocab"] * 4 * 2
     return int(info["file_size"] + kv + act + logits + 48 * 2**20)
 
