@@ -27,6 +27,7 @@ _LIMITS = {  # name: (min, max)
     "n_ctx": (128, 131072),
     "n_threads": (0, 256),
     "font_size": (8, 28),
+    "serve_port": (0, 65535),  # 0: a free port the system picks
 }
 
 
@@ -50,6 +51,10 @@ class Settings:
     last_model: str | None = None
     recent_models: list[str] = field(default_factory=list)
     window_geometry: str | None = None  # hex of QWidget.saveGeometry()
+    # OpenAI-compatible endpoints added as models: {"url", "model", "api_key"}
+    endpoints: list[dict] = field(default_factory=list)
+    serve: bool = False  # serve the loaded model on http://127.0.0.1:serve_port
+    serve_port: int = 8080
 
     # ---- persistence -------------------------------------------------------------
     @staticmethod
@@ -115,7 +120,20 @@ class Settings:
         self.recent_models = [m for m in self.recent_models if isinstance(m, str)][:10]
         if self.window_geometry is not None and not isinstance(self.window_geometry, str):
             self.window_geometry = None
+        if not isinstance(self.endpoints, list):
+            self.endpoints = []
+        self.endpoints = [
+            {"url": e["url"], "model": str(e.get("model") or ""),
+             "api_key": e.get("api_key") if isinstance(e.get("api_key"), str) else None}
+            for e in self.endpoints if isinstance(e, dict) and isinstance(e.get("url"), str)][:20]
+        self.serve = bool(self.serve) if isinstance(self.serve, (bool, int)) else False
         return self
+
+    def remember_endpoint(self, url: str, model: str, api_key: str | None) -> None:
+        """The endpoint's model, first in the list (once)."""
+        entry = {"url": url, "model": model, "api_key": api_key}
+        self.endpoints = [entry] + [e for e in self.endpoints
+                                    if (e["url"], e["model"]) != (url, model)][:19]
 
     def remember_model(self, path: str) -> None:
         self.last_model = path

@@ -150,6 +150,21 @@ class ChatController(QObject):
         log.info("loading %s", path)
         self.load_started.emit(path)
 
+    def open_remote(self, url: str, model_id: str = "", api_key: str | None = None) -> None:
+        """An OpenAI-compatible endpoint's model in place of a file (replies stream from
+        it; the Models page lists the endpoints added)."""
+        if self.load_job is not None:
+            self.load_job.cancel()
+        if self.gen_job is not None:
+            self.stop()
+        self.load_job = self.engine.open_remote(url, model_id, api_key)
+        log.info("opening endpoint %s (%s)", url, model_id or "its first model")
+        self.load_started.emit(url)
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.model_info and self.model_info.get("remote"))
+
     def cancel_load(self) -> None:
         if self.load_job is not None:
             self.load_job.cancel()
@@ -172,12 +187,16 @@ class ChatController(QObject):
         self.load_job = None
         old = self.model
         self.model, self.template, self.model_info = model, template, info
-        self.session = Session(model)
+        self.session = None if info.get("remote") else Session(model)
         if old is not None:
             old.close()
-        self.settings.remember_model(info["path"])
+        if info.get("remote"):
+            self.settings.remember_endpoint(info["url"], info["name"],
+                                            getattr(model, "api_key", None))
+        else:
+            self.settings.remember_model(info["path"])
         self.save_settings()
-        log.info("loaded %s (%s, %s, n_ctx %d)", info["path"], info["arch"], info["ftype"],
+        log.info("loaded %s (%s, %s, n_ctx %s)", info["path"], info["arch"], info["ftype"],
                  info["n_ctx"])
         self.model_ready.emit(info)
         self.start_next_queued()
@@ -201,7 +220,7 @@ class ChatController(QObject):
                   or new.backend != old.backend)
         self.settings = new.validate()
         self.save_settings()
-        if reload and self.model_info is not None and not self.loading:
+        if reload and self.model_info is not None and not self.loading and not self.remote:
             self.open_model(self.model_info["path"])
 
     def save_settings(self) -> None:
@@ -340,7 +359,8 @@ class ChatController(QObject):
             mid = continue_id
             base_tokens = msg.meta.get("generated_tokens")
             if not isinstance(base_tokens, int):  # interrupted before it was counted
-                base_tokens = len(self.model.tokenize(prefix, add_special=False)) if prefix else 0
+                base_tokens = (len(self.model.tokenize(prefix, add_special=False))
+                               if prefix and not self.remote else 0)
             self.store.update_message(mid, complete=False)
         else:
             prefix, base_tokens = "", 0

@@ -25,6 +25,8 @@ from ..chat import (
 )
 from ..engine import CancelledError, EmberError, GenerationStats, Model, Session
 from ..model_card import describe_model, effective_n_ctx, error_title
+from ..remote import RemoteError
+from ..remote_chat import RemoteCancel, RemoteModel, open_endpoint, stream_remote_reply
 
 _ids = itertools.count(1)
 
@@ -42,17 +44,36 @@ class LoadJob:
 
 
 @dataclass
+class RemoteJob:
+    """Opening an OpenAI-compatible endpoint's model in place of a file."""
+
+    url: str
+    model_id: str
+    api_key: str | None
+    id: int = field(default_factory=lambda: next(_ids))
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def path(self) -> str:
+        return self.url
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+
+@dataclass
 class GenJob:
-    model: Model
-    session: Session
-    template: ChatTemplate
+    model: Model | RemoteModel
+    session: Session | None  # None for an endpoint
+    template: ChatTemplate | None
     req: GenRequest
     id: int = field(default_factory=lambda: next(_ids))
     token: CancelToken = None  # type: ignore[assignment]
 
     def __post_init__(self):
         if self.token is None:
-            self.token = CancelToken(self.session.context)
+            self.token = CancelToken(self.session.context if self.session is not None
+                                     else RemoteCancel())
 
     def cancel(self) -> None:
         self.token.cancel()
@@ -123,7 +144,42 @@ class EngineWorker(QObject):
                                   f"{type(e).__name__}: {e}")
 
     @Slot(object)
+    def open_remote(self, job: RemoteJob) -> None:
+        try:
+            model = open_endpoint(job.url, job.model_id, job.api_key)
+        except (RemoteError, ValueError) as e:
+            self.load_failed.emit(job.id, job.url, "The endpoint could not be used", str(e))
+            return
+        if job.cancel_event.is_set():
+            self.load_cancelled.emit(job.id, job.url)
+            return
+        info = model.info()
+        self.header.emit(job.id, info)
+        self.loaded.emit(job.id, model, None, info)
+
+    def _generate_remote(self, job: GenJob) -> None:
+        stats: dict = {}
+        try:
+            self.prepared.emit(job.id, {"n_prompt": 0, "dropped": 0, "notice": None,
+                                        "think_open": False})
+            for text in stream_remote_reply(job.model, job.req, job.token, stats):
+                self.chunk.emit(job.id, text)
+        except RemoteError as e:
+            self.reply_failed.emit(job.id, f"The endpoint answered with an error: {e}")
+            stats["stop_reason"] = "error"
+        except Exception as e:
+            self.reply_failed.emit(job.id, f"Generation failed: {type(e).__name__}: {e}")
+            stats["stop_reason"] = "error"
+        for k, v in (("prompt_tokens", 0), ("generated_tokens", 0), ("prompt_evaluated", 0),
+                     ("prompt_seconds", 0.0), ("generation_seconds", 0.0), ("n_past", 0)):
+            stats.setdefault(k, v)
+        self.reply_finished.emit(job.id, stats)
+
+    @Slot(object)
     def generate(self, job: GenJob) -> None:
+        if isinstance(job.model, RemoteModel):
+            self._generate_remote(job)
+            return
         stats = GenerationStats()
         n_prompt = 0
         model = job.model
@@ -163,6 +219,7 @@ class EngineThread(QObject):
     """The window's side: starts the thread, hands it requests, and stops it at quit."""
 
     _load = Signal(object)
+    _open_remote = Signal(object)
     _generate = Signal(object)
 
     def __init__(self, parent=None):
@@ -173,6 +230,7 @@ class EngineThread(QObject):
         self.worker.moveToThread(self.thread)
         # queued connections: the slots run on the engine thread, in the order sent
         self._load.connect(self.worker.load)
+        self._open_remote.connect(self.worker.open_remote)
         self._generate.connect(self.worker.generate)
         self.thread.start()
         self._pending: dict[int, object] = {}
@@ -187,7 +245,13 @@ class EngineThread(QObject):
         self._load.emit(job)
         return job
 
-    def generate(self, model: Model, session: Session, template: ChatTemplate,
+    def open_remote(self, url: str, model_id: str, api_key: str | None) -> RemoteJob:
+        job = RemoteJob(url, model_id, api_key)
+        self._pending[job.id] = job
+        self._open_remote.emit(job)
+        return job
+
+    def generate(self, model, session: Session | None, template: ChatTemplate | None,
                  req: GenRequest) -> GenJob:
         job = GenJob(model, session, template, req)
         self._pending[job.id] = job

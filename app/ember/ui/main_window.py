@@ -299,6 +299,9 @@ class MainWindow(QMainWindow):
         c.queue_changed.connect(self._update_view)
         self.models_view.back.connect(self.hide_models)
         self.models_view.open_model.connect(self._open_from_models)
+        self.models_view.add_endpoint.connect(self.choose_endpoint)
+        self.models_view.open_endpoint.connect(
+            lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
         for panel in (self.welcome.starter_panel, self.models_view.starter_panel):
             panel.download.connect(self.download_starter)
             panel.cancel.connect(self.cancel_starter_download)
@@ -336,6 +339,8 @@ class MainWindow(QMainWindow):
         act(f, "New chat", self.new_chat, "Ctrl+N", "actionNewChat")
         act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
         act(f, "Models", self.show_models, "Ctrl+Shift+M", "actionModels")
+        act(f, "Add an OpenAI-compatible endpoint…", self.choose_endpoint, None,
+            "actionAddEndpoint")
         f.addSeparator()
         act(f, "Import chats…", self.choose_import, None, "actionImport")
         act(f, "Export chat as Markdown…", lambda: self.choose_export("md"), None)
@@ -619,7 +624,8 @@ class MainWindow(QMainWindow):
     def show_models(self) -> None:
         self.models_view.fill(self.models_folder,
                               self.model_info["path"] if self.model_info else None,
-                              starter.installed(self.models_folder) is not None)
+                              starter.installed(self.models_folder) is not None,
+                              self.settings.endpoints)
         self._models_shown = True
         self._update_view()
 
@@ -630,6 +636,29 @@ class MainWindow(QMainWindow):
     def _open_from_models(self, path: str) -> None:
         self.hide_models()
         self.open_model_path(path)
+
+    def add_endpoint(self, url: str, model_id: str = "", api_key: str | None = None) -> bool:
+        """Uses an OpenAI-compatible endpoint's model (a bad address is an error banner;
+        a failure to reach it arrives as a failed load)."""
+        from ..remote import RemoteEndpoint
+        try:
+            RemoteEndpoint(url)
+        except ValueError as e:
+            self.show_error("That is not an endpoint address", str(e))
+            return False
+        self.error_banner.hide()
+        self.hide_models()
+        self.chat.open_remote(url.strip(), model_id.strip(), api_key or None)
+        return True
+
+    def choose_endpoint(self) -> None:
+        from .endpoint_dialog import EndpointDialog
+        dlg = EndpointDialog(self)
+        try:
+            if dlg.exec():
+                self.add_endpoint(*dlg.values())
+        finally:
+            dlg.deleteLater()
 
     def _starter_panels(self):
         return (self.welcome.starter_panel, self.models_view.starter_panel)
@@ -708,11 +737,19 @@ class MainWindow(QMainWindow):
             self.chat.cancel_load()
             self.card.load_status.setText("Cancelling…")
 
+    def _show_card(self, info: dict, n_ctx: int | None = None) -> None:
+        if info.get("remote"):
+            self.card.show_remote(info)
+        else:
+            self.card.show_info(info, n_ctx if n_ctx is not None else info["n_ctx"],
+                                self._prompt_format(info))
+
     def _on_header(self, info: dict) -> None:
-        self.card.show_info(info, effective_n_ctx(self.settings.n_ctx, info["n_ctx_train"]),
-                            self._prompt_format(info))
+        self._show_card(info, None if info.get("remote") else
+                        effective_n_ctx(self.settings.n_ctx, info["n_ctx_train"]))
         self.card.set_notice(None)
-        self.card.load_status.setText("Loading weights…")
+        self.card.load_status.setText("Connecting…" if info.get("remote") else
+                                      "Loading weights…")
 
     def _finish_loader(self) -> None:
         self.card.set_loading(False)
@@ -720,9 +757,12 @@ class MainWindow(QMainWindow):
 
     def _on_loaded(self, info: dict) -> None:
         self._finish_loader()
-        self.card.show_info(info, info["n_ctx"], self._prompt_format(info))
+        self._show_card(info)
         notice = None
-        if self._raw_mode():
+        if info.get("remote"):
+            notice = (f"Replies come from {info['url']}; the endpoint applies its own chat "
+                      "template and context length.")
+        elif self._raw_mode():
             notice = ("This model has no chat template: Ember uses raw completion (your text "
                       "goes to the model as-is and it continues it).")
         elif self.template.notice:
@@ -750,8 +790,7 @@ class MainWindow(QMainWindow):
 
     def _restore_card(self) -> None:
         if self.model_info is not None:
-            self.card.show_info(self.model_info, self.model_info["n_ctx"],
-                                self._prompt_format(self.model_info))
+            self._show_card(self.model_info)
         else:
             self.card.info = None
             self.card.hide()
@@ -824,7 +863,7 @@ class MainWindow(QMainWindow):
             self.notice_banner.show_message("Context window", info["notice"])
         if self.model_info and reply.conv_id == self.current_conv:
             self._status(self.status_ctx,
-                         f"context {info['n_prompt']:,} / {self.model_info['n_ctx']:,}")
+                         f"context {info['n_prompt']:,} / {self.model_info['n_ctx'] or 0:,}")
 
     def _on_reply_text(self, reply) -> None:
         if reply.conv_id == self.current_conv:
@@ -955,8 +994,7 @@ class MainWindow(QMainWindow):
             self.colors = theme.apply(QApplication.instance(), new.theme, new.font_size)
             self._render_conversation()
         if self.model_info is not None:
-            self.card.show_info(self.model_info, self.model_info["n_ctx"],
-                                self._prompt_format(self.model_info))
+            self._show_card(self.model_info)
 
     def _save_settings(self) -> None:
         self.chat.save_settings()
@@ -1073,7 +1111,8 @@ class MainWindow(QMainWindow):
 
     def _show_chat_status(self) -> None:
         """Speeds and context use of the chat on screen, from its last counted reply."""
-        n_ctx = f"{self.model_info['n_ctx']:,}" if self.model_info else "—"
+        n_ctx = (f"{self.model_info['n_ctx']:,}" if self.model_info and self.model_info["n_ctx"]
+                 else "—")
         msgs = self.store.messages(self.current_conv) if self.current_conv is not None else []
         meta = next((m.meta for m in reversed(msgs)
                      if m.role == "assistant" and "generated_tokens" in m.meta), None)

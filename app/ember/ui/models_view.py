@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 from ..engine import EmberError, Model
 from ..model_card import describe_model, error_title
 from .downloads import StarterPanel
-from .widgets import ElidedLabel
 from .format import human_bytes, human_count
+from .widgets import ElidedLabel
 
 
 def read_card(path: Path) -> dict:
@@ -99,8 +99,39 @@ class ModelRow(QFrame):
         lay.addLayout(grid)
 
 
+class EndpointRow(QFrame):
+    """An OpenAI-compatible endpoint's model added before: its id, address and Open."""
+
+    open_endpoint = Signal(dict)
+
+    def __init__(self, entry: dict, loaded: bool, parent=None):
+        super().__init__(parent)
+        self.entry = entry
+        self.setObjectName("modelRow")
+        self.setProperty("loaded", loaded)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(16, 10, 16, 10)
+        col = QVBoxLayout()
+        name = QLabel(entry["model"] or "the endpoint's first model")
+        name.setObjectName("modelRowName")
+        name.setWordWrap(True)
+        col.addWidget(name)
+        url = ElidedLabel(entry["url"])
+        url.setObjectName("modelRowFile")
+        url.setProperty("field", True)
+        col.addWidget(url)
+        lay.addLayout(col, 1)
+        self.open_button = QPushButton("Loaded" if loaded else "Open")
+        self.open_button.setObjectName("endpointRowOpen")
+        self.open_button.setEnabled(not loaded)
+        self.open_button.clicked.connect(lambda: self.open_endpoint.emit(entry))
+        lay.addWidget(self.open_button, 0, Qt.AlignTop)
+
+
 class ModelsView(QFrame):
     open_model = Signal(str)
+    open_endpoint = Signal(dict)
+    add_endpoint = Signal()
     back = Signal()
 
     def __init__(self, parent=None):
@@ -146,10 +177,27 @@ class ModelsView(QFrame):
         self.empty.setProperty("field", True)
         self.empty.setWordWrap(True)
         self.list_layout.addWidget(self.empty)
+        self.endpoints_label = QLabel("ENDPOINTS")
+        self.endpoints_label.setObjectName("cardSection")
+        self.list_layout.addWidget(self.endpoints_label)
+        self.endpoints_box = QVBoxLayout()
+        self.endpoints_box.setSpacing(10)
+        self.list_layout.addLayout(self.endpoints_box)
+        add_row = QHBoxLayout()
+        self.add_endpoint_button = QPushButton("Add an OpenAI-compatible endpoint…")
+        self.add_endpoint_button.setObjectName("addEndpointButton")
+        self.add_endpoint_button.setToolTip("Chat with a model another server runs (ember serve, "
+                                            "llama-server, vLLM…)")
+        self.add_endpoint_button.clicked.connect(self.add_endpoint)
+        add_row.addWidget(self.add_endpoint_button)
+        add_row.addStretch(1)
+        self.list_layout.addLayout(add_row)
         self.list_layout.addStretch(1)
         self.rows: list[ModelRow] = []
+        self.endpoint_rows: list[EndpointRow] = []
 
-    def fill(self, folder: Path, loaded_path: str | None, starter_installed: bool) -> None:
+    def fill(self, folder: Path, loaded_path: str | None, starter_installed: bool,
+             endpoints: list[dict] = ()) -> None:
         """Reads every model's header afresh: files come and go behind the app's back."""
         self.folder = Path(folder)
         try:
@@ -164,8 +212,8 @@ class ModelsView(QFrame):
         files = sorted((p for p in self.folder.glob("*.gguf") if p.is_file()),
                        key=lambda p: p.name.lower())
         for i, p in enumerate(files):
-            row = ModelRow(read_card(p), loaded=bool(loaded_path) and
-                           Path(loaded_path).resolve() == p.resolve())
+            row = ModelRow(read_card(p), loaded=bool(loaded_path) and "#" not in loaded_path
+                           and Path(loaded_path).resolve() == p.resolve())
             row.open_model.connect(self.open_model)
             self.list_layout.insertWidget(i, row)
             self.rows.append(row)
@@ -173,6 +221,16 @@ class ModelsView(QFrame):
                            "the window, or download the starter model.")
         self.empty.setVisible(not files)
         self.starter_panel.setVisible(not starter_installed)
+        for r in self.endpoint_rows:
+            r.deleteLater()
+        self.endpoint_rows = []
+        for e in endpoints:
+            key = f"{e['url'].rstrip('/')}#{e['model']}"
+            row = EndpointRow(e, loaded=loaded_path == key)
+            row.open_endpoint.connect(self.open_endpoint)
+            self.endpoints_box.addWidget(row)
+            self.endpoint_rows.append(row)
+        self.endpoints_label.setVisible(bool(endpoints))
 
     def _show_folder(self) -> None:
         if self.folder is not None:

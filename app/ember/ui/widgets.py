@@ -1021,8 +1021,23 @@ class ModelCard(QFrame):
                                                      else "raw completion"))
         self._fit_width()
 
+    def show_remote(self, info: dict) -> None:
+        """An endpoint's model: what the app knows of it is its id and address."""
+        self.info = info
+        self.name.setText(info["name"])
+        self.name.setToolTip("")
+        self.file.setText(info["url"])
+        self.file.setToolTip(info["url"])
+        for v in self.values.values():
+            v.setText("—")
+            v.setToolTip("")
+        self.values["modelArch"].setText("OpenAI-compatible endpoint")
+        self.values["modelContext"].setText("set by the endpoint")
+        self.values["modelTemplate"].setText("the endpoint's")
+        self._fit_width()
+
     def set_context(self, n_ctx: int) -> None:
-        if self.info is None:
+        if self.info is None or self.info.get("remote"):
             return
         self.values["modelContext"].setText(f"{n_ctx:,} tokens")
         self.values["modelRamEstimate"].setText("≈ " + human_bytes(estimate_ram(self.info, n_ctx)))

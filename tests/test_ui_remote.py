@@ -1,0 +1,92 @@
+"""An OpenAI-compatible endpoint as the app's model, against a real `ember serve` on a
+loopback port: added from the app, chatted with (the reply is the server's own answer),
+listed on the Models page after a relaunch, and a wrong address told in words."""
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from PySide6.QtWidgets import QLabel
+
+from tests.server_process import ServerProcess
+from tests.test_ui_support import (  # noqa: F401
+    GEN_TIMEOUT_MS,
+    LOAD_TIMEOUT_MS,
+    data_dir,
+    find,
+    make_window,
+    type_and_send,
+)
+
+pytestmark = pytest.mark.native
+MODEL = "SmolLM2-135M-Instruct.Q4_1"
+
+
+@pytest.fixture(scope="module")
+def server(starter_model_path):
+    s = ServerProcess(starter_model_path, "--parallel", "1", "-c", "2048")
+    yield s
+    s.stop()
+
+
+def whole_answer(server, text, max_tokens):
+    _, _, body = server.request("POST", "/v1/chat/completions", {
+        "model": MODEL, "messages": [{"role": "user", "content": text}],
+        "max_tokens": max_tokens, "temperature": 0})
+    return json.loads(body)["choices"][0]["message"]["content"]
+
+
+def test_chat_through_an_endpoint(qtbot, data_dir, server):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS) as loaded:
+        assert win.add_endpoint(server.url)
+    assert loaded.args[0] == f"{server.url}#{MODEL}"
+    assert win.model_info["remote"] and win.session is None
+    assert find(win, QLabel, "modelArch").text() == "OpenAI-compatible endpoint"
+    assert find(win, QLabel, "modelName").text() == MODEL
+    stats = type_and_send(qtbot, win, "Name a fruit.")
+    assert stats["stop_reason"] in ("eog", "length")
+    msgs = win.store.messages(win.current_conv)
+    assert [m.role for m in msgs] == ["user", "assistant"]
+    want = whole_answer(server, "Name a fruit.", win.settings.max_new_tokens)
+    assert msgs[1].content == want and want
+    assert msgs[1].complete and msgs[1].meta["model_file"] == MODEL
+    assert msgs[1].meta["generated_tokens"] == stats["generated_tokens"] >= 1
+    assert win.chat_view.messages()[1].content == want
+    # remembered: a new window lists it on the Models page and opens it from there
+    win.close()
+    win2 = make_window(qtbot, data_dir, restore_last=False)
+    win2.show_models()
+    (row,) = win2.models_view.endpoint_rows
+    assert row.entry["url"] == server.url and row.entry["model"] == MODEL
+    with qtbot.waitSignal(win2.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        row.open_button.click()
+    assert win2.model_info["name"] == MODEL
+
+
+def test_continue_is_refused_with_a_reason(qtbot, data_dir, server):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        win.add_endpoint(server.url, MODEL)
+    type_and_send(qtbot, win, "Hi")
+    with qtbot.waitSignal(win.generation_finished, timeout=GEN_TIMEOUT_MS) as done:
+        win.continue_last()
+    assert done.args[0]["stop_reason"] == "error"
+    assert "Continue is not available" in win.error_banner.plain
+    assert win.store.messages(win.current_conv)[1].content  # the reply is kept as it was
+
+
+def test_a_wrong_address_says_why(qtbot, data_dir):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    win = make_window(qtbot, data_dir, restore_last=False)
+    with qtbot.waitSignal(win.model_failed, timeout=LOAD_TIMEOUT_MS) as failed:
+        win.add_endpoint(f"http://127.0.0.1:{port}")
+    assert "The endpoint could not be used" in failed.args[0]
+    assert "refused" in failed.args[0]
+    assert win.model is None
+    assert not win.add_endpoint("ftp://example")  # not an http(s) address: said at once
+    assert "not an endpoint address" in win.error_banner.plain
