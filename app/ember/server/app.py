@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -138,9 +139,12 @@ def _generation_route(chat: bool):
         answer = Answer(chat, loaded.id, req.include_usage)
         loaded.pool.submit(job)
         if req.stream:
+            # the background task also runs when the client left before the stream began
+            # (then the generator's own finally never does)
             return StreamingResponse(_stream(job, answer), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache",
-                                              "X-Accel-Buffering": "no"})
+                                              "X-Accel-Buffering": "no"},
+                                     background=BackgroundTask(job.cancel))
         return await _whole(request, job, answer)
 
     return endpoint
