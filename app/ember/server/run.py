@@ -8,8 +8,6 @@ import sys
 import threading
 from pathlib import Path
 
-from .app import ServerState, build_app
-
 
 def add_arguments(p) -> None:
     p.add_argument("-m", "--model", required=True, metavar="MODEL.gguf",
@@ -59,8 +57,9 @@ def _url(host: str, port: int) -> str:
 
 
 def serve(args) -> int:
-    import uvicorn
+    import uvicorn  # here, not at the top: `ember --help` and the other commands stay fast
 
+    from .app import ServerState, build_app
     from .engine_state import LoadedModel
 
     path = Path(args.model)
