@@ -35,6 +35,7 @@ from . import crash, theme
 from .chat_controller import ChatController
 from .downloads import StarterDownload
 from .format import human_bytes
+from .local_server import LocalServer
 from .models_view import ModelsView
 from .settings_dialog import SettingsDialog
 from .widgets import (
@@ -94,6 +95,8 @@ class MainWindow(QMainWindow):
     generation_finished = Signal(dict)
     reply_progress = Signal(int, str)  # message id, the reply so far (once per flushed batch)
     starter_download_done = Signal(str, str)  # "installed" | "failed" | "cancelled", detail
+    serving_started = Signal(str)  # the local server's address
+    serving_failed = Signal(str)
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *,
                  open_model: str | None = None, restore_last: bool = True):
@@ -107,6 +110,7 @@ class MainWindow(QMainWindow):
         self.store = store
         self.chat = ChatController(store, Settings.load(self.settings_path), self.settings_path,
                                    self)
+        self.local_server = LocalServer(self)
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
         self.starter_worker: StarterDownload | None = None
@@ -265,12 +269,16 @@ class MainWindow(QMainWindow):
         self.status_mem = QLabel("")
         self.status_mem.setObjectName("statusMemory")
         self.status_mem.setToolTip("Memory used by Ember (resident set)")
+        self.status_serve = QLabel("")
+        self.status_serve.setObjectName("statusServe")
+        self.status_serve.hide()
         self.status_backend = QLabel(backend_name())
         self.status_backend.setObjectName("statusBackend")
         self.status_msg = QLabel("")
         self.status_msg.setObjectName("statusMessage")
         sb.addWidget(self.status_msg, 1)
-        for w in (self.status_tps, self.status_ctx, self.status_mem, self.status_backend):
+        for w in (self.status_serve, self.status_tps, self.status_ctx, self.status_mem,
+                  self.status_backend):
             sb.addPermanentWidget(w)
 
         # signals
@@ -297,6 +305,10 @@ class MainWindow(QMainWindow):
         c.reply_failed.connect(self._on_gen_failed)
         c.reply_finished.connect(self._on_gen_finished)
         c.queue_changed.connect(self._update_view)
+        ls = self.local_server
+        ls.started.connect(self._on_serving)
+        ls.failed.connect(self._on_serve_failed)
+        ls.stopped.connect(self.status_serve.hide)
         self.models_view.back.connect(self.hide_models)
         self.models_view.open_model.connect(self._open_from_models)
         self.models_view.add_endpoint.connect(self.choose_endpoint)
@@ -773,6 +785,7 @@ class MainWindow(QMainWindow):
         self.welcome.set_recent(self.settings.recent_models)
         self._update_view()
         self.composer.input.setFocus()
+        self._update_serving()
         self.model_loaded.emit(info["path"])
 
     def _on_load_failed(self, path: str, title: str, detail: str) -> None:
@@ -990,11 +1003,39 @@ class MainWindow(QMainWindow):
         old = self.settings
         restyle = new.theme != old.theme or new.font_size != old.font_size
         self.chat.apply_settings(new)
+        if not self.loading:  # a reload restarts it when the model is back
+            self._update_serving()
         if restyle:
             self.colors = theme.apply(QApplication.instance(), new.theme, new.font_size)
             self._render_conversation()
         if self.model_info is not None:
             self._show_card(self.model_info)
+
+    # ---- serving the loaded model ---------------------------------------------------------
+    def _update_serving(self) -> None:
+        """Serves the loaded local model while the Settings switch is on (an endpoint's
+        model is not served again)."""
+        info = self.model_info
+        want = bool(self.settings.serve and info is not None and not info.get("remote"))
+        if not want:
+            self.local_server.stop()
+            return
+        if self.local_server.running and self.local_server.path == info["path"]:
+            return
+        self.status_serve.setText("starting the server…")
+        self.status_serve.show()
+        self.local_server.start(info["path"], self.settings.serve_port)
+
+    def _on_serving(self, url: str) -> None:
+        self.status_serve.setText(f"serving {url}")
+        self.status_serve.setToolTip(f"OpenAI-compatible API at {url}/v1 (this computer only)")
+        self.status_serve.show()
+        self.serving_started.emit(url)
+
+    def _on_serve_failed(self, message: str) -> None:
+        self.status_serve.hide()
+        self.show_error("The model is not being served", message)
+        self.serving_failed.emit(message)
 
     def _save_settings(self) -> None:
         self.chat.save_settings()
@@ -1164,6 +1205,7 @@ class MainWindow(QMainWindow):
         if self._closing:
             return super().closeEvent(e)
         self._closing = True
+        self.local_server.stop()
         self.chat.shutdown(QApplication.processEvents)
         if self.starter_worker is not None:
             self.starter_worker.cancel()

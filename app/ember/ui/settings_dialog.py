@@ -117,6 +117,13 @@ class SettingsDialog(QDialog):
         reload_note.setWordWrap(True)
         reload_note.setEnabled(False)
         f.addRow("", reload_note)
+        port = s.serve_port or 8080
+        self.serve = QCheckBox(f"Serve the loaded model on http://127.0.0.1:{port}")
+        self.serve.setObjectName("serveModel")
+        self.serve.setToolTip("An OpenAI-compatible API (/v1/chat/completions) for other "
+                              "programs on this computer; nothing outside it can reach it")
+        self.serve.setChecked(bool(s.serve))
+        f.addRow("Server", self.serve)
         tabs.addTab(mod, "Model")
 
         # appearance
@@ -195,4 +202,5 @@ class SettingsDialog(QDialog):
         s.prompt_mode = self.prompt_mode.currentData()
         s.theme = self.theme.currentData()
         s.font_size = self.font_size.value()
+        s.serve = self.serve.isChecked()
         return s.validate()
