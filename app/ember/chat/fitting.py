@@ -4,15 +4,9 @@ and the terminal chat share it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from .reasoning import THINK_OPEN, prompt_opens_thinking, strip_thoughts_from_history
 from .template import ChatTemplate, raw_prompt
-
-
-class Tokenizer(Protocol):
-    def tokenize(self, text: str, add_special: bool = True,
-                 parse_special: bool = False) -> list[int]: ...
 
 
 class ContextFull(Exception):
@@ -60,9 +54,10 @@ def _render(template: ChatTemplate, messages: list[dict], prefix: str, raw: bool
     return p, p.text + prefix, opened
 
 
-def build_prompt(tokenizer: Tokenizer, n_ctx: int, template: ChatTemplate,
+def build_prompt(tokenizer, n_ctx: int, template: ChatTemplate,
                  req: GenRequest) -> BuiltPrompt:
-    """Renders the chat and fits it into n_ctx tokens by the request's policy:
+    """Renders the chat and fits it into n_ctx tokens by the request's policy (tokenizer:
+    anything with the engine Model's tokenize()):
     drop_oldest removes the oldest turns after the system prompt; stop refuses."""
     reserve = min(req.max_new_tokens, max(n_ctx // 4, 16))
     msgs = list(req.messages)

@@ -25,8 +25,6 @@ from ..chat import (
 )
 from ..engine import CancelledError, EmberError, GenerationStats, Model, Session
 from ..model_card import describe_model, effective_n_ctx, error_title
-from ..remote import RemoteError
-from ..remote_chat import RemoteCancel, RemoteModel, open_endpoint, stream_remote_reply
 
 _ids = itertools.count(1)
 
@@ -63,7 +61,7 @@ class RemoteJob:
 
 @dataclass
 class GenJob:
-    model: Model | RemoteModel
+    model: object  # an engine Model, or a remote_chat.RemoteModel
     session: Session | None  # None for an endpoint
     template: ChatTemplate | None
     req: GenRequest
@@ -72,8 +70,11 @@ class GenJob:
 
     def __post_init__(self):
         if self.token is None:
-            self.token = CancelToken(self.session.context if self.session is not None
-                                     else RemoteCancel())
+            if self.session is not None:
+                self.token = CancelToken(self.session.context)
+            else:
+                from ..remote_chat import RemoteCancel
+                self.token = CancelToken(RemoteCancel())
 
     def cancel(self) -> None:
         self.token.cancel()
@@ -145,6 +146,9 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def open_remote(self, job: RemoteJob) -> None:
+        # the HTTP client is imported when an endpoint is used, not at start-up
+        from ..remote import RemoteError
+        from ..remote_chat import open_endpoint
         try:
             model = open_endpoint(job.url, job.model_id, job.api_key)
         except (RemoteError, ValueError) as e:
@@ -158,6 +162,8 @@ class EngineWorker(QObject):
         self.loaded.emit(job.id, model, None, info)
 
     def _generate_remote(self, job: GenJob) -> None:
+        from ..remote import RemoteError
+        from ..remote_chat import stream_remote_reply
         stats: dict = {}
         try:
             self.prepared.emit(job.id, {"n_prompt": 0, "dropped": 0, "notice": None,
@@ -177,7 +183,7 @@ class EngineWorker(QObject):
 
     @Slot(object)
     def generate(self, job: GenJob) -> None:
-        if isinstance(job.model, RemoteModel):
+        if job.session is None:  # an endpoint's model
             self._generate_remote(job)
             return
         stats = GenerationStats()

@@ -35,8 +35,6 @@ from . import crash, theme
 from .chat_controller import ChatController
 from .downloads import StarterDownload
 from .format import human_bytes
-from .local_server import LocalServer
-from .models_view import ModelsView
 from .settings_dialog import SettingsDialog
 from .widgets import (
     Banner,
@@ -110,7 +108,8 @@ class MainWindow(QMainWindow):
         self.store = store
         self.chat = ChatController(store, Settings.load(self.settings_path), self.settings_path,
                                    self)
-        self.local_server = LocalServer(self)
+        self._local_server = None  # made when the Settings switch first asks for it
+        self._models_view = None  # made when the Models page is first shown
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
         self.starter_worker: StarterDownload | None = None
@@ -250,8 +249,6 @@ class MainWindow(QMainWindow):
         cw.addWidget(self.composer_hint)
         cp.addWidget(comp_wrap)
         self.stack.addWidget(self.chat_page)
-        self.models_view = ModelsView()
-        self.stack.addWidget(self.models_view)
         col.addWidget(self.stack, 1)
         row.addWidget(center, 1)
         self.card = ModelCard()
@@ -305,18 +302,7 @@ class MainWindow(QMainWindow):
         c.reply_failed.connect(self._on_gen_failed)
         c.reply_finished.connect(self._on_gen_finished)
         c.queue_changed.connect(self._update_view)
-        ls = self.local_server
-        ls.started.connect(self._on_serving)
-        ls.failed.connect(self._on_serve_failed)
-        ls.stopped.connect(self.status_serve.hide)
-        self.models_view.back.connect(self.hide_models)
-        self.models_view.open_model.connect(self._open_from_models)
-        self.models_view.add_endpoint.connect(self.choose_endpoint)
-        self.models_view.open_endpoint.connect(
-            lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
-        for panel in (self.welcome.starter_panel, self.models_view.starter_panel):
-            panel.download.connect(self.download_starter)
-            panel.cancel.connect(self.cancel_starter_download)
+        self._wire_starter_panel(self.welcome.starter_panel)
         self.composer.input.submit.connect(self.send)
         self.composer.send_button.clicked.connect(self.send)
         self.composer.stop_button.clicked.connect(self.stop)
@@ -383,6 +369,40 @@ class MainWindow(QMainWindow):
         undo.setContext(Qt.WindowShortcut)
         undo.activated.connect(lambda: self.sidebar.undo_bar.isVisible() and self.undo_delete())
 
+    # the Models page and the local server are made on first use: start-up pays for neither
+    @property
+    def models_view(self):
+        if self._models_view is None:
+            from .models_view import ModelsView
+            v = ModelsView()
+            self.stack.addWidget(v)
+            v.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
+            v.back.connect(self.hide_models)
+            v.open_model.connect(self._open_from_models)
+            v.add_endpoint.connect(self.choose_endpoint)
+            v.open_endpoint.connect(
+                lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
+            self._wire_starter_panel(v.starter_panel)
+            self._models_view = v
+            if self.starter_worker is not None:
+                v.starter_panel.set_running(True)
+        return self._models_view
+
+    @property
+    def local_server(self):
+        if self._local_server is None:
+            from .local_server import LocalServer
+            ls = LocalServer(self)
+            ls.started.connect(self._on_serving)
+            ls.failed.connect(self._on_serve_failed)
+            ls.stopped.connect(self.status_serve.hide)
+            self._local_server = ls
+        return self._local_server
+
+    def _wire_starter_panel(self, panel) -> None:
+        panel.download.connect(self.download_starter)
+        panel.cancel.connect(self.cancel_starter_download)
+
     # ---- view state -------------------------------------------------------------------------
     # what the controller holds, read by the views (and the tests)
     settings = property(lambda self: self.chat.settings)
@@ -425,7 +445,9 @@ class MainWindow(QMainWindow):
         page = (self.models_view if self._models_shown else
                 self.chat_page if show_chat else self.welcome)
         self.stack.setCurrentWidget(page)
-        for w in (self.chat_page, self.welcome, self.models_view):
+        for w in (self.chat_page, self.welcome, self._models_view):
+            if w is None:
+                continue
             # the page not shown does not set the window's minimum size
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
@@ -673,13 +695,15 @@ class MainWindow(QMainWindow):
             dlg.deleteLater()
 
     def _starter_panels(self):
-        return (self.welcome.starter_panel, self.models_view.starter_panel)
+        return tuple(p for p in (self.welcome.starter_panel,
+                                 self._models_view and self._models_view.starter_panel) if p)
 
     def _update_starter_available(self) -> None:
         has = starter.installed(self.models_folder) is not None
         self.welcome.set_starter_available(has)
         self.no_model_bar.set_starter_available(has)
-        self.models_view.starter_panel.setVisible(not has)
+        if self._models_view is not None:
+            self._models_view.starter_panel.setVisible(not has)
 
     def download_starter(self) -> None:
         """The user's explicit request: the only time Ember goes to the network."""
@@ -1018,7 +1042,8 @@ class MainWindow(QMainWindow):
         info = self.model_info
         want = bool(self.settings.serve and info is not None and not info.get("remote"))
         if not want:
-            self.local_server.stop()
+            if self._local_server is not None:
+                self._local_server.stop()
             return
         if self.local_server.running and self.local_server.path == info["path"]:
             return
@@ -1205,7 +1230,8 @@ class MainWindow(QMainWindow):
         if self._closing:
             return super().closeEvent(e)
         self._closing = True
-        self.local_server.stop()
+        if self._local_server is not None:
+            self._local_server.stop()
         self.chat.shutdown(QApplication.processEvents)
         if self.starter_worker is not None:
             self.starter_worker.cancel()
