@@ -102,3 +102,31 @@ def test_closing_with_an_undo_pending_purges_and_stops_its_timers(qtbot, data_di
         assert s.conversation(gone) is None
     finally:
         s.close()
+
+
+def test_an_app_that_quits_without_closing_the_window_ends_the_engine_thread(tmp_path):
+    """app.quit() with the window still open: the engine thread ends at aboutToQuit (Qt
+    otherwise destroys a running QThread: a warning, and a crash at worst)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = tmp_path / "quit.py"
+    script.write_text(
+        "import sys\n"
+        "from PySide6.QtCore import QTimer\n"
+        "from ember.ui.app import create_application\n"
+        "from ember.ui.main_window import MainWindow\n"
+        "app = create_application()\n"
+        "w = MainWindow(sys.argv[1], restore_last=False)\n"
+        "w.show()\n"
+        "QTimer.singleShot(0, app.quit)\n"
+        "app.exec()\n"
+        "print('running' if w.engine.thread.isRunning() else 'ended', flush=True)\n")
+    app_dir = Path(__file__).resolve().parent.parent / "app"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(app_dir))
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "data")], env=env,
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ended"
+    assert "Destroyed while thread" not in r.stderr

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
 from ..chat import (
     CancelToken,
@@ -239,6 +239,10 @@ class EngineThread(QObject):
         self._open_remote.connect(self.worker.open_remote)
         self._generate.connect(self.worker.generate)
         self.thread.start()
+        app = QCoreApplication.instance()
+        if app is not None:
+            # an app that quits without closing the window must not destroy a running thread
+            app.aboutToQuit.connect(self.shutdown)
         self._pending: dict[int, object] = {}
         self.worker.loaded.connect(self._done)
         self.worker.load_failed.connect(self._done)
