@@ -6,8 +6,9 @@ release use:
   2. the icons (packaging/make_icons.py),
   3. PyInstaller with packaging/ember.spec (onefile; on macOS also Ember.app),
   4. prints each artifact's size and the cold start of `ember --version` (3 fresh runs),
-  5. with --smoke: `--version`, `run` greedy text against llama.cpp's golden (console
-     builds), and `--self-test` (the app offscreen: model load, a streamed reply).
+  5. with --smoke: `--version`, `run` greedy text against llama.cpp's golden and `serve`
+     answering the same text over loopback HTTP (console builds), and `--self-test` (the
+     app offscreen: model load, a streamed reply).
 
     python packaging/build.py [--with-starter] [--console] [--smoke] [--model PATH]
 
@@ -178,6 +179,7 @@ def smoke(exe: Path, model: Path | None, console: bool) -> dict:
         exact = out == want_full
         log(f"smoke: run -> {out!r} ({'= llama.cpp greedy, all ' + str(n) + ' tokens' if exact else 'llama.cpp prefix up to its near-tie'})")
         res["run"] = {"text": out, "golden_exact": exact}
+        res["serve"] = smoke_serve(exe, model, case["prompt"], n, out)
     t0 = time.perf_counter()
     r = subprocess.run([str(exe), "--self-test", str(model)], capture_output=True, text=True,
                        timeout=600, env=env, encoding="utf-8", errors="replace", check=False)
@@ -189,6 +191,41 @@ def smoke(exe: Path, model: Path | None, console: bool) -> dict:
     log(f"smoke: --self-test exit 0 in {dt:.1f} s: {line or '(windowed: no output)'}")
     res["self_test"] = {"seconds": round(dt, 2), "line": line}
     return res
+
+
+def smoke_serve(exe: Path, model: Path, prompt: str, n: int, expected: str) -> dict:
+    """`ember serve` in the onefile (uvicorn and Starlette bundled): a greedy completion over
+    loopback HTTP must be `run`'s text."""
+    import http.client
+    import re
+    proc = subprocess.Popen([str(exe), "serve", "-m", str(model), "--port", "0", "-c", "256"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        for line in proc.stdout:  # "listening on http://127.0.0.1:PORT ...", then "... loaded"
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            port = int(m.group(1)) if m else port
+            if "loaded" in line:
+                break
+        if port is None or proc.poll() is not None:
+            raise SystemExit(f"smoke: serve did not start: {proc.stderr.read()[-2000:]}")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        body = {"model": model.name.removesuffix(".gguf"), "prompt": prompt, "max_tokens": n,
+                "temperature": 0}
+        conn.request("POST", "/v1/completions", body=json.dumps(body),
+                     headers={"Content-Type": "application/json"})
+        r = conn.getresponse()
+        answer = json.loads(r.read())
+        conn.close()
+        text = answer["choices"][0]["text"] if r.status == 200 else None
+        if text != expected:
+            raise SystemExit(f"smoke: serve answered {r.status} {answer!r}; run printed "
+                             f"{expected!r}")
+        log(f"smoke: serve -> {text!r} (= run)")
+        return {"text": text}
+    finally:
+        proc.terminate()
+        proc.wait(60)
 
 
 def main(argv: list[str] | None = None) -> int:
