@@ -25,10 +25,14 @@ def model_ids(path: Path, alias: str | None) -> tuple[str, ...]:
 
 class LoadedModel:
     def __init__(self, path: Path, *, n_slots: int, n_ctx: int | None, n_threads: int | None,
-                 alias: str | None = None):
+                 alias: str | None = None, model: Model | None = None):
+        """model: serve a model already loaded (the app's: the slots are new contexts on
+        its weights, and close() leaves it open), else path is loaded."""
         self.path = path
         self.ids = model_ids(path, alias)
-        self.model = Model(path, n_ctx=n_ctx, n_threads=n_threads)
+        self._owns_model = model is None
+        self.model = model if model is not None else Model(path, n_ctx=n_ctx,
+                                                           n_threads=n_threads)
         self.template = ChatTemplate.from_metadata(self.model.metadata,
                                                    token_text=self.model.token_text)
         self.pool = SlotPool(self.model, n_slots, n_ctx, n_threads)
@@ -71,4 +75,7 @@ class LoadedModel:
 
     def close(self) -> None:
         self.pool.close()
-        self.model.close()
+        for ctx in self.pool.contexts:
+            ctx.close()
+        if self._owns_model:
+            self.model.close()

@@ -56,9 +56,19 @@ def _url(host: str, port: int) -> str:
         else f"http://{shown}:{port}"
 
 
-def serve(args) -> int:
+def uvicorn_server(app):
+    """The uvicorn server `ember serve` runs app on (the app's Settings switch can too);
+    call .run(sockets=[a bound socket])."""
     import uvicorn  # here, not at the top: `ember --help` and the other commands stay fast
 
+    # each implementation named, none left to "auto": the packaged build lists exactly these
+    config = uvicorn.Config(app, loop="asyncio", http="h11", ws="none", lifespan="off",
+                            log_level="warning", access_log=False, server_header=False,
+                            timeout_keep_alive=5, timeout_graceful_shutdown=3)
+    return uvicorn.Server(config)
+
+
+def serve(args) -> int:
     from .app import ServerState, build_app
     from .engine_state import LoadedModel
 
@@ -80,12 +90,7 @@ def serve(args) -> int:
     state = ServerState(str(path))
     app = build_app(state, host=args.host, api_key=api_key or None, cors=args.cors,
                     allow_hosts=tuple(args.allow_host))
-    # each implementation named, none left to "auto": the packaged build lists exactly these
-    config = uvicorn.Config(app, loop="asyncio", http="h11", ws="none", lifespan="off",
-                            log_level="warning",
-                            access_log=False, server_header=False, timeout_keep_alive=5,
-                            timeout_graceful_shutdown=3)
-    server = uvicorn.Server(config)
+    server = uvicorn_server(app)
 
     def load() -> None:
         try:
