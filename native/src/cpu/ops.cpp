@@ -274,6 +274,24 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
 // one thread waiting. A token's result does not depend on the batch it is in.
 constexpr int64_t kAttnBlock = 32;
 
+// One head's keys (or values) at consecutive positions are a cache row apart (all heads
+// of a position are stored together), so reading a head walks memory with a stride of
+// n_head_kv * head_dim * 2 bytes: a few positions per page, which the hardware
+// prefetchers do not follow across pages. The next block's rows are asked for while this
+// one is computed.
+inline void prefetch_rows(const uint16_t* first, size_t stride, int64_t n, int64_t row_elems) {
+    for (int64_t r = 0; r < n; ++r) {
+        const char* row = reinterpret_cast<const char*>(first + (size_t)r * stride);
+        for (int64_t b = 0; b < row_elems * 2; b += 64) {
+#if defined(__GNUC__) || defined(__clang__)
+            __builtin_prefetch(row + b, 0, 3);
+#else
+            (void)row;
+#endif
+        }
+    }
+}
+
 void op_attention(const Tensor* t, ComputeParams& p) {
     const AttentionKernels& ak = attention_kernels(p.isa);
     const Tensor* q = t->src[0];
@@ -319,6 +337,11 @@ void op_attention(const Tensor* t, ComputeParams& p) {
             // wraps around (sliding-window caches keep position p in row p % rows)
             const int64_t row0 = k0 % rows;
             nk = std::min({kAttnBlock, n_kv - k0, rows - row0});
+            if (k0 + nk < n_kv) {
+                const int64_t next = (k0 + nk) % rows, n_next = std::min({kAttnBlock, n_kv - k0 - nk, rows - next});
+                prefetch_rows(kc->row<uint16_t>(hk, next), kv_stride, n_next, head_dim);
+                prefetch_rows(vc->row<uint16_t>(hk, next), kv_stride, n_next, head_dim);
+            }
             ak.scores(qi, q_stride, (int)group, kc->row<uint16_t>(hk, row0), kv_stride, nk, head_dim, scale, score,
                       kAttnBlock);
             for (int64_t g = 0; g < group; ++g) {
