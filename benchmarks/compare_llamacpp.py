@@ -31,22 +31,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_ember(model: Path, p: int, n: int, t: int, reps: int) -> dict:
+def run_ember(model: Path, p: int, n: int, t: int, reps: int, depth: int = 0) -> dict:
     cmd = [sys.executable, "-m", "ember", "bench", "-m", str(model), "-p", str(p), "-n", str(n),
-           "-t", str(t), "-r", str(reps), "--json"]
+           "-t", str(t), "-r", str(reps), "-d", str(depth), "--json"]
     env = {"PYTHONPATH": str(ROOT / "app")}
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, **env}).stdout
     data = json.loads(out.strip().splitlines()[-1])
-    return {"pp": data["results"][f"pp{p}"]["mean"], "tg": data["results"][f"tg{n}"]["mean"],
+    at = f" @ d{depth}" if depth else ""
+    res = data["results"]
+    return {"pp": res[f"pp{p}{at}"]["mean"] if p else None, "tg": res[f"tg{n}{at}"]["mean"],
             "bound": data["tg_bound_tps"], "bw": data["read_bandwidth_gbs"],
             "load_s": data["load_seconds"], "system": data["system"],
             "rss": data.get("peak_rss_bytes") or 0}
 
 
-def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int) -> dict:
+def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int, depth: int = 0) -> dict:
     cmd = [str(bench), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t), "-r", str(reps),
-           "-o", "json"]
+           "-d", str(depth), "-o", "json"]
     # wait4 gives this child's own peak RSS (Linux and macOS)
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
         out = proc.stdout.read()
@@ -55,7 +57,7 @@ def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int) -> di
     if proc.returncode != 0:
         raise RuntimeError(f"llama-bench failed: {cmd}")
     rows = json.loads(out)
-    res = {"rss": usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)}
+    res = {"rss": usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024), "pp": None}
     for r in rows:
         key = "pp" if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0) == 0 else "tg"
         res[key] = r["avg_ts"]
@@ -108,21 +110,28 @@ def main() -> int:
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("-t", type=int, default=2)
+    ap.add_argument("-d", "--depth", type=int, default=0, help="context depth (llama-bench's -d)")
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="alternations of the two programs")
     ap.add_argument("--markdown", type=Path, help="append the table to this file")
     a = ap.parse_args()
 
     secs = lambda x: f"{x:.2f}" if x is not None else "?"  # noqa: E731
+    num = lambda x: f"{x:.1f}" if x is not None else "-"  # noqa: E731
+    ratio = lambda x, y: f"{x / y:.2f}x" if x is not None and y else "-"  # noqa: E731
     rows = []
     for model in a.model:
         ours, theirs, loads = [], [], []
         for _ in range(a.rounds):
-            ours.append(run_ember(model, a.p, a.n, a.t, a.reps))
-            theirs.append(run_llama(a.llama_bench, model, a.p, a.n, a.t, a.reps))
+            ours.append(run_ember(model, a.p, a.n, a.t, a.reps, a.depth))
+            theirs.append(run_llama(a.llama_bench, model, a.p, a.n, a.t, a.reps, a.depth))
             # the n_ctx and batch `ember bench` uses, so both load the same context
-            loads.append(run_llama_load(a.llama_bench, model, max(a.p + a.n, 64) + 16, max(a.p, 1), a.t))
-        med = lambda xs, k: statistics.median(x[k] for x in xs)  # noqa: E731
+            loads.append(run_llama_load(a.llama_bench, model, max(a.p + a.n, 64) + a.depth + 16,
+                                        max(a.p, min(a.depth, 512), 1), a.t))
+
+        def med(xs, k):
+            vals = [x[k] for x in xs if x[k] is not None]
+            return statistics.median(vals) if vals else None
         row = {"model": model.name, "ember_pp": med(ours, "pp"), "ember_tg": med(ours, "tg"),
                "llama_pp": med(theirs, "pp"), "llama_tg": med(theirs, "tg"),
                "bound": med(ours, "bound"), "system": ours[0]["system"],
@@ -130,19 +139,23 @@ def main() -> int:
                "ember_load": med(ours, "load_s"),
                "llama_load": statistics.median(loads) if None not in loads else None}
         rows.append(row)
-        print(f"{row['model']}: pp{a.p} {row['ember_pp']:.1f} vs {row['llama_pp']:.1f} "
-              f"({row['ember_pp'] / row['llama_pp']:.2f}x), tg{a.n} {row['ember_tg']:.1f} vs "
-              f"{row['llama_tg']:.1f} ({row['ember_tg'] / row['llama_tg']:.2f}x), load "
-              f"{row['ember_load']:.2f} s vs {secs(row['llama_load'])} s", flush=True)
+        print(f"{row['model']}: pp{a.p} {num(row['ember_pp'])} vs {num(row['llama_pp'])} "
+              f"({ratio(row['ember_pp'], row['llama_pp'])}), tg{a.n} {row['ember_tg']:.1f} vs "
+              f"{row['llama_tg']:.1f} ({ratio(row['ember_tg'], row['llama_tg'])}; "
+              f"{100 * row['ember_tg'] / row['bound']:.0f}% / {100 * row['llama_tg'] / row['bound']:.0f}% "
+              f"of the bound), load {row['ember_load']:.2f} s vs {secs(row['llama_load'])} s", flush=True)
 
-    head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads, {rows[0]['system']}\n\n"
+    depth = f", depth {a.depth}" if a.depth else ""
+    head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads{depth}, {rows[0]['system']}\n\n"
             f"| model | Ember pp{a.p} | llama.cpp pp{a.p} | ratio | Ember tg{a.n} | llama.cpp tg{a.n} "
-            f"| ratio | tg bound | peak RSS Ember / llama.cpp (MiB) | load s Ember / llama.cpp |\n"
-            f"|---|---|---|---|---|---|---|---|---|---|\n")
+            f"| ratio | tg bound | % of bound Ember / llama.cpp | peak RSS Ember / llama.cpp (MiB) "
+            f"| load s Ember / llama.cpp |\n"
+            f"|---|---|---|---|---|---|---|---|---|---|---|\n")
     mib = lambda b: f"{b / 2**20:.0f}" if b else "?"  # noqa: E731
-    lines = [f"| {r['model']} | {r['ember_pp']:.1f} | {r['llama_pp']:.1f} | "
-             f"{r['ember_pp'] / r['llama_pp']:.2f}x | {r['ember_tg']:.1f} | {r['llama_tg']:.1f} | "
-             f"{r['ember_tg'] / r['llama_tg']:.2f}x | {r['bound']:.0f} | "
+    lines = [f"| {r['model']} | {num(r['ember_pp'])} | {num(r['llama_pp'])} | "
+             f"{ratio(r['ember_pp'], r['llama_pp'])} | {r['ember_tg']:.1f} | {r['llama_tg']:.1f} | "
+             f"{ratio(r['ember_tg'], r['llama_tg'])} | {r['bound']:.1f} | "
+             f"{100 * r['ember_tg'] / r['bound']:.0f}% / {100 * r['llama_tg'] / r['bound']:.0f}% | "
              f"{mib(r['ember_rss'])} / {mib(r['llama_rss'])} | "
              f"{r['ember_load']:.2f} / {secs(r['llama_load'])} |" for r in rows]
     table = head + "\n".join(lines) + "\n"
