@@ -1,0 +1,60 @@
+"""The AVX-512 level against the AVX2 level on real K-quant weights: its prefill tiles
+(cpu/kernels_avx512.cpp) compute the AVX2 tiles' integer sums and the same float
+operations in the same order, so whole-model logits must be bit-identical, batched or
+token by token. On a CPU without AVX-512 VNNI these tests are skipped, and say so: the
+level is then covered by nothing on that machine (the fidelity tests only walk the levels
+the CPU has)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ember.engine import Model, supported_isas
+
+pytestmark = pytest.mark.native
+
+needs_avx512 = pytest.mark.skipif(
+    "avx512" not in supported_isas(),
+    reason="this CPU has no AVX-512 VNNI: the avx512 kernel level was NOT exercised here")
+
+
+def _logits(path, isa: str, ids: list[int], one_by_one: bool) -> np.ndarray:
+    m = Model(path, n_ctx=512, n_threads=2, n_batch=64, isa=isa)
+    try:
+        if not one_by_one:
+            return m.eval_logits(ids)
+        rows = []
+        for pos, tok in enumerate(ids):
+            m.decode([tok], pos)
+            rows.append(m.logits())
+        return np.stack(rows)
+    finally:
+        m.close()
+
+
+@needs_avx512
+@pytest.mark.parametrize("one_by_one", [False, True], ids=["prefill", "decode"])
+def test_avx512_logits_equal_avx2_bits(gemma_model_path, one_by_one):
+    """Gemma-3-270M Q4_K_M (Q4_K, Q5_0, Q6_K, Q8_0 weights): 160 tokens through the
+    512-bit tiles (in batches of 64) or the decode path, against AVX2."""
+    m = Model(gemma_model_path, n_ctx=512, n_threads=1)
+    ids = m.tokenize("The lighthouse keeper counted the ships that passed in the night, "
+                     "and wrote each one down in a book that nobody read. " * 8)[:160]
+    m.close()
+    assert len(ids) == 160
+    wide = _logits(gemma_model_path, "avx512", ids, one_by_one)
+    base = _logits(gemma_model_path, "avx2", ids, one_by_one)
+    assert wide.shape == base.shape
+    assert np.array_equal(wide.view(np.uint32), base.view(np.uint32))
+
+
+@needs_avx512
+def test_avx512_prefill_equals_its_decode(gemma_model_path):
+    """Batch invariance within the level: a token's logits are the same bits whether it
+    was evaluated in a batch (512-bit tiles) or alone (the decode path)."""
+    m = Model(gemma_model_path, n_ctx=512, n_threads=1)
+    ids = m.tokenize("Every morning the baker opened the shop before the sun was up.")
+    m.close()
+    batched = _logits(gemma_model_path, "avx512", ids, one_by_one=False)
+    alone = _logits(gemma_model_path, "avx512", ids, one_by_one=True)
+    assert np.array_equal(batched.view(np.uint32), alone.view(np.uint32))
