@@ -107,65 +107,6 @@ void quantize_row_q8_k(const float* x, void* y, int64_t n) {
     }
 }
 
-// ---- block decoders: 32 weights as int8 in element order -------------------------
-
-inline __m256i nibbles32(const uint8_t* qs) {
-    const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);  // high nibbles are elements 16..31
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
-}
-
-// byte j = 0xff where bit j of x is set
-inline __m256i bits32(const uint8_t* p) {
-    uint32_t x;
-    std::memcpy(&x, p, 4);
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
-
-// kOffset: the signed value is dec_u() - kOffset, with dec_u() unsigned (the tiles use
-// that form: maddubs takes the unsigned side directly and the offset comes off through
-// the activation block sum, which leaves fewer registers live than the sign trick).
-struct DecQ4_0 {
-    using Block = BlockQ4_0;
-    static constexpr bool kSigned = true, kMin = false;
-    static constexpr int kOffset = 8;
-    static __m256i dec_u(const Block& b) { return nibbles32(b.qs); }
-    static __m256i dec(const Block& b) { return _mm256_sub_epi8(dec_u(b), _mm256_set1_epi8(8)); }
-};
-struct DecQ4_1 {
-    using Block = BlockQ4_1;
-    static constexpr bool kSigned = false, kMin = true;
-    static constexpr int kOffset = 0;
-    static __m256i dec(const Block& b) { return nibbles32(b.qs); }
-};
-struct DecQ5_0 {
-    using Block = BlockQ5_0;
-    static constexpr bool kSigned = true, kMin = false;
-    static constexpr int kOffset = 16;
-    static __m256i dec_u(const Block& b) {
-        return _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10)));
-    }
-    static __m256i dec(const Block& b) { return _mm256_sub_epi8(dec_u(b), _mm256_set1_epi8(16)); }
-};
-struct DecQ5_1 {
-    using Block = BlockQ5_1;
-    static constexpr bool kSigned = false, kMin = true;
-    static constexpr int kOffset = 0;
-    static __m256i dec(const Block& b) {
-        return _mm256_or_si256(nibbles32(b.qs), _mm256_and_si256(bits32(b.qh), _mm256_set1_epi8(0x10)));
-    }
-};
-struct DecQ8_0 {
-    using Block = BlockQ8_0;
-    static constexpr bool kSigned = true, kMin = false;
-    static constexpr int kOffset = 0;  // the full int8 range: the sign trick
-    static __m256i dec(const Block& b) { return loadu256(b.qs); }
-};
-
 // int32 lanes summing to dot(w, a): w unsigned (0..255) or signed via the sign trick
 inline __m256i dot_u8(__m256i w, __m256i a) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1));

@@ -9,13 +9,15 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 
 // GCC 12 flags its own _mm512_undefined_* placeholders (inside the 256-bit casts and
-// extracts) as maybe-uninitialized once inlined here: a known false positive.
+// extracts) as (maybe-)uninitialized once inlined here: a known false positive.
 #if defined(__GNUC__) && !defined(__clang__)
 #  pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#  pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
 
+#include <cstring>
 #include <vector>
 
 #include "cpu/kpanel_x86.h"
@@ -121,6 +123,136 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         for (int c = 0; c < nc; ++c) avx2.vec_dot(n, s + c * lds + r, W + r * ws, A + c * as);
 }
 
+// ---- legacy 32-element blocks: eight rows per VNNI dot, no fold ----------------------
+//
+// The AVX2 tiles reduce each block's products to [r0..r3 lo | r0..r3 hi] (lo: elements
+// 0-15, hi: 16-31) with horizontal adds, which cost more than the multiplies. Here eight
+// rows' weights are laid out so that vpdpbusd, which adds four adjacent byte products
+// into a lane, lands every product in its lane at once: in step s (0-3), lane half*8 + r
+// holds row r's four bytes of group 4 * half + s (a group is four consecutive elements),
+// and the activation block is permuted to match ([group s x8 | group 4 + s x8]). After
+// four steps lane r is row r's lo sum and lane 8 + r its hi sum: the same integers as the
+// AVX2 fold, then the same float operations, lane by lane.
+//   - Signed weights (Q4_0, Q5_0, Q8_0): the activations go in as unsigned a + 128 and
+//     128 * (sum of w over the half) comes off afterwards (stored per panel).
+//   - Min types (Q4_1, Q5_1): unsigned weights times signed activations, and the min term.
+struct alignas(64) Panel8 {
+    uint8_t w[4][64];
+    float wd[16];      // [d0..d7 | d0..d7]
+    float wm[16];      // [m0..m7 | 0 x 8] (min types)
+    int32_t corr[16];  // 128 * sum of w over row r's lo half (lanes 0-7) and hi half (8-15)
+};
+
+// Eight rows' block i into the step layout. Rows go in pairs into 512-bit registers
+// (row 2k in dwords 0-7, row 2k + 1 in 8-15); two rounds of two-source permutes pick each
+// step's dwords. The lane sums of the weights (for `corr`) come from vpdpbusd by ones.
+template <class D>
+void pack_panel8(const uint8_t* w, size_t ws, int64_t nb, Panel8* out) {
+    using B = typename D::Block;
+    // first round: from rows (0,1) and (2,3) [or (4,5), (6,7)], lanes r*2 + half for r < 4:
+    // row r's dword 4 * half + s, row r in the source pair r / 2, dwords 8 * (r % 2) + ...
+    __m512i pick[4], place[4];
+    for (int st = 0; st < 4; ++st) {
+        alignas(64) int32_t p1[16], p2[16];
+        for (int l = 0; l < 16; ++l) {
+            const int r = (l / 2) % 4, half = l % 2;
+            p1[l] = (r / 2) * 16 + (r % 2) * 8 + 4 * half + st;  // only lanes 0-7 are used
+            // second round: lane half*8 + r takes row r's value from T (r < 4) or U (r >= 4)
+            const int rr = l % 8, hh = l / 8;
+            p2[l] = (rr < 4 ? 0 : 16) + (rr % 4) * 2 + hh;
+        }
+        pick[st] = _mm512_load_si512(p1);
+        place[st] = _mm512_load_si512(p2);
+    }
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t i = 0; i < nb; ++i) {
+        Panel8& p = out[i];
+        const B* x[8];
+        for (int r = 0; r < 8; ++r) x[r] = reinterpret_cast<const B*>(w + r * ws) + i;
+        __m512i pair[4];
+        for (int k = 0; k < 4; ++k)
+            pair[k] = _mm512_inserti64x4(_mm512_castsi256_si512(D::dec(*x[2 * k])), D::dec(*x[2 * k + 1]), 1);
+        __m512i sums = _mm512_setzero_si512();
+        for (int st = 0; st < 4; ++st) {
+            const __m512i t = _mm512_permutex2var_epi32(pair[0], pick[st], pair[1]);  // rows 0-3
+            const __m512i u = _mm512_permutex2var_epi32(pair[2], pick[st], pair[3]);  // rows 4-7
+            const __m512i v = _mm512_permutex2var_epi32(t, place[st], u);
+            _mm512_store_si512(p.w[st], v);
+            if constexpr (!D::kMin) sums = _mm512_dpbusd_epi32(sums, ones, v);
+        }
+        _mm512_store_si512(p.corr, _mm512_slli_epi32(sums, 7));
+        const __m128i dh = _mm_setr_epi16((short)x[0]->d, (short)x[1]->d, (short)x[2]->d, (short)x[3]->d,
+                                          (short)x[4]->d, (short)x[5]->d, (short)x[6]->d, (short)x[7]->d);
+        _mm512_store_ps(p.wd, _mm512_broadcast_f32x8(_mm256_cvtph_ps(dh)));
+        if constexpr (D::kMin) {
+            const __m128i mh = _mm_setr_epi16((short)x[0]->m, (short)x[1]->m, (short)x[2]->m, (short)x[3]->m,
+                                              (short)x[4]->m, (short)x[5]->m, (short)x[6]->m, (short)x[7]->m);
+            _mm512_store_ps(p.wm, _mm512_insertf32x8(_mm512_setzero_ps(), _mm256_cvtph_ps(mh), 0));
+        }
+    }
+}
+
+template <class D, int C>
+void tile8_legacy(int64_t nb, const Panel8* pw, const uint8_t* a, size_t as, float* s, size_t lds) {
+    constexpr bool kMin = D::kMin;
+    using A = typename std::conditional<kMin, BlockQ8_1, BlockQ8_0>::type;
+    __m512i idx[4];
+    for (int st = 0; st < 4; ++st)
+        idx[st] = _mm512_set_epi32(4 + st, 4 + st, 4 + st, 4 + st, 4 + st, 4 + st, 4 + st, 4 + st, st, st, st, st,
+                                   st, st, st, st);
+    __m512 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const Panel8& p = pw[i];
+        __m512i w[4];
+        for (int st = 0; st < 4; ++st) w[st] = _mm512_load_si512(p.w[st]);
+        const __m512 wd = _mm512_load_ps(p.wd);
+        for (int c = 0; c < C; ++c) {
+            const A& y = reinterpret_cast<const A*>(a + c * as)[i];
+            __m512i av = _mm512_castsi256_si512(loadu256(y.qs));
+            __m512i h = _mm512_setzero_si512();
+            if constexpr (kMin) {
+                for (int st = 0; st < 4; ++st) h = _mm512_dpbusd_epi32(h, w[st], _mm512_permutexvar_epi32(idx[st], av));
+            } else {
+                av = _mm512_xor_si512(av, _mm512_set1_epi8((char)0x80));
+                for (int st = 0; st < 4; ++st) h = _mm512_dpbusd_epi32(h, _mm512_permutexvar_epi32(idx[st], av), w[st]);
+                h = _mm512_sub_epi32(h, _mm512_load_si512(p.corr));
+            }
+            acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(h), _mm512_mul_ps(wd, _mm512_set1_ps(f16(y.d))), acc[c]);
+            if constexpr (kMin) acc[c] = _mm512_fmadd_ps(_mm512_load_ps(p.wm), _mm512_set1_ps(f16(y.s)), acc[c]);
+        }
+    }
+    for (int c = 0; c < C; ++c)
+        _mm256_storeu_ps(s + c * lds, _mm256_add_ps(_mm512_castps512_ps256(acc[c]), _mm512_extractf32x8_ps(acc[c], 1)));
+}
+
+template <class D, DType T>
+void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                    size_t lds) {
+    constexpr int C = 4;
+    const DotKernels& avx2 = avx2_table[(int)T];
+    const int groups = nr / 8;
+    if (nc < C || groups == 0) {  // decoding (and slivers): the AVX2 path, whose bits the tiles reproduce
+        avx2.gemm(n, nr, nc, w, ws, a, as, s, lds);
+        return;
+    }
+    const int64_t nb = n / QK;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    thread_local std::vector<Panel8> panel;  // std::vector keeps Panel8's alignment (C++17)
+    if (panel.size() < (size_t)(groups * nb)) panel.resize((size_t)(groups * nb));
+    for (int g = 0; g < groups; ++g) pack_panel8<D>(W + (size_t)(8 * g) * ws, ws, nb, panel.data() + g * nb);
+    int c = 0;
+    for (; c + C <= nc; c += C)
+        for (int g = 0; g < groups; ++g)
+            tile8_legacy<D, C>(nb, panel.data() + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
+    for (; c < nc; ++c)
+        for (int g = 0; g < groups; ++g)
+            tile8_legacy<D, 1>(nb, panel.data() + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
+    const int r0 = 8 * groups;
+    if (r0 < nr) avx2.gemm(n, nr - r0, nc, W + (size_t)r0 * ws, ws, a, as, s + r0, lds);
+}
+
 }  // namespace
 
 void register_avx512_kernels(KernelTable& t) {
@@ -135,6 +267,11 @@ void register_avx512_kernels(KernelTable& t) {
     tile(DType::Q4_K, gemm_k512<BlockQ4_K, DType::Q4_K>);
     tile(DType::Q5_K, gemm_k512<BlockQ5_K, DType::Q5_K>);
     tile(DType::Q6_K, gemm_k512<BlockQ6_K, DType::Q6_K>);
+    tile(DType::Q4_0, gemm_legacy512<DecQ4_0, DType::Q4_0>);
+    tile(DType::Q4_1, gemm_legacy512<DecQ4_1, DType::Q4_1>);
+    tile(DType::Q5_0, gemm_legacy512<DecQ5_0, DType::Q5_0>);
+    tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1>);
+    tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0>);
 }
 
 }  // namespace ember
