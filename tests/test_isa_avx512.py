@@ -1,4 +1,4 @@
-"""The AVX-512 level against the AVX2 level on real K-quant weights: its prefill tiles
+"""The AVX-512 level against the AVX2 level on real weights: its prefill tiles
 (cpu/kernels_avx512.cpp) compute the AVX2 tiles' integer sums and the same float
 operations in the same order, so whole-model logits must be bit-identical, batched or
 token by token. On a CPU without AVX-512 VNNI these tests are skipped, and say so: the
@@ -58,3 +58,19 @@ def test_avx512_prefill_equals_its_decode(gemma_model_path):
     batched = _logits(gemma_model_path, "avx512", ids, one_by_one=False)
     alone = _logits(gemma_model_path, "avx512", ids, one_by_one=True)
     assert np.array_equal(batched.view(np.uint32), alone.view(np.uint32))
+
+
+@needs_avx512
+@pytest.mark.parametrize("variant", ["Q4_1", "Q8_0", "Q4_0"])
+def test_avx512_legacy_blocks_equal_avx2_bits(model_variants, variant):
+    """SmolLM2-135M in the 32-element block types (the shipped Q4_1 file, and its Q8_0 and
+    Q4_0 variants): the eight-row VNNI tiles against AVX2, prefill and decode."""
+    path = model_variants[variant]
+    m = Model(path, n_ctx=512, n_threads=1)
+    ids = m.tokenize("A river runs through the valley, past the mill and the old stone bridge, "
+                     "down to the sea. " * 6)[:150]
+    m.close()
+    for one_by_one in (False, True):
+        wide = _logits(path, "avx512", ids, one_by_one)
+        base = _logits(path, "avx2", ids, one_by_one)
+        assert np.array_equal(wide.view(np.uint32), base.view(np.uint32)), one_by_one
