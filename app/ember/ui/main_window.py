@@ -1,5 +1,6 @@
-"""Ember's main window: sidebar, chat, composer, model card and status bar, wired to
-the store, the settings and the background workers."""
+"""Ember's main window: lays out the sidebar, chat, composer, model card, Models page and
+status bar, and shows what the ChatController's signals say (docs/APP.md). It reads the
+store; the controller writes it."""
 from __future__ import annotations
 
 import logging
