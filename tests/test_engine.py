@@ -211,3 +211,20 @@ def test_profile_counts_every_node_of_a_decode(starter_model_path):
     assert rows["mul_mat token_embd"][0] == 1
     assert rows["attention"][0] == 30 and rows["rms_norm"][0] == 61
     assert all(sec >= 0 for _, sec in rows.values())
+
+
+def test_bench_depth_fills_the_cache_and_profiles_only_the_test(starter_model_path):
+    """`ember bench -d N` (llama-bench's depth): each tg run decodes at positions N.., after a
+    fill that the profile leaves out; the bound counts the F16 KV cache at that depth
+    (SmolLM2-135M: 30 layers, 3 KV heads of 64, REFERENCE.md)."""
+    from ember.cli import _kv_bytes_per_token, bench_model
+    m = Model(starter_model_path, n_ctx=128, n_threads=2, n_batch=64)
+    profiles: dict = {}
+    res = bench_model(m, 0, 4, 1, profiles, depth=40)
+    assert set(res) == {"tg4 @ d40"}
+    rows = {name: count for name, count, _ in profiles["tg4 @ d40"][0]}
+    assert rows["attention"] == 30 * 4  # the last timed run's four decodes, not the fill
+    assert m.n_past == 44
+    assert _kv_bytes_per_token(m, 40) == 30 * 40 * 3 * (64 + 64) * 2
+    assert _kv_bytes_per_token(m, 0) == 0
+    m.close()

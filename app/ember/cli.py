@@ -111,12 +111,13 @@ def cmd_info(args) -> int:
     return 0
 
 
-def _read_bandwidth_gbs(seconds: float = 0.6) -> float:
-    """Rough DRAM read bandwidth: threads summing slices of a buffer far larger than cache."""
+def _read_bandwidth_gbs(n_threads: int = 2, seconds: float = 0.6) -> float:
+    """Rough DRAM read bandwidth of n_threads threads (the bench's count: one core alone
+    cannot draw what two can), each summing a slice of a buffer far larger than cache."""
     import numpy as np  # not at start-up: `ember --version` stays fast
     import threading
     buf = np.ones(32 * 1024 * 1024, dtype=np.int64)  # 256 MiB; integer adds keep up with DRAM
-    n_threads = 2
+    n_threads = max(1, n_threads)
     parts = np.array_split(buf, n_threads)
     best = 0.0
     t_end = time.perf_counter() + seconds
@@ -218,7 +219,7 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | No
 
 def cmd_bench(args) -> int:
     from . import native
-    from .engine import Model
+    from .engine import Model, default_threads
     if args.pin:
         os.environ["EMBER_PIN_THREADS"] = "1"  # read when the context's thread pool starts
     t0 = time.perf_counter()
@@ -236,7 +237,7 @@ def cmd_bench(args) -> int:
     profiles: dict | None = {} if args.profile else None
     res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles, depth=depth)
     peak_rss = _peak_rss_bytes()  # before the bandwidth probe, whose buffer is not the model's
-    bw = _read_bandwidth_gbs()
+    bw = _read_bandwidth_gbs(model.n_threads or default_threads())
     bound = bw * 1e9 / weight_bytes
     info = native.decode_str(native.lib().ember_system_info())
     out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
