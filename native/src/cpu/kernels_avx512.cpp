@@ -161,8 +161,8 @@ void pack_panel8(const uint8_t* w, size_t ws, int64_t nb, Panel8* out) {
             const int rr = l % 8, hh = l / 8;
             p2[l] = (rr < 4 ? 0 : 16) + (rr % 4) * 2 + hh;
         }
-        pick[st] = _mm512_load_si512(p1);
-        place[st] = _mm512_load_si512(p2);
+        pick[st] = _mm512_loadu_si512(p1);
+        place[st] = _mm512_loadu_si512(p2);
     }
     const __m512i ones = _mm512_set1_epi8(1);
     for (int64_t i = 0; i < nb; ++i) {
