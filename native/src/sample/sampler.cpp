@@ -62,25 +62,115 @@ void Sampler::apply_penalties() {
     }
 }
 
-void Sampler::softmax() {
-    const float max = candidates_.empty() ? 0.0f : candidates_[0].logit;
+namespace {
+
+// The order every step walks: larger logit first, smaller id first among equals. It is a
+// strict total order, so any partial sort agrees with the full sort on every position it
+// fixes, and a draw does not depend on how much of the vocabulary was sorted.
+template <typename C>
+bool ranks_before(const C& a, const C& b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Most of the mass sits in the first few ranks: sort that many first, bisect past them.
+constexpr size_t kHead = 64;
+
+}  // namespace
+
+// The maximum is found by a scan, not taken from a sorted head: it is the same value, and
+// the probabilities are the same floats whatever the order (only the double sum's rounding
+// can differ from a sum in rank order, in its last bits). The logits are divided by the
+// temperature here rather than in place so the rank order stays that of the raw logits:
+// a division can round two neighbouring logits to one value, and the order must not change.
+void Sampler::softmax(float temperature) {
+    float max = candidates_.empty() ? 0.0f : candidates_[0].logit;
+    for (const auto& c : candidates_) max = std::max(max, c.logit);
+    const float top = max / temperature;
     double sum = 0.0;
     for (auto& c : candidates_) {
-        c.p = std::exp(c.logit - max);
+        c.p = std::exp(c.logit / temperature - top);
         sum += c.p;
     }
     for (auto& c : candidates_) c.p = (float)(c.p / sum);
 }
 
+void Sampler::sort_head(size_t k) {
+    k = std::min(k, candidates_.size());
+    if (k <= sorted_) return;
+    const auto first = candidates_.begin() + (std::ptrdiff_t)sorted_;
+    const auto kth = candidates_.begin() + (std::ptrdiff_t)k;
+    // A short head (top-k, the draw's first look) is cheapest as a heap that most
+    // candidates fail to enter on one comparison; a long one as a selection, then a sort.
+    if (k - sorted_ <= 1024) {
+        std::partial_sort(first, kth, candidates_.end(), ranks_before<Candidate>);
+    } else {
+        if (kth != candidates_.end()) std::nth_element(first, kth, candidates_.end(), ranks_before<Candidate>);
+        std::sort(first, kth, ranks_before<Candidate>);
+    }
+    sorted_ = k;
+}
+
+// How many candidates, counted in rank order, it takes for their probabilities to reach
+// `mass` (cum >= mass when inclusive, cum > mass otherwise); all of them when none does.
+// On return candidates_[n - 1] is the candidate of rank n - 1, so a draw can read it. Past
+// the sorted head the range is bisected with nth_element, halving each time, so a cut deep
+// in a flat distribution costs O(n) too, not a sort of everything above it.
+size_t Sampler::rank_reaching(double mass, bool inclusive) {
+    auto reached = [&](double cum) { return inclusive ? cum >= mass : cum > mass; };
+    sort_head(kHead);
+    double cum = 0.0;
+    for (size_t i = 0; i < sorted_; ++i) {
+        cum += candidates_[i].p;
+        if (reached(cum)) return i + 1;
+    }
+    size_t lo = sorted_, hi = candidates_.size();
+    while (hi - lo > kHead) {
+        const size_t mid = lo + (hi - lo) / 2;
+        std::nth_element(candidates_.begin() + (std::ptrdiff_t)lo, candidates_.begin() + (std::ptrdiff_t)mid,
+                         candidates_.begin() + (std::ptrdiff_t)hi, ranks_before<Candidate>);
+        double upper = 0.0;
+        for (size_t i = lo; i < mid; ++i) upper += candidates_[i].p;
+        if (reached(cum + upper)) {
+            hi = mid;
+        } else {
+            cum += upper;
+            lo = mid;
+        }
+    }
+    std::sort(candidates_.begin() + (std::ptrdiff_t)lo, candidates_.begin() + (std::ptrdiff_t)hi,
+              ranks_before<Candidate>);
+    for (size_t i = lo; i < hi; ++i) {
+        cum += candidates_[i].p;
+        if (reached(cum)) return i + 1;
+    }
+    return hi;  // the half's sum reached the mass but its running sum rounded just short
+}
+
+// min-p keeps the candidates whose probability is at least min_p times the largest. The
+// probability falls with rank, so the kept set is a rank prefix: a partition finds it
+// without ordering it.
+void Sampler::keep_min_p() {
+    softmax();
+    sort_head(1);  // rank 0 is kept whatever min_p is
+    const float threshold = candidates_[0].p * params_.min_p;
+    size_t n = 1;
+    while (n < sorted_ && candidates_[n].p >= threshold) ++n;
+    if (n == sorted_) {
+        const auto kept = std::partition(candidates_.begin() + (std::ptrdiff_t)n, candidates_.end(),
+                                         [&](const Candidate& c) { return c.p >= threshold; });
+        n = (size_t)(kept - candidates_.begin());
+    }
+    candidates_.resize(n);
+    sorted_ = std::min(sorted_, n);
+}
+
 int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     candidates_.resize((size_t)n_vocab);
+    sorted_ = 0;
     if (counts_.size() != (size_t)n_vocab) counts_.assign((size_t)n_vocab, 0);
     for (int32_t i = 0; i < n_vocab; ++i) candidates_[(size_t)i] = {i, logits[i], 0.0f};
     apply_penalties();
 
-    auto by_logit = [](const Candidate& a, const Candidate& b) {
-        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-    };
     if (params_.temperature <= 0.0f) {  // greedy: first maximum wins, as argmax does
         const Candidate* best = &candidates_[0];
         for (const auto& c : candidates_)
@@ -88,39 +178,22 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
         return best->id;
     }
 
-    size_t keep = candidates_.size();
-    if (params_.top_k > 0 && (size_t)params_.top_k < keep) keep = (size_t)params_.top_k;
-    std::partial_sort(candidates_.begin(), candidates_.begin() + (std::ptrdiff_t)keep, candidates_.end(), by_logit);
-    candidates_.resize(keep);
-
+    if (params_.top_k > 0 && (size_t)params_.top_k < candidates_.size()) {
+        sort_head((size_t)params_.top_k);
+        candidates_.resize((size_t)params_.top_k);
+    }
     if (params_.top_p < 1.0f) {
         softmax();
-        double cum = 0.0;
-        size_t n = 0;
-        while (n < candidates_.size()) {
-            cum += candidates_[n].p;
-            ++n;
-            if (cum >= params_.top_p) break;
-        }
-        candidates_.resize(n);
+        candidates_.resize(rank_reaching(params_.top_p, true));
+        sorted_ = std::min(sorted_, candidates_.size());
     }
-    if (params_.min_p > 0.0f) {
-        softmax();
-        const float threshold = candidates_[0].p * params_.min_p;
-        size_t n = 1;
-        while (n < candidates_.size() && candidates_[n].p >= threshold) ++n;
-        candidates_.resize(n);
-    }
-    for (auto& c : candidates_) c.logit /= params_.temperature;
-    softmax();
+    if (params_.min_p > 0.0f) keep_min_p();
+    softmax(params_.temperature);
 
+    // The draw walks the kept distribution in rank order, as it always has, so a seed
+    // picks the same token it did when the whole vocabulary was sorted first.
     const double u = rng_.uniform();
-    double cum = 0.0;
-    for (const auto& c : candidates_) {
-        cum += c.p;
-        if (u < cum) return c.id;
-    }
-    return candidates_.back().id;
+    return candidates_[rank_reaching(u, false) - 1].id;
 }
 
 }  // namespace ember

@@ -2,6 +2,7 @@
 // then top-k, top-p, min-p, temperature, and a seeded draw (greedy at temperature 0).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -46,12 +47,19 @@ private:
         float p;
     };
     void apply_penalties();
-    void softmax();  // over candidates_, sorted descending by logit
+    void softmax(float temperature = 1.0f);  // over candidates_, in any order
+    void sort_head(size_t k);  // puts the first k candidates in rank order
+    size_t rank_reaching(double mass, bool inclusive);
+    void keep_min_p();
 
     SamplerParams params_;
     Rng rng_;
     std::deque<int32_t> history_;
     std::vector<Candidate> candidates_;
+    // candidates_[0, sorted_) are in rank order (larger logit first, then smaller id) and
+    // every later candidate ranks after all of them: each step sorts only as far as it
+    // needs, so no path sorts the whole vocabulary.
+    size_t sorted_ = 0;
     std::vector<int32_t> counts_;  // scratch, per vocab id
 };
 
