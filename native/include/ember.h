@@ -29,7 +29,10 @@
  *
  * Rules: every handle is opaque; every fallible call returns an ember_status and
  * leaves a message readable with ember_last_error() (per thread) and with the
- * handle's own *_last_error(). No C++ exception ever crosses this boundary.
+ * handle's own *_last_error() (per thread too: the message of this thread's last
+ * call on that handle, so threads sharing a model never see each other's errors).
+ * The tokenizer and metadata calls on one model may run on several threads at once.
+ * No C++ exception ever crosses this boundary.
  * Strings are UTF-8 and are passed with explicit lengths where they may hold NULs.
  */
 #ifndef EMBER_H
@@ -104,6 +107,8 @@ EMBER_API ember_model_params ember_model_default_params(void);
 EMBER_API ember_status ember_model_load(const char *path, const ember_model_params *params,
                                         ember_model **out);
 EMBER_API void ember_model_free(ember_model *model);
+/* Message of this thread's last call on the model ("" when it succeeded or none failed);
+   valid until this thread's next call on the model. */
 EMBER_API const char *ember_model_last_error(const ember_model *model);
 
 EMBER_API const char *ember_model_arch(const ember_model *model);       /* "llama" */

@@ -4,10 +4,14 @@
 
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -21,16 +25,52 @@
 
 using namespace ember;
 
+namespace {
+
+// A handle's last-error message, one per calling thread. Calls on one model come from
+// several threads at once (the server's slots tokenize in parallel), and every checked
+// call writes the message, success included: one shared string would be written by two
+// threads at a time, and one thread's success would wipe another's failure before it was
+// read. Only threads whose last call on the handle failed hold an entry, so the common
+// path (a success, no failures recorded) takes no lock.
+class HandleErrors {
+public:
+    void set(const std::string& message) {
+        if (message.empty() && n_entries_.load(std::memory_order_acquire) == 0) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (message.empty())
+            by_thread_.erase(std::this_thread::get_id());
+        else
+            by_thread_[std::this_thread::get_id()] = message;
+        n_entries_.store(by_thread_.size(), std::memory_order_release);
+    }
+    // Valid until this thread's next call on the handle: other threads' entries come and
+    // go, but the map's nodes never move.
+    const char* get() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto it = by_thread_.find(std::this_thread::get_id());
+        return it == by_thread_.end() ? "" : it->second.c_str();
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::unordered_map<std::thread::id, std::string> by_thread_;
+    std::atomic<size_t> n_entries_{0};
+};
+
+}  // namespace
+
 struct ember_model {
     std::unique_ptr<Model> model;
-    std::string last_error;
+    HandleErrors last_error;
+    std::mutex meta_mutex;  // meta_json fills in lazily, maybe from several threads
     std::vector<std::optional<std::string>> meta_json;  // rendered on first request
 };
 
 struct ember_context {
     ember_model* owner = nullptr;
     std::unique_ptr<Context> ctx;
-    std::string last_error;
+    HandleErrors last_error;
     std::string profile_report;
 };
 
@@ -43,7 +83,7 @@ namespace {
 thread_local std::string t_last_error;
 
 template <typename F>
-ember_status guarded(std::string* handle_error, F&& body) {
+ember_status guarded(HandleErrors* handle_error, F&& body) {
     ember_status status = EMBER_OK;
     std::string message;
     try {
@@ -62,7 +102,7 @@ ember_status guarded(std::string* handle_error, F&& body) {
         message = "internal error";
     }
     t_last_error = message;
-    if (handle_error) *handle_error = message;
+    if (handle_error) handle_error->set(message);
     return status;
 }
 
@@ -148,7 +188,7 @@ ember_status ember_model_load(const char* path, const ember_model_params* params
 
 void ember_model_free(ember_model* model) { delete model; }
 
-const char* ember_model_last_error(const ember_model* m) { return m ? m->last_error.c_str() : ""; }
+const char* ember_model_last_error(const ember_model* m) { return m ? m->last_error.get() : ""; }
 
 const char* ember_model_arch(const ember_model* m) { return m ? m->model->hparams().arch.c_str() : ""; }
 const char* ember_model_ftype_name(const ember_model* m) { return m ? m->model->ftype_name().c_str() : ""; }
@@ -210,6 +250,7 @@ ember_status ember_model_meta_get(const ember_model* m, int64_t index, const cha
         if (key) *key = k.c_str();
         if (gguf_type) *gguf_type = (int32_t)v.type;
         if (value_json) {
+            std::lock_guard<std::mutex> lock(mm->meta_mutex);
             auto& slot = mm->meta_json[(size_t)index];
             if (!slot) slot = GGUFFile::to_json(v);
             *value_json = slot->c_str();
@@ -386,7 +427,7 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
 }
 
 void ember_context_free(ember_context* ctx) { delete ctx; }
-const char* ember_context_last_error(const ember_context* ctx) { return ctx ? ctx->last_error.c_str() : ""; }
+const char* ember_context_last_error(const ember_context* ctx) { return ctx ? ctx->last_error.get() : ""; }
 int32_t ember_context_n_ctx(const ember_context* ctx) { return ctx ? ctx->ctx->n_ctx() : 0; }
 int32_t ember_context_n_past(const ember_context* ctx) { return ctx ? ctx->ctx->n_past() : 0; }
 void ember_context_set_profiling(ember_context* ctx, bool on) {
