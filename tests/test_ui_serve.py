@@ -1,6 +1,7 @@
-"""The Settings switch that serves the loaded model: another window adds it as an
-OpenAI-compatible endpoint and chats through it (the reply is the engine's own), the
-switch turned off stops it, and a port in use is said in words."""
+"""The Settings switch that serves the loaded model (the app's own Model, a new context on
+its weights): another window adds it as an OpenAI-compatible endpoint and chats through it
+(the reply is the engine's own), a replaced model is served anew, the switch turned off
+stops it, and a port in use is said in words."""
 from __future__ import annotations
 
 import copy
@@ -43,6 +44,19 @@ def test_serve_the_loaded_model_and_chat_through_it(qtbot, data_dir, tmp_path,
     want = greedy_reply(starter_model_path, "What is the capital of France?",
                         client.settings.max_new_tokens)
     assert reply.content == want and want
+
+    # the server borrows the app's model: replaced, the old one is let go before it closes
+    # and the new one is served (port 0: the system picks again)
+    with qtbot.waitSignal(host.serving_started, timeout=LOAD_TIMEOUT_MS) as again:
+        host.open_model_path(str(starter_model_path))
+    url = again.args[0]
+    assert RemoteEndpoint(url, timeout=30).models() == ["SmolLM2-135M-Instruct.Q4_1"]
+    stream = RemoteEndpoint(url, timeout=60).chat(
+        "SmolLM2-135M-Instruct.Q4_1",
+        [{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=client.settings.max_new_tokens, temperature=0)
+    assert "".join(stream) == want
+    assert type_and_send(qtbot, host, "Hi")["generated_tokens"] >= 1  # the app still chats
 
     off = copy.deepcopy(host.settings)
     off.serve = False

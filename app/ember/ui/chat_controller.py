@@ -70,6 +70,7 @@ class ChatController(QObject):
     model_header = Signal(dict)  # the card's facts, before the weights load
     load_progress = Signal(float)
     model_ready = Signal(dict)  # info of the model now loaded
+    model_closing = Signal()  # the model is about to be closed (replaced, or at quit)
     load_failed = Signal(str, str, str)  # path, title, detail
     load_cancelled = Signal(str)  # path
     message_added = Signal(int, int)  # conv id, the user's message id
@@ -189,6 +190,7 @@ class ChatController(QObject):
         self.model, self.template, self.model_info = model, template, info
         self.session = None if info.get("remote") else Session(model)
         if old is not None:
+            self.model_closing.emit()  # whoever borrowed it (the local server) lets go
             old.close()
         if info.get("remote"):
             self.settings.remember_endpoint(info["url"], info["name"],
@@ -453,6 +455,7 @@ class ChatController(QObject):
             self.flush()
         self.flush_timer.stop()
         if self.model is not None:
+            self.model_closing.emit()
             self.model.close()
             self.model = None
             self.session = None

@@ -1,6 +1,7 @@
 """The Settings switch "Serve the loaded model on http://127.0.0.1:8080": `ember serve`'s
 app (Starlette on uvicorn) run inside the desktop app on a thread of its own, for the model
-the app has loaded (a context of its own on the file's mapped weights), on loopback only."""
+the app has loaded (its slot is a new context on the same weights), on loopback only.
+The app stops it before it closes or replaces that model."""
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,8 @@ class LocalServer(QObject):
     def running(self) -> bool:
         return self._thread is not None
 
-    def start(self, model_path: str, port: int) -> bool:
-        """Binds now (a port in use is said at once), loads and serves on a thread."""
+    def start(self, model, model_path: str, port: int) -> bool:
+        """Binds now (a port in use is said at once), then serves model on a thread."""
         self.stop()
         try:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -44,15 +45,10 @@ class LocalServer(QObject):
             return False
         self.url = f"http://{HOST}:{sock.getsockname()[1]}"
         self.path = str(model_path)
-        import uvicorn
-
         from ..server.app import ServerState, build_app
+        from ..server.run import uvicorn_server
         state = ServerState(self.path)
-        app = build_app(state, host=HOST)
-        config = uvicorn.Config(app, loop="asyncio", http="h11", ws="none", lifespan="off",
-                                log_level="warning", access_log=False, server_header=False,
-                                timeout_keep_alive=5, timeout_graceful_shutdown=3)
-        server = uvicorn.Server(config)
+        server = uvicorn_server(build_app(state, host=HOST))
         self._server = server
         url = self.url
 
@@ -60,7 +56,7 @@ class LocalServer(QObject):
             from ..server.engine_state import LoadedModel
             try:
                 state.loaded = LoadedModel(Path(self.path), n_slots=1, n_ctx=None,
-                                           n_threads=None)
+                                           n_threads=None, model=model)
             except Exception as e:  # noqa: BLE001 (EmberError, OSError: told in the app)
                 state.error = str(e) or type(e).__name__
                 sock.close()
@@ -70,7 +66,7 @@ class LocalServer(QObject):
             try:
                 server.run(sockets=[sock])
             finally:
-                state.loaded.close()
+                state.loaded.close()  # its contexts; the app's model stays open
                 sock.close()
 
         self._thread = threading.Thread(target=run, daemon=True, name="ember-serve")

@@ -303,6 +303,7 @@ class MainWindow(QMainWindow):
         c.reply_failed.connect(self._on_gen_failed)
         c.reply_finished.connect(self._on_gen_finished)
         c.queue_changed.connect(self._update_view)
+        c.model_closing.connect(self._stop_serving)
         self._wire_starter_panel(self.welcome.starter_panel)
         self.composer.input.submit.connect(self.send)
         self.composer.send_button.clicked.connect(self.send)
@@ -1050,7 +1051,12 @@ class MainWindow(QMainWindow):
             return
         self.status_serve.setText("starting the server…")
         self.status_serve.show()
-        self.local_server.start(info["path"], self.settings.serve_port)
+        self.local_server.start(self.model, info["path"], self.settings.serve_port)
+
+    def _stop_serving(self) -> None:
+        """Before the model it serves is closed: the server's contexts go first."""
+        if self._local_server is not None:
+            self._local_server.stop()
 
     def _on_serving(self, url: str) -> None:
         self.status_serve.setText(f"serving {url}")
@@ -1231,8 +1237,7 @@ class MainWindow(QMainWindow):
         if self._closing:
             return super().closeEvent(e)
         self._closing = True
-        if self._local_server is not None:
-            self._local_server.stop()
+        self._stop_serving()
         self.chat.shutdown(QApplication.processEvents)
         if self.starter_worker is not None:
             self.starter_worker.cancel()
