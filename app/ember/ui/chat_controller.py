@@ -375,9 +375,13 @@ class ChatController(QObject):
                          params=s.sampling_params(), raw=self.raw_mode(),
                          policy=s.context_policy)
         self.reply = reply
-        self.gen_job = self.engine.generate(self.model, self.session, self.template, req)
-        reply.job_id = self.gen_job.id
-        self.reply_started.emit(reply)
+
+        def announce(job: GenJob) -> None:
+            self.gen_job = job
+            reply.job_id = job.id
+            self.reply_started.emit(reply)
+
+        self.engine.generate(self.model, self.session, self.template, req, before_start=announce)
         return reply
 
     def stop(self) -> None:

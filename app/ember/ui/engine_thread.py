@@ -262,9 +262,13 @@ class EngineThread(QObject):
         return job
 
     def generate(self, model, session: Session | None, template: ChatTemplate | None,
-                 req: GenRequest) -> GenJob:
+                 req: GenRequest, before_start=None) -> GenJob:
+        """before_start(job) runs before the engine thread can answer: the window puts the
+        reply's widget up first, so no text arrives for a widget not yet there."""
         job = GenJob(model, session, template, req)
         self._pending[job.id] = job
+        if before_start is not None:
+            before_start(job)
         self._generate.emit(job)
         return job
 
