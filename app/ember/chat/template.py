@@ -14,17 +14,11 @@ else ChatML.
 
 from __future__ import annotations
 
-import json
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
-
-import jinja2
-import jinja2.ext
-import jinja2.nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from typing import Any
 
 from .builtin import BUILTIN_FORMATS, CHATML_TEMPLATE, BuiltinFormat, detect_builtin_format
 from .reasoning import strip_thoughts_from_history
@@ -81,60 +75,14 @@ class UnsupportedTemplateError(TemplateRenderError):
     """The template needs something the sandbox refuses (dunder access, mutation...)."""
 
 
-class _GenerationExtension(jinja2.ext.Extension):
-    """``{% generation %}...{% endgeneration %}``: HF marks assistant spans with
-    it for training masks; for inference it only renders its body."""
-
-    tags: ClassVar[set[str]] = {"generation"}
-
-    def parse(self, parser: Any) -> jinja2.nodes.Node:
-        lineno = next(parser.stream).lineno
-        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return jinja2.nodes.Scope(body).set_lineno(lineno)
-
-
-class _Sandbox(ImmutableSandboxedEnvironment):
-    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
-        # The stock sandbox returns an Undefined that only fails when *used*,
-        # so `{{ ''.__class__ }}` would print nothing.  Refuse at the access:
-        # a template probing internals is broken or hostile either way.
-        raise SecurityError(
-            f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe"
-        )
-
-
 def _raise_exception(message: str) -> None:
     raise TemplateRaisedError(message)
 
 
-def _tojson(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    # Same signature and defaults as transformers' filter: no HTML escaping and
-    # no key sorting (jinja's builtin does both), non-ASCII kept verbatim.
-    return json.dumps(
-        value,
-        ensure_ascii=ensure_ascii,
-        indent=indent,
-        separators=separators,
-        sort_keys=sort_keys,
-    )
-
-
-def _make_environment(now: Clock) -> _Sandbox:
-    env = _Sandbox(
-        trim_blocks=True,
-        lstrip_blocks=True,
-        extensions=[_GenerationExtension, jinja2.ext.loopcontrols],
-    )
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = lambda fmt: now().strftime(fmt)
-    return env
+def _make_environment(now: Clock):
+    # jinja2 is imported with the first template compiled, not when the app starts
+    from .sandbox import make_environment
+    return make_environment(now, _raise_exception)
 
 
 def _template_line(exc: BaseException) -> int | None:
@@ -194,6 +142,7 @@ class ChatTemplate:
         self.fallback_format = fallback_format
         self._now = now
         self._extra_stop_tokens = tuple(extra_stop_tokens)
+        import jinja2
         try:
             self._template = _make_environment(now).from_string(source)
         except jinja2.TemplateSyntaxError as exc:
@@ -348,6 +297,7 @@ class ChatTemplate:
             "eos_token": self.eos_token,
             **kwargs,
         }
+        from jinja2.sandbox import SecurityError
         try:
             return self._template.render(context)
         except ChatTemplateError:

@@ -36,7 +36,6 @@ from . import crash, theme
 from .chat_controller import ChatController
 from .downloads import StarterDownload
 from .format import human_bytes
-from .settings_dialog import SettingsDialog
 from .widgets import (
     Banner,
     ChatView,
@@ -1016,6 +1015,7 @@ class MainWindow(QMainWindow):
 
     # ---- settings ---------------------------------------------------------------------------
     def open_settings(self) -> None:
+        from .settings_dialog import SettingsDialog  # imported when first opened
         dlg = SettingsDialog(self.settings, self)
         try:
             accepted = dlg.exec()

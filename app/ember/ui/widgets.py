@@ -6,10 +6,9 @@ import html
 import time
 
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QPalette, QTextOption
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QApplication,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -24,9 +23,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSizePolicy,
-    QStyle,
     QStyledItemDelegate,
-    QStyleOptionViewItem,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
@@ -719,6 +716,9 @@ class ConversationDelegate(QStyledItemDelegate):
         note = index.data(NOTE_ROLE)
         if not note:
             return super().paint(painter, option, index)
+        # these Qt classes are looked up here, on the first note drawn, not at start-up
+        from PySide6.QtGui import QPalette
+        from PySide6.QtWidgets import QApplication, QStyle, QStyleOptionViewItem
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         fm = opt.fontMetrics
