@@ -21,6 +21,40 @@ if TYPE_CHECKING:
     import numpy as np  # imported where used: chatting needs no numpy (start-up time, memory)
 
 
+@dataclass
+class BackendDevice:
+    """A row of backend_devices(): a usable device, or a backend that cannot run here."""
+    backend: str        # "cpu", "cuda", "test": what Model(backend=...) takes
+    label: str          # "CPU", "CUDA"
+    device: int         # -1 for an unusable backend
+    usable: bool
+    score: int
+    name: str           # "NVIDIA H200", the CPU's model name
+    memory_total: int   # bytes (0: unknown)
+    memory_free: int
+    reason: str         # why it cannot be used ("" when it can)
+    path: str           # its library ("" for the CPU)
+
+    @property
+    def selector(self) -> str:
+        """The Model(backend=...) value that picks this device."""
+        return self.backend if self.backend == "cpu" else f"{self.backend}:{self.device}"
+
+
+def backend_devices() -> list[BackendDevice]:
+    """The CPU and every GPU backend this install has, usable or with the reason why not."""
+    lib = native.lib()
+    rows = []
+    for i in range(int(lib.ember_backend_device_count())):
+        d = native.BackendDevice()
+        _check(lib.ember_backend_device_get(i, ctypes.byref(d)))
+        rows.append(BackendDevice(
+            d.backend.decode(), d.label.decode(), int(d.device), bool(d.usable), int(d.score),
+            d.name.decode("utf-8", "replace"), int(d.memory_total), int(d.memory_free),
+            d.reason.decode("utf-8", "replace"), d.path.decode("utf-8", "replace")))
+    return rows
+
+
 def supported_isas() -> list[str]:
     """Instruction-set levels this CPU can run the kernels at (for tests and settings)."""
     lib = native.lib()
@@ -192,8 +226,13 @@ class Model:
                  n_threads: int | None = None, n_batch: int = 512, *,
                  vocab_only: bool = False, metadata_only: bool = False, isa: str = "auto",
                  progress: Callable[[float], bool | None] | None = None,
-                 cancel: threading.Event | None = None):
+                 cancel: threading.Event | None = None, backend: str = "auto",
+                 gpu_layers: int = -1):
         self.path = Path(path)
+        # where its contexts run: "auto", "cpu", "cuda", "cuda:1", ...; layers on the device
+        # (-1: as many as fit); see backend_devices()
+        self.backend = backend or "auto"
+        self.gpu_layers = gpu_layers
         self.n_ctx_requested = n_ctx or 0
         self.n_threads = n_threads or 0
         self.n_batch = n_batch
@@ -501,7 +540,8 @@ class Context:
         params = native.ContextParams(
             model.n_ctx_requested if n_ctx is None else n_ctx,
             model.n_batch if n_batch is None else n_batch,
-            model.n_threads if n_threads is None else n_threads, native.ISA_LEVELS[model.isa])
+            model.n_threads if n_threads is None else n_threads, native.ISA_LEVELS[model.isa],
+            model.backend.encode(), model.gpu_layers)
         handle = ctypes.c_void_p()
         status = self._lib.ember_context_create(model._model, ctypes.byref(params),
                                                 ctypes.byref(handle))
@@ -535,6 +575,26 @@ class Context:
     @property
     def n_past(self) -> int:
         return int(self._lib.ember_context_n_past(self._ctx)) if self._ctx else 0
+
+    @property
+    def backend(self) -> str:
+        """Where this context runs: "CUDA: NVIDIA H200, 31/31 layers", "CPU (AVX2)"."""
+        return native.decode_str(self._lib.ember_context_backend(self._handle()))
+
+    @property
+    def backend_note(self) -> str:
+        """Why it does not run (all) on a device ("" when there is nothing to say)."""
+        return native.decode_str(self._lib.ember_context_backend_note(self._handle()))
+
+    @property
+    def backend_name(self) -> str:
+        """The backend holding its offloaded layers ("cpu" when none are)."""
+        return native.decode_str(self._lib.ember_context_backend_name(self._handle()))
+
+    @property
+    def n_gpu_layers(self) -> int:
+        """Layers on the device, the output head counted as one."""
+        return int(self._lib.ember_context_n_gpu_layers(self._handle()))
 
     @property
     def rewind_limit(self) -> int:
@@ -759,3 +819,22 @@ def quantize(type_id: int, values: np.ndarray) -> bytes:
     _check(lib.ember_quantize(type_id, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                               out.ctypes.data, x.size))
     return out.tobytes()
+
+
+def type_block(type_id: int) -> tuple[int, int]:
+    """(elements per block, bytes per block) of a GGUF element type; (0, 0) if unknown."""
+    lib = native.lib()
+    return int(lib.ember_type_block_size(type_id)), int(lib.ember_type_block_bytes(type_id))
+
+
+def quantize_into(type_id: int, values: np.ndarray, out: np.ndarray) -> None:
+    """Reference quantization of contiguous float32 values into out's bytes (no copy). The
+    native call releases the GIL, so threads can quantize separate slices at once."""
+    lib = native.lib()
+    bs, bb = lib.ember_type_block_size(type_id), lib.ember_type_block_bytes(type_id)
+    if values.dtype.name != "float32" or not values.flags.c_contiguous or not out.flags.c_contiguous:
+        raise ValueError("quantize_into needs contiguous float32 input and a contiguous output")
+    if bs == 0 or values.size % bs or out.nbytes < values.size // bs * bb:
+        raise ValueError(f"{values.size} elements do not fit type {type_id} in {out.nbytes} bytes")
+    _check(lib.ember_quantize(type_id, values.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                              out.ctypes.data, values.size))

@@ -8,7 +8,7 @@ from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_float, c_int
                     c_uint32, c_uint64, c_void_p)
 from pathlib import Path
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 token_p = POINTER(c_int32)
 PROGRESS_FN = ctypes.CFUNCTYPE(c_bool, c_float, c_void_p)
@@ -26,7 +26,22 @@ class ModelParams(Structure):
 
 class ContextParams(Structure):
     _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("n_threads", c_int32),
-                ("isa", c_int32)]
+                ("isa", c_int32), ("backend", c_char_p), ("n_gpu_layers", c_int32)]
+
+
+class BackendDevice(Structure):
+    _fields_ = [
+        ("backend", c_char * 32),
+        ("label", c_char * 32),
+        ("device", c_int32),
+        ("usable", c_bool),
+        ("score", c_int32),
+        ("name", c_char * 128),
+        ("memory_total", c_uint64),
+        ("memory_free", c_uint64),
+        ("reason", c_char * 512),
+        ("path", c_char * 512),
+    ]
 
 
 ISA_LEVELS = {"auto": -1, "scalar": 0, "avx2": 1, "avx512": 2, "neon": 3}
@@ -129,6 +144,12 @@ _SIGNATURES = {
     "ember_vocab_add_eos": (c_bool, [c_void_p]),
     "ember_context_default_params": (ContextParams, []),
     "ember_isa_supported": (c_bool, [c_int32]),
+    "ember_backend_device_count": (c_int32, []),
+    "ember_backend_device_get": (c_int32, [c_int32, POINTER(BackendDevice)]),
+    "ember_context_backend": (c_char_p, [c_void_p]),
+    "ember_context_backend_note": (c_char_p, [c_void_p]),
+    "ember_context_backend_name": (c_char_p, [c_void_p]),
+    "ember_context_n_gpu_layers": (c_int32, [c_void_p]),
     "ember_context_create": (c_int32, [c_void_p, POINTER(ContextParams), POINTER(c_void_p)]),
     "ember_context_free": (None, [c_void_p]),
     "ember_context_last_error": (c_char_p, [c_void_p]),

@@ -56,7 +56,7 @@
 extern "C" {
 #endif
 
-#define EMBER_ABI_VERSION 1
+#define EMBER_ABI_VERSION 2
 
 typedef int32_t ember_token;
 typedef struct ember_model ember_model;
@@ -194,9 +194,40 @@ typedef struct ember_context_params {
     int32_t n_batch;     /* tokens per graph evaluation (prompt chunks); 0: 512 */
     int32_t n_threads;   /* 0: physical cores */
     int32_t isa;         /* EMBER_ISA_*; a level the CPU lacks is an error */
+    /* Where the layers run: NULL or "auto" (the best usable device, else the CPU), "cpu",
+       or a backend by name with an optional device, "cuda", "cuda:1". A backend that cannot
+       be used (library missing, no driver, no device, too little memory, an op it lacks)
+       leaves the context on the CPU; ember_context_backend_note() says why. A name no
+       backend has is an error. */
+    const char *backend;
+    /* Layers placed on the device, the output head counted as one (as llama.cpp's
+       n_gpu_layers): -1 as many as fit in its free memory (with a margin), 0 none. */
+    int32_t n_gpu_layers;
 } ember_context_params;
 
 EMBER_API bool ember_isa_supported(int32_t isa);
+
+/* ---- backends ------------------------------------------------------------ */
+
+/* The CPU and the GPU backends this process found: libraries next to the engine
+ * (libember-cuda.so, ember-cuda.dll) and the files in EMBER_BACKEND_PATH (':'-separated,
+ * ';' on Windows). One row per usable device, one row (device -1, usable false) per backend
+ * that cannot be used, with the reason. */
+typedef struct ember_backend_device {
+    char backend[32];   /* "cpu", "cuda", "test": what ember_context_params.backend takes */
+    char label[32];     /* "CPU", "CUDA" */
+    int32_t device;     /* index within the backend; -1 for an unusable backend */
+    bool usable;
+    int32_t score;      /* "auto" prefers the highest */
+    char name[128];     /* "NVIDIA H200", the CPU's model name */
+    uint64_t memory_total; /* bytes (0: unknown) */
+    uint64_t memory_free;  /* bytes now (0: unknown) */
+    char reason[512];   /* why unusable ("no driver", "libember-cuda.so is not installed ..."), else "" */
+    char path[512];     /* the backend's library ("" for the CPU) */
+} ember_backend_device;
+
+EMBER_API int32_t ember_backend_device_count(void);
+EMBER_API ember_status ember_backend_device_get(int32_t i, ember_backend_device *out);
 
 EMBER_API ember_context_params ember_context_default_params(void);
 EMBER_API ember_status ember_context_create(ember_model *model, const ember_context_params *params,
@@ -209,6 +240,14 @@ EMBER_API int32_t ember_context_n_past(const ember_context *ctx);
    for models with sliding-window layers, whose caches hold only the last window plus a batch
    of positions; rewinding further than that means decoding again from position 0. */
 EMBER_API int32_t ember_context_rewind_limit(const ember_context *ctx);
+/* Where the context runs, "CUDA: NVIDIA H200, 31/31 layers" or "CPU (AVX2)", and why not
+   (all) on a device ("" when there is nothing to say): "CUDA: no driver". The strings live
+   as long as the context. */
+EMBER_API const char *ember_context_backend(const ember_context *ctx);
+EMBER_API const char *ember_context_backend_note(const ember_context *ctx);
+/* The backend's name ("cpu" when nothing is offloaded) and the layers on its device. */
+EMBER_API const char *ember_context_backend_name(const ember_context *ctx);
+EMBER_API int32_t ember_context_n_gpu_layers(const ember_context *ctx);
 /* Per-op timing of the decodes that follow (off by default; enabling resets it), for
    `ember bench --profile`. The report is one line per kind of node: name, a tab, how many
    ran, a tab, seconds on the first thread (its waits at barriers are a line of their own).

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/registry.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "cpu/kernels.h"
@@ -394,7 +395,38 @@ ember_context_params ember_context_default_params(void) {
     p.n_batch = 512;
     p.n_threads = 0;
     p.isa = EMBER_ISA_AUTO;
+    p.backend = nullptr;
+    p.n_gpu_layers = -1;
     return p;
+}
+
+int32_t ember_backend_device_count(void) {
+    try {
+        return (int32_t)backend_devices().size();
+    } catch (...) {
+        return 1;  // the CPU
+    }
+}
+
+ember_status ember_backend_device_get(int32_t i, ember_backend_device* out) {
+    return guarded(nullptr, [&] {
+        require(out != nullptr, "out is NULL");
+        const std::vector<BackendDeviceRow> rows = backend_devices();
+        require(i >= 0 && (size_t)i < rows.size(), "backend device index out of range");
+        const BackendDeviceRow& r = rows[(size_t)i];
+        std::memset(out, 0, sizeof(*out));
+        auto put = [](char* dst, size_t n, const std::string& s) { std::snprintf(dst, n, "%s", s.c_str()); };
+        put(out->backend, sizeof(out->backend), r.backend->name);
+        put(out->label, sizeof(out->label), r.backend->label);
+        out->device = r.device;
+        out->usable = r.backend->usable && r.device >= 0;
+        out->score = r.backend->score;
+        put(out->name, sizeof(out->name), r.info.name);
+        out->memory_total = r.info.memory_total;
+        out->memory_free = r.info.memory_free;
+        put(out->reason, sizeof(out->reason), r.backend->reason);
+        put(out->path, sizeof(out->path), r.backend->path);
+    });
 }
 
 bool ember_isa_supported(int32_t isa) {
@@ -412,6 +444,8 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
             o.n_ctx = params->n_ctx;
             o.n_batch = params->n_batch;
             o.n_threads = params->n_threads;
+            if (params->backend) o.backend = params->backend;
+            o.n_gpu_layers = params->n_gpu_layers;
             if (params->isa != EMBER_ISA_AUTO) {
                 if (!ember_isa_supported(params->isa))
                     fail(EMBER_ERR_UNSUPPORTED, "this CPU does not support instruction set level " +
@@ -427,6 +461,16 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
 }
 
 void ember_context_free(ember_context* ctx) { delete ctx; }
+const char* ember_context_backend(const ember_context* ctx) {
+    return ctx ? ctx->ctx->placement().summary.c_str() : "";
+}
+const char* ember_context_backend_note(const ember_context* ctx) {
+    return ctx ? ctx->ctx->placement().note.c_str() : "";
+}
+const char* ember_context_backend_name(const ember_context* ctx) {
+    return ctx ? ctx->ctx->placement().backend.c_str() : "";
+}
+int32_t ember_context_n_gpu_layers(const ember_context* ctx) { return ctx ? ctx->ctx->placement().n_offloaded : 0; }
 const char* ember_context_last_error(const ember_context* ctx) { return ctx ? ctx->last_error.get() : ""; }
 int32_t ember_context_n_ctx(const ember_context* ctx) { return ctx ? ctx->ctx->n_ctx() : 0; }
 int32_t ember_context_n_past(const ember_context* ctx) { return ctx ? ctx->ctx->n_past() : 0; }

@@ -574,6 +574,10 @@ double now_seconds() {
 }  // namespace
 
 bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
+    return compute_range(graph, 0, graph.nodes().size(), cancel);
+}
+
+bool CpuBackend::compute_range(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) {
     work_.resize(work_size(graph, isa_, pool_.size()) + 64);  // grows only: no allocation in the token loop
     const auto& nodes = graph.nodes();
     // A barrier only where a node needs what another thread may still be producing or
@@ -585,7 +589,7 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
     }
     const std::vector<uint8_t>& plan = plan_;
     if (chunks_.size() < nodes.size()) chunks_ = std::vector<std::atomic<int64_t>>(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) chunks_[i].store(0, std::memory_order_relaxed);
+    for (size_t i = begin; i < end; ++i) chunks_[i].store(0, std::memory_order_relaxed);
     // Cancellation: thread 0 polls the flag and names the barrier after which everyone
     // stops; every thread checks right after passing a barrier, so all stop at the same one.
     constexpr int64_t kNever = INT64_MAX;
@@ -607,10 +611,10 @@ bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
             pool_.barrier();
             return stop_at.load(std::memory_order_relaxed) <= passed++;
         };
-        for (size_t i = 0; i < nodes.size(); ++i) {
+        for (size_t i = begin; i < end; ++i) {
             if (nodes[i]->op == Op::VIEW) continue;  // no work, so no barrier either
             double t0 = timed ? now_seconds() : 0.0;
-            if (plan[i]) {
+            if (plan[i] && i != begin) {  // a range starts with every thread lined up
                 if (sync()) return;
                 if (timed) {
                     const double t1 = now_seconds();

@@ -57,6 +57,10 @@ public:
     // Runs every node in order. cancel (may be null) is polled between nodes;
     // returns false when cancelled.
     bool compute(const Graph& graph, const volatile int32_t* cancel);
+    // The same for the nodes [begin, end) of the graph's order (the CPU's share of a graph
+    // that also runs on a device).
+    bool compute_range(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel);
+    OpProfile* profile_if_on() { return profiling_ ? &profile_ : nullptr; }
     // Profiling (off by default): on resets the counts.
     void set_profiling(bool on);
     const OpProfile& profile() const { return profile_; }

@@ -1,6 +1,7 @@
 #include "model/context.h"
 
 #include <algorithm>
+#include <set>
 #include <cstring>
 #include <string>
 
@@ -23,48 +24,273 @@ int32_t choose_threads(int32_t requested) {
     return requested > 0 ? requested : ThreadPool::default_thread_count();
 }
 
+// The longest activation row, for per-thread scratch (attention's included).
+int64_t max_row_of(const HParams& h) {
+    return std::max<int64_t>({h.n_embd, h.n_ff, (int64_t)h.head_dim * h.n_head,
+                              (int64_t)attention_scratch_floats(h.head_dim, h.n_head / std::max(1, (int)h.n_head_kv))});
+}
+
+const char* op_display_name(Op op) {
+    switch (op) {
+        case Op::GET_ROWS: return "get_rows";
+        case Op::RMS_NORM_MUL: return "rms_norm";
+        case Op::MUL_MAT: return "mul_mat";
+        case Op::ADD: return "add";
+        case Op::GLU: return "glu";
+        case Op::SCALE: return "scale";
+        case Op::ROPE: return "rope";
+        case Op::KV_STORE: return "kv_store";
+        case Op::ATTENTION: return "attention";
+        default: return "op";
+    }
+}
+
 }  // namespace
 
 Context::Context(const Model& model, const ContextOptions& opts)
     : model_(model),
       n_ctx_(choose_n_ctx(model, opts.n_ctx)),
       n_batch_(opts.n_batch > 0 ? std::min(opts.n_batch, choose_n_ctx(model, opts.n_ctx)) : 512),
-      backend_(choose_threads(opts.n_threads),
-               std::max<int64_t>({model.hparams().n_embd, model.hparams().n_ff,
-                                  (int64_t)model.hparams().head_dim * model.hparams().n_head,
-                                  (int64_t)attention_scratch_floats(
-                                      model.hparams().head_dim,
-                                      model.hparams().n_head / std::max(1, (int)model.hparams().n_head_kv))}),
+      backend_(choose_threads(opts.n_threads), max_row_of(model.hparams()),
                opts.isa >= 0 ? (Isa)opts.isa : active_isa()) {
     if (!model.has_weights()) fail(EMBER_ERR_INVALID_ARGUMENT, "the model was loaded without weights");
     if (n_ctx_ < 1 || n_ctx_ > (1 << 20)) fail(EMBER_ERR_INVALID_ARGUMENT, "n_ctx must be in 1..1048576");
     const HParams& h = model.hparams();
 
-    // KV cache: one allocation for every layer, F16; a full layer holds n_ctx positions, a
-    // sliding-window layer its window plus a batch.
+    // KV cache, F16: a full layer holds n_ctx positions, a sliding-window layer its window
+    // plus a batch. The shapes first (the graphs refer to them), the memory once the layers
+    // are placed: one host allocation for the CPU's layers, the device's own for the rest.
     if (h.n_swa > 0 && (int64_t)h.n_swa + n_batch_ < n_ctx_) swa_rows_ = h.n_swa + n_batch_;
-    auto rows_of = [&](int32_t il) { return h.is_swa(il) && swa_rows_ ? swa_rows_ : n_ctx_; };
-    const size_t per_row = (size_t)h.head_dim * (size_t)h.n_head_kv * 2;
-    size_t total = 0;
-    for (int32_t il = 0; il < h.n_layer; ++il) total += 2 * align_up(per_row * (size_t)rows_of(il));
-    kv_.storage.resize(total);
-    kv_.storage.zero();  // commit the pages now, so memory use does not creep up while generating
     kv_.k.resize((size_t)h.n_layer);
     kv_.v.resize((size_t)h.n_layer);
-    uint8_t* base = kv_.storage.data();
     for (int32_t il = 0; il < h.n_layer; ++il) {
-        for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
+        for (int kv = 0; kv < 2; ++kv) {
+            Tensor* t = kv == 0 ? &kv_.k[(size_t)il] : &kv_.v[(size_t)il];
             t->type = DType::F16;
             t->ne[0] = h.head_dim;
             t->ne[1] = h.n_head_kv;
-            t->ne[2] = rows_of(il);
+            t->ne[2] = kv_rows(il);
             tensor_set_contiguous_strides(t);
-            t->data = base;
-            base += align_up(per_row * (size_t)rows_of(il));
+            t->set_name(((kv == 0 ? "cache_k_l" : "cache_v_l") + std::to_string(il)).c_str());
         }
     }
     in_tokens_.resize((size_t)n_batch_);
     in_pos_.resize((size_t)n_batch_);
+
+    place(opts);
+
+    size_t total = 0;
+    for (int32_t il = 0; il < h.n_layer; ++il)
+        if (!offload_ || !offload_->layer_on_device(il)) total += 2 * kv_layer_bytes(il);
+    kv_.storage.resize(total);
+    kv_.storage.zero();  // commit the pages now, so memory use does not creep up while generating
+    uint8_t* base = kv_.storage.data();
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+        if (offload_ && offload_->layer_on_device(il)) continue;
+        for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
+            t->data = base;
+            base += kv_layer_bytes(il);
+        }
+    }
+}
+
+Context::~Context() = default;
+
+int32_t Context::kv_rows(int32_t il) const {
+    return model_.hparams().is_swa(il) && swa_rows_ ? swa_rows_ : n_ctx_;
+}
+
+size_t Context::kv_layer_bytes(int32_t il) const {
+    const HParams& h = model_.hparams();
+    return align_up((size_t)h.head_dim * (size_t)h.n_head_kv * 2 * (size_t)kv_rows(il));
+}
+
+std::unique_ptr<BatchGraph> Context::build(int32_t n_tokens, Outputs outputs) {
+    auto bg = std::make_unique<BatchGraph>();
+    GraphBuilder builder(model_, kv_, *bg, n_tokens, outputs, n_ctx_, in_tokens_.data(), in_pos_.data());
+    model_.arch().build_graph(builder);
+    return bg;
+}
+
+void Context::place(const ContextOptions& opts) {
+    const int32_t n_layers = model_.hparams().n_layer + 1;
+    placement_ = PlacementInfo{};
+    placement_.n_layers = n_layers;
+    const std::string cpu = std::string("CPU (") + isa_name(backend_.isa()) + ")";
+    placement_.summary = cpu;
+
+    std::string name = opts.backend.empty() ? "auto" : opts.backend;
+    int device = -1;
+    const size_t colon = name.find(':');
+    if (colon != std::string::npos) {
+        const std::string num = name.substr(colon + 1);
+        name = name.substr(0, colon);
+        if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos)
+            fail(EMBER_ERR_INVALID_ARGUMENT, "backend device must be a number: '" + opts.backend + "'");
+        device = std::stoi(num);
+    }
+    if (opts.n_gpu_layers < -1) fail(EMBER_ERR_INVALID_ARGUMENT, "n_gpu_layers must be -1 (auto) or >= 0");
+    if (name == "cpu") return;
+
+    // the devices to try, best first
+    std::vector<std::pair<const BackendRecord*, int>> candidates;
+    std::vector<std::string> reasons;
+    if (name == "auto") {
+        std::vector<BackendDeviceRow> rows = backend_devices();
+        std::stable_sort(rows.begin(), rows.end(), [](const BackendDeviceRow& a, const BackendDeviceRow& b) {
+            if (a.backend->score != b.backend->score) return a.backend->score > b.backend->score;
+            return a.info.memory_free > b.info.memory_free;
+        });
+        for (const BackendDeviceRow& r : rows) {
+            if (r.backend->name == "cpu") continue;
+            if (!r.backend->usable) reasons.push_back(r.backend->label + ": " + r.backend->reason);
+            else candidates.emplace_back(r.backend, r.device);
+        }
+    } else {
+        const BackendRecord* be = find_backend(name);
+        if (!be) {
+            std::string known;
+            for (const BackendRecord& r : backend_registry()) known += (known.empty() ? "" : ", ") + r.name;
+            fail(EMBER_ERR_INVALID_ARGUMENT, "no backend named '" + name + "' (known: auto, " + known + ")");
+        }
+        if (!be->usable) {
+            reasons.push_back(be->label + ": " + be->reason);
+        } else if (device >= 0) {
+            const int n = be->iface->device_count();
+            if (device >= n) reasons.push_back(be->label + ": there is no device " + std::to_string(device) +
+                                               " (it has " + std::to_string(n) + ")");
+            else candidates.emplace_back(be, device);
+        } else {
+            for (int d = 0; d < be->iface->device_count(); ++d) candidates.emplace_back(be, d);
+        }
+    }
+    if (opts.n_gpu_layers == 0) {
+        if (!candidates.empty()) placement_.note = "no layers offloaded (0 GPU layers asked for)";
+        return;
+    }
+    for (const auto& [be, dev] : candidates) {
+        std::string why;
+        if (try_offload(*be, dev, opts.n_gpu_layers, why)) return;
+        reasons.push_back(why);
+    }
+    for (const std::string& r : reasons) placement_.note += (placement_.note.empty() ? "" : "; ") + r;
+    if (placement_.note.empty() && name == "auto") placement_.note = "no GPU backend";
+}
+
+bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted, std::string& why) {
+    const HParams& h = model_.hparams();
+    const int32_t n_layer = h.n_layer, n_layers = n_layer + 1;
+    BackendDeviceInfo info{};
+    if (be.iface->device_info(device, &info) != 0) {
+        why = be.label + ": device " + std::to_string(device) + " did not answer";
+        return false;
+    }
+    info.name[sizeof(info.name) - 1] = 0;
+
+    // The graphs decoding lives on (one token, and a full batch), built now: what each layer
+    // runs and reads decides whether the device can take it and how much memory it needs.
+    // They stay in the cache.
+    std::vector<BatchGraph*> probes;
+    for (int32_t n : {1, n_batch_}) {
+        auto key = std::make_pair(n, (int)Outputs::LAST);
+        auto it = graphs_.find(key);
+        if (it == graphs_.end()) it = graphs_.emplace(key, build(n, Outputs::LAST)).first;
+        probes.push_back(it->second.get());
+        if (n_batch_ == 1) break;
+    }
+    std::vector<uint8_t> supported((size_t)n_layers, 1);
+    std::vector<std::string> lacks((size_t)n_layers);
+    std::vector<uint64_t> bytes((size_t)n_layers, 0);
+    std::set<const Tensor*> counted;
+    size_t compute_bytes = 0;
+    for (BatchGraph* bg : probes) {
+        compute_bytes = std::max(compute_bytes, bg->graph.buffer_size());
+        const auto layers = node_layers(bg->graph, n_layer);
+        const auto& order = bg->graph.nodes();
+        for (size_t i = 0; i < order.size(); ++i) {
+            const int32_t il = layers[i];
+            const Tensor* t = order[i];
+            if (il < 0 || t->op == Op::VIEW) continue;
+            if (supported[(size_t)il] && !be.iface->supports(device, t)) {
+                supported[(size_t)il] = 0;
+                const Tensor* w = t->src[0] && t->src[0]->op == Op::NONE ? t->src[0] : nullptr;
+                lacks[(size_t)il] = std::string(op_display_name(t->op)) +
+                                    (w ? std::string(" of ") + type_name((uint32_t)w->type) : std::string());
+            }
+            for (const Tensor* s : t->src) {
+                if (!s) continue;
+                while (s->op == Op::VIEW) s = s->src[0];
+                if (s->op != Op::NONE || !counted.insert(s).second) continue;
+                if (std::strncmp(s->name, "inp_", 4) == 0) continue;
+                bytes[(size_t)il] += std::strncmp(s->name, "cache_", 6) == 0 ? kv_layer_bytes(il) : align_up(s->n_bytes(), 256);
+            }
+        }
+    }
+    const uint64_t margin = std::min<uint64_t>(std::max<uint64_t>(info.memory_total / 20, 64ull << 20), 1ull << 30);
+    const uint64_t budget = info.memory_free > margin ? info.memory_free - margin : 0;
+    const int32_t wanted = n_wanted < 0 ? n_layers : std::min(n_wanted, n_layers);
+    std::vector<uint8_t> on((size_t)n_layers, 0);
+    uint64_t used = compute_bytes + 2 * (uint64_t)n_batch_ * sizeof(int32_t) + (1ull << 20);
+    int32_t count = 0, unsupported = 0;
+    std::string lack_note;
+    bool out_of_memory = false;
+    uint64_t first_need = 0;
+    for (int32_t il = n_layer; il > n_layer - wanted; --il) {
+        if (!supported[(size_t)il]) {
+            ++unsupported;
+            if (lack_note.empty()) lack_note = lacks[(size_t)il];
+            continue;
+        }
+        if (used + bytes[(size_t)il] > budget) {
+            out_of_memory = true;
+            if (!first_need) first_need = used + bytes[(size_t)il];
+            break;
+        }
+        used += bytes[(size_t)il];
+        on[(size_t)il] = 1;
+        ++count;
+    }
+    auto mib = [](uint64_t b) { return std::to_string((b + (1ull << 19)) >> 20) + " MiB"; };
+    if (count == 0) {
+        if (out_of_memory)
+            why = be.label + ": too little memory on " + info.name + " (" + mib(first_need) + " needed for one layer, " +
+                  mib(info.memory_free) + " free)";
+        else
+            why = be.label + ": " + info.name + " cannot compute these layers (no " + lack_note + ")";
+        return false;
+    }
+    try {
+        auto off = std::make_unique<Offload>(be, device, model_, on, max_row_of(h), h.head_dim,
+                                             h.n_head / std::max(1, (int)h.n_head_kv), n_batch_);
+        for (int32_t il = 0; il < n_layer; ++il) {
+            if (!on[(size_t)il]) continue;
+            for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
+                t->data = off->alloc_cache(kv_layer_bytes(il));
+                off->add_cache_leaf(t);
+            }
+        }
+        for (BatchGraph* bg : probes) off->acquire_weights(bg->graph);
+        off->reserve(compute_bytes);
+        offload_ = std::move(off);
+    } catch (const std::exception& e) {
+        for (int32_t il = 0; il < n_layer; ++il) kv_.k[(size_t)il].data = kv_.v[(size_t)il].data = nullptr;
+        why = be.label + ": " + e.what();
+        return false;
+    }
+    placement_.backend = be.name;
+    placement_.device = device;
+    placement_.n_offloaded = count;
+    placement_.device_bytes = used;
+    placement_.summary = be.label + ": " + info.name + ", " + std::to_string(count) + "/" + std::to_string(n_layers) + " layers";
+    std::string note;
+    if (unsupported)
+        note = std::to_string(unsupported) + " layer" + (unsupported > 1 ? "s" : "") + " kept on the CPU (" + be.label +
+               " has no " + lack_note + ")";
+    if (out_of_memory)
+        note += (note.empty() ? "" : "; ") + std::to_string(count) + " of " + std::to_string(wanted) +
+                " layers fit in the " + mib(info.memory_free) + " free on " + info.name;
+    placement_.note = note;
+    return true;
 }
 
 BatchGraph& Context::graph_for(int32_t n_tokens, Outputs outputs) {
@@ -80,10 +306,7 @@ BatchGraph& Context::graph_for(int32_t n_tokens, Outputs outputs) {
                     break;
                 }
         }
-        auto bg = std::make_unique<BatchGraph>();
-        GraphBuilder builder(model_, kv_, *bg, n_tokens, outputs, n_ctx_, in_tokens_.data(), in_pos_.data());
-        model_.arch().build_graph(builder);
-        it = graphs_.emplace(key, std::move(bg)).first;
+        it = graphs_.emplace(key, build(n_tokens, outputs)).first;
     }
     BatchGraph& bg = *it->second;
     compute_buffer_.resize(bg.graph.buffer_size());  // grows only; no-op in the token loop
@@ -130,7 +353,11 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
         }
         // before computing: a cancelled batch may already have stored some of its rows
         max_written_ = std::max(max_written_, pos0 + done + n - 1);
-        if (!backend_.compute(bg.graph, cancel_)) fail(EMBER_ERR_CANCELLED, "decoding cancelled");
+        const bool done_ok =
+            offload_ ? offload_->compute(bg.graph, backend_, bg.tokens, bg.pos, in_tokens_.data(), in_pos_.data(), n,
+                                         bg.logits, compute_buffer_.data(), cancel_, backend_.profile_if_on())
+                     : backend_.compute(bg.graph, cancel_);
+        if (!done_ok) fail(EMBER_ERR_CANCELLED, "decoding cancelled");
         if (bg.logits) {
             const int64_t rows = bg.logits->ne[1];
             float* dst = reinterpret_cast<float*>(logits_.data()) + (size_t)n_logits_ * (size_t)n_vocab;

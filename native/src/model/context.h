@@ -1,5 +1,6 @@
 // An inference context: the KV cache (allocated once for n_ctx), graphs cached per
-// batch shape with their intermediate buffer, the CPU backend, and the logits.
+// batch shape with their intermediate buffer, the CPU backend, the layers offloaded to a
+// device (backend/sched.h) with their caches there, and the logits.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/arena.h"
+#include "backend/sched.h"
 #include "core/graph.h"
 #include "cpu/ops.h"
 #include "model/model.h"
@@ -20,6 +22,23 @@ struct ContextOptions {
     int32_t n_batch = 512;
     int32_t n_threads = 0;
     int32_t isa = -1;  // Isa value, or -1: active_isa()
+    // "auto" (the best usable device), "cpu", or a backend name with an optional device
+    // ("cuda", "cuda:1"); and how many layers go there (-1: as many as fit, counting the
+    // output head as one, as llama.cpp does).
+    std::string backend = "auto";
+    int32_t n_gpu_layers = -1;
+};
+
+// Where a context runs, for users: "CUDA: NVIDIA H200, 31/31 layers" or "CPU (AVX2)",
+// and a note on why not (all) on the device ("" when there is nothing to say).
+struct PlacementInfo {
+    std::string summary;
+    std::string note;
+    std::string backend = "cpu";
+    int32_t device = -1;
+    int32_t n_offloaded = 0;    // layers on the device, the output head counted as one
+    int32_t n_layers = 0;       // n_layer + 1
+    uint64_t device_bytes = 0;  // weights, caches and buffers the context placed there
 };
 
 enum class Outputs { NONE, LAST, ALL };
@@ -55,9 +74,16 @@ public:
     int32_t n_logits() const { return n_logits_; }
     void set_profiling(bool on) { backend_.set_profiling(on); }
     const OpProfile& profile() const { return backend_.profile(); }
+    const PlacementInfo& placement() const { return placement_; }
+    ~Context();
 
 private:
     BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
+    std::unique_ptr<BatchGraph> build(int32_t n_tokens, Outputs outputs);
+    void place(const ContextOptions& opts);
+    bool try_offload(const BackendRecord& be, int device, int32_t n_wanted, std::string& why);
+    int32_t kv_rows(int32_t il) const;
+    size_t kv_layer_bytes(int32_t il) const;
 
     const Model& model_;
     int32_t n_ctx_;
@@ -74,6 +100,8 @@ private:
     AlignedBuffer logits_;
     int32_t n_logits_ = 0;
     int32_t logits_first_ = 0;  // batch index of the first stored logits row
+    PlacementInfo placement_;
+    std::unique_ptr<Offload> offload_;  // null: everything on the CPU
 };
 
 }  // namespace ember

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/weights.h"
 #include "core/tensor.h"
 #include "gguf/gguf.h"
 #include "text/vocab.h"
@@ -108,6 +109,9 @@ public:
     Tensor* layer_weight(int32_t il, const char* name, std::initializer_list<int64_t> shape,
                          bool required = true);
 
+    // Copies of the weights on devices, shared by the contexts that offload layers.
+    DeviceWeightCache& device_weights() const { return device_weights_; }
+
 private:
     void read_hparams();
     void bind_weights(const LoadOptions& opts);
@@ -117,6 +121,7 @@ private:
     HParams hp_;
     std::unique_ptr<Vocab> vocab_;
     std::deque<Tensor> weights_;
+    mutable DeviceWeightCache device_weights_;  // declared after weights_: freed first
     std::string ftype_name_;
     uint64_t n_params_ = 0;
 };
