@@ -1,10 +1,11 @@
 // Scalar reference kernels: dequantization of every type and quantization of the
-// types with a reference quantizer. Bit-exact with gguf-py (same operation order,
+// types with a reference quantizer (the K-quants' quantizers are in kquants.cpp). Bit-exact with gguf-py (same operation order,
 // float32 arithmetic, no fused multiply-add).
 #include <cmath>
 #include <cstring>
 
 #include "core/fp16.h"
+#include "quant/kquants.h"
 #include "quant/types.h"
 
 namespace ember {
@@ -351,11 +352,11 @@ const TypeTraits kTypes[] = {
     /* 7 Q5_1 */ {"Q5_1", QK, sizeof(BlockQ5_1), true, dequantize_q5_1, quantize_q5_1},
     /* 8 Q8_0 */ {"Q8_0", QK, sizeof(BlockQ8_0), true, dequantize_q8_0, quantize_q8_0},
     /* 9 Q8_1 */ {"Q8_1", QK, sizeof(BlockQ8_1), true, dequantize_q8_1, nullptr},
-    /* 10 Q2_K */ {"Q2_K", QK_K, sizeof(BlockQ2_K), true, dequantize_q2_k, nullptr},
-    /* 11 Q3_K */ {"Q3_K", QK_K, sizeof(BlockQ3_K), true, dequantize_q3_k, nullptr},
-    /* 12 Q4_K */ {"Q4_K", QK_K, sizeof(BlockQ4_K), true, dequantize_q4_k, nullptr},
-    /* 13 Q5_K */ {"Q5_K", QK_K, sizeof(BlockQ5_K), true, dequantize_q5_k, nullptr},
-    /* 14 Q6_K */ {"Q6_K", QK_K, sizeof(BlockQ6_K), true, dequantize_q6_k, nullptr},
+    /* 10 Q2_K */ {"Q2_K", QK_K, sizeof(BlockQ2_K), true, dequantize_q2_k, quantize_q2_k},
+    /* 11 Q3_K */ {"Q3_K", QK_K, sizeof(BlockQ3_K), true, dequantize_q3_k, quantize_q3_k},
+    /* 12 Q4_K */ {"Q4_K", QK_K, sizeof(BlockQ4_K), true, dequantize_q4_k, quantize_q4_k},
+    /* 13 Q5_K */ {"Q5_K", QK_K, sizeof(BlockQ5_K), true, dequantize_q5_k, quantize_q5_k},
+    /* 14 Q6_K */ {"Q6_K", QK_K, sizeof(BlockQ6_K), true, dequantize_q6_k, quantize_q6_k},
     /* 15 Q8_K */ {"Q8_K", QK_K, sizeof(BlockQ8_K), true, dequantize_q8_k, nullptr},
 };
 
