@@ -62,6 +62,16 @@ def cmd_perplexity(args) -> int:
     return perplexity.run(args)
 
 
+def _add_quantize_args(p: argparse.ArgumentParser) -> None:
+    from .quantize import add_arguments
+    add_arguments(p)
+
+
+def cmd_quantize(args) -> int:
+    from . import quantize
+    return quantize.run(args)
+
+
 def _add_serve_args(p: argparse.ArgumentParser) -> None:
     from .server.run import add_arguments
     add_arguments(p)
@@ -375,6 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("perplexity", help="perplexity (and KL divergence) as llama-perplexity")
     _add_perplexity_args(pp)
     pp.set_defaults(func=cmd_perplexity)
+
+    q = sub.add_parser("quantize", help="write a quantized copy of a model, as llama-quantize")
+    _add_quantize_args(q)
+    q.set_defaults(func=cmd_quantize)
 
     c = sub.add_parser("chat", help="chat in the terminal")
     c.add_argument("-m", "--model", default=None, help="model (default: the starter model)")
