@@ -9,7 +9,15 @@ from typing import Any, ClassVar
 import jinja2
 import jinja2.ext
 import jinja2.nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError, safe_range
+
+# A chat template comes with a downloaded file: it may ask for any amount of work. These
+# caps stop the cheap ways to ask for gigabytes or hours ('a' * 10**9, 10 ** 10**8, nested
+# range loops) far above what any real template needs (the largest of llama.cpp's 70
+# templates repeats a string a few dozen times and loops over messages and tools).
+MAX_REPEAT_ITEMS = 1_000_000   # characters or elements one `*` may produce
+MAX_POWER_BITS = 100_000       # bits of an integer `**` result
+MAX_RANGE_ITEMS = 1_000_000    # range() items in one render, all calls together
 
 
 class _GenerationExtension(jinja2.ext.Extension):
@@ -25,6 +33,18 @@ class _GenerationExtension(jinja2.ext.Extension):
 
 
 class _Sandbox(ImmutableSandboxedEnvironment):
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT_ITEMS:
+                    raise SecurityError(f"repetition too large: {len(seq)} items * {n}")
+        elif isinstance(left, int) and isinstance(right, int) and abs(left) > 1 \
+                and right * left.bit_length() > MAX_POWER_BITS:
+            raise SecurityError(f"power too large: {left} ** {right}")
+        return super().call_binop(context, operator, left, right)
+
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         # The stock sandbox returns an Undefined that only fails when *used*,
         # so `{{ ''.__class__ }}` would print nothing.  Refuse at the access:
@@ -52,6 +72,17 @@ def _tojson(
     )
 
 
+@jinja2.pass_context
+def _budgeted_range(context: Any, *args: int) -> range:
+    # the count lives on the render's eval context, so each render has its own budget
+    r = safe_range(*args)
+    used = getattr(context.eval_ctx, "ember_range_items", 0) + len(r)
+    if used > MAX_RANGE_ITEMS:
+        raise SecurityError(f"too many range() items in one render (over {MAX_RANGE_ITEMS})")
+    context.eval_ctx.ember_range_items = used
+    return r
+
+
 def make_environment(now, raise_exception) -> _Sandbox:
     env = _Sandbox(
         trim_blocks=True,
@@ -61,4 +92,5 @@ def make_environment(now, raise_exception) -> _Sandbox:
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: now().strftime(fmt)
+    env.globals["range"] = _budgeted_range
     return env

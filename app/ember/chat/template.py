@@ -383,11 +383,13 @@ def fold_system_messages(messages: Sequence[Message]) -> list[dict] | None:
     for m in rest:
         if m.get("role") == "user":
             content = m.get("content")
-            if isinstance(content, str) or content is None:
-                # Gemma's own template: system text, blank line, the trimmed message
-                m["content"] = f"{prefix}\n\n{(content or '').strip()}"
-            else:
+            if isinstance(content, (list, tuple)):
                 m["content"] = [{"type": "text", "text": prefix + "\n\n"}, *content]
+            else:
+                # Gemma's own template: system text, blank line, the trimmed message
+                # (any other value as its text: API clients send numbers and bools too)
+                text = "" if content is None else str(content)
+                m["content"] = f"{prefix}\n\n{text.strip()}"
             return rest
     # no user turn at all: the system text becomes one
     return [{"role": "user", "content": prefix}, *rest]
