@@ -229,7 +229,23 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | No
 
 def cmd_bench(args) -> int:
     from . import native
+    from .bench import parse_int_list, run
     from .engine import Model, default_threads
+    if not (args.json or args.profile):
+        return run(args)
+    # --json / --profile: one test of each kind, one summary object (benchmarks/ reads it)
+    try:
+        lists = [parse_int_list(v) for v in (args.n_prompt, args.n_gen, args.depth,
+                                             args.threads or "0")]
+    except ValueError as e:
+        print(f"ember bench: {e}", file=sys.stderr)
+        return 2
+    if any(len(v) > 1 for v in lists):
+        print("ember bench: --json and --profile take one value per option; use -o json for lists",
+              file=sys.stderr)
+        return 2
+    args.n_prompt, args.n_gen, args.depth = lists[0][0], lists[1][0], lists[2][0]
+    args.threads = lists[3][0] or None
     if args.pin:
         os.environ["EMBER_PIN_THREADS"] = "1"  # read when the context's thread pool starts
     t0 = time.perf_counter()
@@ -404,12 +420,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="prompt (pp) and generation (tg) speed, like llama-bench")
     b.add_argument("-m", "--model", required=True)
-    b.add_argument("-p", "--n-prompt", type=int, default=512)
-    b.add_argument("-n", "--n-gen", type=int, default=128)
-    b.add_argument("-t", "--threads", type=int, default=None)
+    b.add_argument("-p", "--n-prompt", default="512", metavar="N[,N...]",
+                   help="prompt lengths, comma-separated as llama-bench (default 512)")
+    b.add_argument("-n", "--n-gen", default="128", metavar="N[,N...]",
+                   help="generation lengths (default 128)")
+    b.add_argument("-t", "--threads", default=None, metavar="N[,N...]",
+                   help="thread counts (default: the number of physical cores)")
     b.add_argument("-r", "--reps", type=int, default=5)
-    b.add_argument("-d", "--depth", type=int, default=0,
+    b.add_argument("-d", "--depth", default="0", metavar="N[,N...]",
                    help="tokens already in the context before each test (llama-bench's -d; default 0)")
+    b.add_argument("-o", "--output", choices=["md", "json", "jsonl", "csv"], default="md",
+                   help="llama-bench's output formats (json/jsonl/csv: its fields, plus Ember's "
+                        "bound_ts, bound_pct, peak_rss_bytes)")
     b.add_argument("--pin", action="store_true", help="pin the worker threads to CPUs (Linux)")
     b.add_argument("--profile", action="store_true",
                    help="time every kind of node (thread 0's compute and its barrier waits)")
