@@ -130,8 +130,16 @@ std::vector<BackendRecord> load_all() {
     for (const std::string& p : paths) {
         BackendRecord r;
         r.path = p;
+        // until its table says, the name is the file's: libember-NAME.so / ember-NAME.dll
         const size_t slash = p.find_last_of("/\\");
         r.name = slash == std::string::npos ? p : p.substr(slash + 1);
+        for (const char* prefix : {"libember-", "ember-"})
+            if (r.name.rfind(prefix, 0) == 0) {
+                r.name = r.name.substr(std::strlen(prefix));
+                break;
+            }
+        const size_t dot = r.name.find('.');
+        if (dot != std::string::npos && dot > 0) r.name = r.name.substr(0, dot);
         r.label = r.name;
         if (!file_exists(p)) r.reason = p + " does not exist (EMBER_BACKEND_PATH)";
         else load_library(r);

@@ -26,7 +26,7 @@ void* DeviceWeightCache::acquire(const BackendIface* be, int device, const Tenso
         if (!p) {
             entries_.erase(Key{be, device, w});
             fail(EMBER_ERR_OUT_OF_MEMORY, std::string(be->label) + ": no memory for weight '" + w->name + "' (" +
-                                              std::to_string(bytes >> 20) + " MiB): " + err);
+                                              format_bytes(bytes) + "): " + err);
         }
         if (be->upload(device, p, w->data, bytes, err, sizeof(err)) != 0) {
             be->free(device, p);
@@ -128,13 +128,13 @@ Offload::~Offload() {
 }
 
 void Offload::device_failure(const char* what, const char* err) const {
-    fail(EMBER_ERR_OUT_OF_MEMORY, be_.label + " failed " + what + ": " + (err && *err ? err : "no reason given"));
+    fail(EMBER_ERR_OUT_OF_MEMORY, be_.label + ": failed " + what + ": " + (err && *err ? err : "no reason given"));
 }
 
 void* Offload::alloc_cache(size_t bytes) {
     char err[512] = {0};
     void* p = iface_->alloc(device_, bytes, err, sizeof(err));
-    if (!p) device_failure(("allocating " + std::to_string(bytes >> 20) + " MiB of KV cache").c_str(), err);
+    if (!p) device_failure(("allocating " + format_bytes(bytes) + " of KV cache").c_str(), err);
     caches_mem_.push_back(p);
     if (iface_->memset_zero(device_, p, bytes, err, sizeof(err)) != 0) device_failure("clearing the KV cache", err);
     return p;
@@ -148,7 +148,7 @@ void Offload::reserve(size_t bytes) {
     plans_.clear();  // their addresses point into the old buffer
     char err[512] = {0};
     compute_buf_ = iface_->alloc(device_, bytes, err, sizeof(err));
-    if (!compute_buf_) device_failure(("allocating a " + std::to_string(bytes >> 20) + " MiB compute buffer").c_str(), err);
+    if (!compute_buf_) device_failure(("allocating a " + format_bytes(bytes) + " compute buffer").c_str(), err);
     compute_size_ = bytes;
 }
 

@@ -21,6 +21,7 @@
 #include "backend/registry.h"
 #include "backend/weights.h"
 #include "core/graph.h"
+#include "core/memory.h"  // format_bytes
 #include "cpu/ops.h"
 
 namespace ember {

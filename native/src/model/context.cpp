@@ -30,6 +30,16 @@ int64_t max_row_of(const HParams& h) {
                               (int64_t)attention_scratch_floats(h.head_dim, h.n_head / std::max(1, (int)h.n_head_kv))});
 }
 
+// "AVX2", "AVX-512" for a status line (isa_name gives the EMBER_ISA spelling)
+const char* isa_label(Isa isa) {
+    switch (isa) {
+        case Isa::AVX2: return "AVX2";
+        case Isa::AVX512: return "AVX-512";
+        case Isa::NEON: return "NEON";
+        default: return "scalar";
+    }
+}
+
 const char* op_display_name(Op op) {
     switch (op) {
         case Op::GET_ROWS: return "get_rows";
@@ -116,7 +126,7 @@ void Context::place(const ContextOptions& opts) {
     const int32_t n_layers = model_.hparams().n_layer + 1;
     placement_ = PlacementInfo{};
     placement_.n_layers = n_layers;
-    const std::string cpu = std::string("CPU (") + isa_name(backend_.isa()) + ")";
+    const std::string cpu = std::string("CPU (") + isa_label(backend_.isa()) + ")";
     placement_.summary = cpu;
 
     std::string name = opts.backend.empty() ? "auto" : opts.backend;
@@ -226,7 +236,8 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
             }
         }
     }
-    const uint64_t margin = std::min<uint64_t>(std::max<uint64_t>(info.memory_total / 20, 64ull << 20), 1ull << 30);
+    // what the driver, other programs and fragmentation need beside us: 5%, 32 MiB to 1 GiB
+    const uint64_t margin = std::min<uint64_t>(std::max<uint64_t>(info.memory_total / 20, 32ull << 20), 1ull << 30);
     const uint64_t budget = info.memory_free > margin ? info.memory_free - margin : 0;
     const int32_t wanted = n_wanted < 0 ? n_layers : std::min(n_wanted, n_layers);
     std::vector<uint8_t> on((size_t)n_layers, 0);
@@ -250,11 +261,11 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
         on[(size_t)il] = 1;
         ++count;
     }
-    auto mib = [](uint64_t b) { return std::to_string((b + (1ull << 19)) >> 20) + " MiB"; };
     if (count == 0) {
         if (out_of_memory)
-            why = be.label + ": too little memory on " + info.name + " (" + mib(first_need) + " needed for one layer, " +
-                  mib(info.memory_free) + " free)";
+            why = be.label + ": too little memory on " + info.name + " (" + format_bytes(first_need) +
+                  " needed for one layer and the buffers, plus a " + format_bytes(margin) + " margin; " +
+                  format_bytes(info.memory_free) + " free)";
         else
             why = be.label + ": " + info.name + " cannot compute these layers (no " + lack_note + ")";
         return false;
@@ -274,7 +285,8 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
         offload_ = std::move(off);
     } catch (const std::exception& e) {
         for (int32_t il = 0; il < n_layer; ++il) kv_.k[(size_t)il].data = kv_.v[(size_t)il].data = nullptr;
-        why = be.label + ": " + e.what();
+        const std::string what = e.what();
+        why = what.rfind(be.label + " ", 0) == 0 || what.rfind(be.label + ":", 0) == 0 ? what : be.label + ": " + what;
         return false;
     }
     placement_.backend = be.name;
@@ -288,7 +300,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
                " has no " + lack_note + ")";
     if (out_of_memory)
         note += (note.empty() ? "" : "; ") + std::to_string(count) + " of " + std::to_string(wanted) +
-                " layers fit in the " + mib(info.memory_free) + " free on " + info.name;
+                " layers fit in the " + format_bytes(info.memory_free) + " free on " + info.name;
     placement_.note = note;
     return true;
 }

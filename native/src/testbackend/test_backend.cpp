@@ -1,5 +1,5 @@
 // The test backend: a "device" that runs the CPU's scalar kernels on one thread, built as
-// its own shared library (libember-testbackend.so) and loaded like a GPU backend, so that
+// its own shared library (libember-test.so) and loaded like a GPU backend, so that
 // loading, scoring, device buffers and copies, graph splits, partial offload and every
 // fallback path are exercised on machines without a GPU. Its memory is separate host
 // memory, filled with NaN bytes when allocated: a copy the scheduler forgot shows up as
