@@ -110,3 +110,46 @@ def test_fp16_conversion_covers_every_half_value():
     x = np.concatenate([x, ties, np.array([65504, 65520, 1e6, -1e6], dtype=np.float32)])
     q = engine.quantize(int(T.F16), x)
     assert q == x.astype(np.float16).tobytes()
+
+
+KQUANTS = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+
+
+@pytest.fixture(scope="module")
+def kquant_input(model_variants):
+    """The floats tools/make_kquant_samples.py gave llama.cpp's quantizer: the first 48 rows
+    of blk.2 and blk.9 ffn_down of the F16 starter, in file order."""
+    r = GGUFReader(model_variants["F16"])
+    rows = [np.asarray(t.data)[:48].astype(np.float32) for t in r.tensors
+            if t.name in ("blk.2.ffn_down.weight", "blk.9.ffn_down.weight")]
+    return np.concatenate(rows)
+
+
+@pytest.mark.parametrize("name", KQUANTS)
+def test_k_quantizers_make_llama_cpps_bytes(name, kquant_input, golden_dir):
+    want = np.load(golden_dir / "kquant_samples.npz")[f"{name}/raw"].tobytes()
+    got = engine.quantize(int(T[name]), kquant_input)
+    bb = engine.type_block(int(T[name]))[1]
+    bad = [i for i in range(len(want) // bb) if want[i * bb:(i + 1) * bb] != got[i * bb:(i + 1) * bb]]
+    assert len(got) == len(want) and not bad, f"{name}: {len(bad)} blocks differ, first {bad[:5]}"
+
+
+def test_quantizer_error_falls_with_bits():
+    """Round trip through every quantizer: the error shrinks with each added bit, and a
+    K-quant (scales fitted per 16 or 32 values) beats the legacy type of the same bits (one
+    scale per 32). The starter's weights are already on a Q4_1 grid, so the values here are
+    heavy-tailed random ones (Student t, 5 degrees of freedom) like trained weights."""
+    x = (np.random.default_rng(7).standard_t(5, 256 * 512) * 0.02).astype(np.float32)
+    rms = float(np.sqrt(np.mean(x * x)))
+
+    def err(name):
+        t = int(T[name])
+        back = engine.dequantize(t, engine.quantize(t, x), x.size)
+        return float(np.sqrt(np.mean((back - x) ** 2))) / rms
+    e = {n: err(n) for n in KQUANTS + ["Q4_1", "Q5_1", "Q8_0"]}
+    order = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_0"]
+    assert all(e[a] > e[b] for a, b in zip(order, order[1:])), e
+    assert e["Q4_K"] < e["Q4_1"] and e["Q5_K"] < e["Q5_1"], e
+    # a b-bit grid over a block's range leaves at most ~ range / 2^b / sqrt(12) of rms error
+    # per element: 2 bits cannot be worse than half the signal
+    assert e["Q2_K"] < 0.5 and e["Q6_K"] < 0.05, e

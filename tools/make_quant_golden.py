@@ -48,7 +48,7 @@ PURE = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q8_0"]
 STARTER_MIXES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q2_K", "Q3_K_M"]
 PPL_TEXT, PPL_CTX = "essay", 128
 
-QUANT_SHAPE = arch.Family("llama", arch._vocab("llama-spm"), 32000, 512, 8, 8, 2, 1536, 10000.0,
+QUANT_SHAPE = arch.Family("llama", arch._vocab("llama-spm"), 32000, 256, 8, 4, 1, 768, 10000.0,
                           4096, 1e-5, tied=False,
                           note="quantizer fixture: rows multiples of 256, GQA 4, 8 layers")
 
