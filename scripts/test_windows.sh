@@ -47,7 +47,7 @@ fi
 cmake -S . -B "$BUILD_DIR" "${GEN[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-mingw64.cmake" \
     -DCMAKE_BUILD_TYPE=Release -DEMBER_TESTS=ON -DEMBER_WERROR=ON >/dev/null
-targets=(ember)
+targets=(ember ember-test)  # ember-test: the backend test_backend_ops loads
 for src in native/tests/test_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
 cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}"
 BUILD_ABS=$(cd "$BUILD_DIR" && pwd)
