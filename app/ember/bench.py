@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -29,22 +30,24 @@ EMBER_FIELDS = ["bound_ts", "bound_pct", "read_bandwidth_gbs", "weight_bytes_per
 
 
 def parse_int_list(text: str) -> list[int]:
-    """llama-bench's list syntax: "128,512"; a range "first-last" or "first-last+step"."""
+    """llama-bench's list syntax: "128,512", with ranges "first-last", "first-last+step"
+    and "first-last*factor"."""
     out: list[int] = []
     for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            first, rest = part.split("-", 1)
-            last, _, step = rest.partition("+")
-            a, b, s = int(first), int(last), int(step or 1)
-            if s <= 0 or b < a:
+        m = re.fullmatch(r"\s*(\d+)(?:-(\d+)(?:([+*])(\d+))?)?\s*", part)
+        if not m:
+            raise ValueError(f"bad list {text!r}")
+        first = int(m.group(1))
+        last = int(m.group(2)) if m.group(2) else first
+        op, step = m.group(3) or "+", int(m.group(4) or 1)
+        i = first
+        while i <= last:
+            out.append(i)
+            nxt = i + step if op == "+" else i * step
+            if nxt <= i:
                 raise ValueError(f"bad range {part!r}")
-            out.extend(range(a, b + 1, s))
-        else:
-            out.append(int(part))
-    if not out or any(v < 0 for v in out):
+            i = nxt
+    if not out:
         raise ValueError(f"bad list {text!r}")
     return out
 
@@ -213,7 +216,8 @@ def format_results(tests: list[BenchTest], fmt: str) -> str:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(cols)
         for r in records:
-            w.writerow(["" if r[c] is None else r[c] for c in cols])
+            w.writerow(["" if r[c] is None else int(r[c]) if isinstance(r[c], bool) else r[c]
+                        for c in cols])
         return buf.getvalue()
     rows = [["model", "size", "params", "backend", "threads", "test", "t/s", "bound t/s",
              "% of bound", "peak RSS"]]

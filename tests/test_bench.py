@@ -1,0 +1,114 @@
+"""`ember bench` in llama-bench's shape (issue 19): its list syntax and loop order, its
+-o json/jsonl/csv fields with values that agree with each other and with the file, its
+markdown table, and Ember's bound columns. Speeds themselves are not asserted (benchmarks
+print numbers; tests check they are computed right)."""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import statistics
+
+import pytest
+from gguf import GGUFReader
+
+from ember import cli
+from ember.bench import EMBER_FIELDS, LLAMA_FIELDS, parse_int_list
+
+pytestmark = pytest.mark.native
+
+
+def bench(*argv) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli.main(["bench", *map(str, argv)])
+    assert rc == 0, err.getvalue()
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def records(starter_model_path):
+    text = bench("-m", starter_model_path, "-p", "8,16", "-n", "4", "-t", "1,2", "-d", "0,8",
+                 "-r", "3", "-o", "json")
+    return json.loads(text)
+
+
+def test_list_syntax_is_llama_benchs():
+    # llama-bench.cpp parse_int_range: first[-last[(+|*)step]], comma-separated
+    assert parse_int_list("128,512") == [128, 512]
+    assert parse_int_list("8-32+8") == [8, 16, 24, 32]
+    assert parse_int_list("1-16*2") == [1, 2, 4, 8, 16]
+    assert parse_int_list("4-6") == [4, 5, 6]
+    for bad in ("", "a", "8-4x2", "1-4*1"):
+        with pytest.raises(ValueError):
+            parse_int_list(bad)
+
+
+def test_one_record_per_test_in_llama_benchs_order(records):
+    # threads outermost, then depth, then the pp tests, then the tg tests
+    got = [(r["n_threads"], r["n_depth"], r["n_prompt"], r["n_gen"]) for r in records]
+    want = [(t, d, p, n) for t in (1, 2) for d in (0, 8)
+            for p, n in ((8, 0), (16, 0), (0, 4))]
+    assert got == want
+
+
+def test_json_has_llama_benchs_fields_and_consistent_values(records, starter_model_path):
+    reader = GGUFReader(starter_model_path)
+    size = sum(int(t.n_bytes) for t in reader.tensors)
+    n_params = sum(int(t.n_elements) for t in reader.tensors)
+    for r in records:
+        assert list(r)[:len(LLAMA_FIELDS)] == LLAMA_FIELDS
+        assert set(EMBER_FIELDS) | {"samples_ns", "samples_ts"} <= set(r)
+        assert r["model_size"] == size and r["model_n_params"] == n_params
+        assert len(r["samples_ns"]) == len(r["samples_ts"]) == 3
+        n_tok = r["n_prompt"] + r["n_gen"]
+        for ns, ts in zip(r["samples_ns"], r["samples_ts"]):
+            assert ts == pytest.approx(1e9 * n_tok / ns, rel=1e-12)
+        assert r["avg_ts"] == pytest.approx(statistics.fmean(r["samples_ts"]), rel=1e-12)
+        assert r["stddev_ts"] == pytest.approx(statistics.stdev(r["samples_ts"]), rel=1e-9)
+        assert abs(r["avg_ns"] - statistics.fmean(r["samples_ns"])) <= 1
+        if r["n_gen"]:
+            # the decode bound: bytes read per token over the measured bandwidth
+            assert r["bound_ts"] == pytest.approx(
+                r["read_bandwidth_gbs"] * 1e9 / r["weight_bytes_per_token"], rel=1e-12)
+            assert r["bound_pct"] == pytest.approx(100 * r["avg_ts"] / r["bound_ts"], rel=1e-12)
+        else:
+            assert r["bound_ts"] is None and r["bound_pct"] is None
+        assert r["peak_rss_bytes"] > 0
+
+
+def test_kv_cache_at_depth_is_in_the_bound(records):
+    tg = {(r["n_threads"], r["n_depth"]): r for r in records if r["n_gen"]}
+    for t in (1, 2):
+        # SmolLM2-135M: 30 layers, 3 KV heads of 64, F16 K and V (REFERENCE.md)
+        extra = tg[(t, 8)]["weight_bytes_per_token"] - tg[(t, 0)]["weight_bytes_per_token"]
+        assert extra == 30 * 8 * 3 * (64 + 64) * 2
+
+
+def test_jsonl_csv_and_markdown_carry_the_same_tests(starter_model_path):
+    args = ("-m", starter_model_path, "-p", "8", "-n", "2", "-t", "2", "-r", "2")
+    lines = [json.loads(x) for x in bench(*args, "-o", "jsonl").splitlines()]
+    assert [(r["n_prompt"], r["n_gen"]) for r in lines] == [(8, 0), (0, 2)]
+    rows = list(csv.reader(io.StringIO(bench(*args, "-o", "csv"))))
+    assert rows[0] == LLAMA_FIELDS + EMBER_FIELDS and len(rows) == 3
+    for row in rows[1:]:
+        rec = dict(zip(rows[0], row))
+        assert float(rec["avg_ts"]) > 0 and rec["n_threads"] == "2"
+    md = bench(*args).splitlines()
+    assert md[0].split("|")[1].strip() == "model" and "t/s" in md[0] and "% of bound" in md[0]
+    tests = [line.split("|")[6].strip() for line in md[2:]]
+    assert tests == ["pp8", "tg2"]
+
+
+def test_depth_names_the_test_as_llama_bench(starter_model_path):
+    md = bench("-m", starter_model_path, "-p", "4", "-n", "0", "-d", "8", "-t", "2", "-r", "1")
+    assert md.splitlines()[2].split("|")[6].strip() == "pp4 @ d8"
+
+
+def test_json_summary_of_one_run_still_works(starter_model_path):
+    """benchmarks/compare_llamacpp.py reads `--json`'s one object."""
+    data = json.loads(bench("-m", starter_model_path, "-p", "8", "-n", "2", "-t", "2", "-r", "1",
+                            "--json").splitlines()[-1])
+    assert set(data["results"]) == {"pp8", "tg2"}
+    assert data["tg_bound_tps"] > 0 and data["read_bandwidth_gbs"] > 0
