@@ -97,6 +97,18 @@ class ModelRow(QFrame):
             self.values[k] = v
         grid.setColumnStretch(1, 1)
         lay.addLayout(grid)
+        self.quantize_button = QPushButton("Save a quantized copy…")
+        self.quantize_button.setObjectName("modelRowQuantize")
+        self.quantize_button.setAccessibleName(f"Save a quantized copy of {card['file_name']}")
+        self.quantize_button.clicked.connect(self.open_quantize_dialog)
+        lay.addWidget(self.quantize_button, 0, Qt.AlignLeft)
+
+    def open_quantize_dialog(self):
+        from .quantize_dialog import QuantizeDialog  # numpy and the quantizer, when first used
+        dialog = QuantizeDialog(self.card["path"], self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
 
 class EndpointRow(QFrame):

@@ -1,0 +1,163 @@
+""""Save a quantized copy…" from a model's card: the types with the file size each gives,
+then `ember quantize`'s work on a background thread with progress and Cancel."""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from .. import quantize
+from .format import human_bytes
+
+# what each choice is for, in a few words (llama-quantize's own table gives the trade-offs)
+CHOICES = [
+    ("Q4_K_M", "balanced: the usual choice"), ("Q5_K_M", "closer to the original, larger"),
+    ("Q6_K", "nearly lossless"), ("Q8_0", "practically lossless, twice Q4's size"),
+    ("Q4_K_S", "a little smaller than Q4_K_M"), ("Q5_K_S", ""), ("Q3_K_L", ""),
+    ("Q3_K_M", "small, noticeably lossy"), ("Q3_K_S", ""), ("Q2_K", "smallest, lossy"),
+    ("Q4_0", "legacy 4-bit"), ("Q4_1", "legacy 4-bit"), ("Q5_0", "legacy 5-bit"),
+    ("Q5_1", "legacy 5-bit"), ("F16", "16-bit floats"), ("BF16", "16-bit brain floats"),
+]
+
+
+class _Relay(QObject):
+    """Carries the worker thread's news to the dialog (queued onto the GUI thread)."""
+    progress = Signal(int, int, str)
+    finished = Signal(str)   # "" on success, else the reason
+
+
+class QuantizeDialog(QDialog):
+    def __init__(self, path: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName("quantizeDialog")
+        self.src = Path(path)
+        self.setWindowTitle(f"Save a quantized copy of {self.src.name}")
+        self.cancel_event = threading.Event()
+        self.worker: threading.Thread | None = None
+        self.out_path: Path | None = None
+        lay = QVBoxLayout(self)
+        lay.addWidget(QLabel("Type (the size each copy would have):"))
+        self.types = QListWidget()
+        self.types.setObjectName("quantizeTypes")
+        try:
+            self.sizes = quantize.estimate_sizes(self.src, [c for c, _ in CHOICES])
+        except (OSError, ValueError) as e:
+            self.sizes = {}
+            lay.addWidget(QLabel(f"Cannot read this file: {e}"))
+        for name, note in CHOICES:
+            if name not in self.sizes:
+                continue
+            text = f"{name}  —  {human_bytes(self.sizes[name])}" + (f"  ({note})" if note else "")
+            item = QListWidgetItem(text)
+            item.setData(Qt.UserRole, name)
+            self.types.addItem(item)
+        self.types.setCurrentRow(0)
+        lay.addWidget(self.types, 1)
+        self.progress = QProgressBar()
+        self.progress.setObjectName("quantizeProgress")
+        self.progress.setRange(0, 1000)
+        self.progress.setVisible(False)
+        lay.addWidget(self.progress)
+        self.status = QLabel("")
+        self.status.setObjectName("quantizeStatus")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.save_button = QPushButton("Save as…")
+        self.save_button.setObjectName("quantizeSave")
+        self.save_button.setEnabled(bool(self.sizes))
+        self.save_button.clicked.connect(self._choose_and_start)
+        self.cancel_button = QPushButton("Close")
+        self.cancel_button.setObjectName("quantizeCancel")
+        self.cancel_button.clicked.connect(self._cancel_or_close)
+        buttons.addWidget(self.save_button)
+        buttons.addWidget(self.cancel_button)
+        lay.addLayout(buttons)
+        self.relay = _Relay()
+        self.relay.progress.connect(self._on_progress)
+        self.relay.finished.connect(self._on_finished)
+
+    def chosen_type(self) -> str:
+        item = self.types.currentItem()
+        return item.data(Qt.UserRole) if item else "Q4_K_M"
+
+    def _choose_and_start(self) -> None:
+        name = self.chosen_type()
+        stem = self.src.stem.rsplit(".", 1)[0] if "." in self.src.stem else self.src.stem
+        suggested = str(self.src.with_name(f"{stem}.{name}.gguf"))
+        dst, _ = QFileDialog.getSaveFileName(self, "Save the quantized copy", suggested,
+                                             "GGUF models (*.gguf)")
+        if dst:
+            self.start(dst, name)
+
+    def start(self, dst: str, type_name: str, threads: int | None = None) -> None:
+        """Quantizes on a background thread; the dialog stays responsive."""
+        if Path(dst).resolve() == self.src.resolve():
+            self.status.setText("Choose another file: the copy cannot replace its source.")
+            return
+        self.out_path = Path(dst)
+        self.cancel_event.clear()
+        self.save_button.setEnabled(False)
+        self.types.setEnabled(False)
+        self.cancel_button.setText("Cancel")
+        self.progress.setValue(0)
+        self.progress.setVisible(True)
+        self.status.setText(f"Writing {self.out_path.name} ({type_name})…")
+
+        def work() -> None:
+            try:
+                quantize.quantize_file(
+                    self.src, self.out_path, type_name, threads=threads, cancel=self.cancel_event,
+                    progress=lambda done, total, tp: self.relay.progress.emit(
+                        done >> 10, max(1, total >> 10), tp.info.name))
+                self.relay.finished.emit("")
+            except quantize.CancelledError:
+                self.relay.finished.emit("Cancelled; nothing was written.")
+            except Exception as e:  # noqa: BLE001 - shown to the user, never lost
+                self.relay.finished.emit(f"Could not write the copy: {e}")
+        self.worker = threading.Thread(target=work, name="ember-quantize", daemon=True)
+        self.worker.start()
+
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.is_alive()
+
+    def _on_progress(self, done: int, total: int, name: str) -> None:
+        self.progress.setValue(int(1000 * done / total))
+        self.status.setText(f"Writing {self.out_path.name}: {name}")
+
+    def _on_finished(self, error: str) -> None:
+        self.save_button.setEnabled(True)
+        self.types.setEnabled(True)
+        self.cancel_button.setText("Close")
+        if error:
+            self.progress.setVisible(False)
+            self.status.setText(error)
+        else:
+            self.progress.setValue(1000)
+            self.status.setText(f"Saved {self.out_path} "
+                                f"({human_bytes(self.out_path.stat().st_size)}).")
+
+    def _cancel_or_close(self) -> None:
+        if self.running():
+            self.cancel_event.set()
+        else:
+            self.accept()
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if self.running():
+            self.cancel_event.set()
+            self.worker.join()
+        super().closeEvent(event)
