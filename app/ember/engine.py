@@ -21,6 +21,19 @@ if TYPE_CHECKING:
     import numpy as np  # imported where used: chatting needs no numpy (start-up time, memory)
 
 
+_default_placement: list = ["auto", -1]
+
+
+def set_default_placement(backend: str | None = None, gpu_layers: int | None = None) -> None:
+    """Where models opened without backend=/gpu_layers= run (the CLI's --backend and
+    --gpu-layers, the app's settings): "auto", "cpu", "cuda", "cuda:1"; -1 as many layers
+    as fit, 0 none, N the last N (the output head counted as one)."""
+    if backend is not None:
+        _default_placement[0] = backend
+    if gpu_layers is not None:
+        _default_placement[1] = gpu_layers
+
+
 @dataclass
 class BackendDevice:
     """A row of backend_devices(): a usable device, or a backend that cannot run here."""
@@ -226,13 +239,13 @@ class Model:
                  n_threads: int | None = None, n_batch: int = 512, *,
                  vocab_only: bool = False, metadata_only: bool = False, isa: str = "auto",
                  progress: Callable[[float], bool | None] | None = None,
-                 cancel: threading.Event | None = None, backend: str = "auto",
-                 gpu_layers: int = -1):
+                 cancel: threading.Event | None = None, backend: str | None = None,
+                 gpu_layers: int | None = None):
         self.path = Path(path)
         # where its contexts run: "auto", "cpu", "cuda", "cuda:1", ...; layers on the device
-        # (-1: as many as fit); see backend_devices()
-        self.backend = backend or "auto"
-        self.gpu_layers = gpu_layers
+        # (-1: as many as fit); None: the process default (set_default_placement)
+        self.backend = backend or _default_placement[0]
+        self.gpu_layers = _default_placement[1] if gpu_layers is None else gpu_layers
         self.n_ctx_requested = n_ctx or 0
         self.n_threads = n_threads or 0
         self.n_batch = n_batch

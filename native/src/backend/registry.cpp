@@ -164,14 +164,14 @@ std::vector<BackendRecord> load_all() {
 
 void cpu_info(BackendDeviceInfo& info) {
     std::memset(&info, 0, sizeof(info));
-    std::string name = std::string("CPU (") + isa_name(active_isa()) + ")";
+    std::string name = std::string("CPU (") + isa_label(active_isa()) + ")";
 #if defined(__linux__)
     std::ifstream f("/proc/cpuinfo");
     std::string line;
     while (std::getline(f, line))
         if (line.rfind("model name", 0) == 0) {
             const size_t colon = line.find(':');
-            if (colon != std::string::npos) name = line.substr(colon + 2) + " (" + isa_name(active_isa()) + ")";
+            if (colon != std::string::npos) name = line.substr(colon + 2) + " (" + isa_label(active_isa()) + ")";
             break;
         }
 #endif

@@ -10,6 +10,14 @@
 
 namespace ember {
 
+std::string bytes_text(uint64_t b) {
+    char buf[32];
+    if (b >= (1ull << 30)) std::snprintf(buf, sizeof(buf), "%.1f GiB", (double)b / (double)(1ull << 30));
+    else if (b >= (1ull << 20)) std::snprintf(buf, sizeof(buf), "%.0f MiB", (double)b / (double)(1ull << 20));
+    else std::snprintf(buf, sizeof(buf), "%.0f KiB", (double)b / 1024.0);
+    return buf;
+}
+
 // ---- weights on devices -------------------------------------------------------
 
 DeviceWeightCache::~DeviceWeightCache() {
@@ -26,7 +34,7 @@ void* DeviceWeightCache::acquire(const BackendIface* be, int device, const Tenso
         if (!p) {
             entries_.erase(Key{be, device, w});
             fail(EMBER_ERR_OUT_OF_MEMORY, std::string(be->label) + ": no memory for weight '" + w->name + "' (" +
-                                              format_bytes(bytes) + "): " + err);
+                                              bytes_text(bytes) + "): " + err);
         }
         if (be->upload(device, p, w->data, bytes, err, sizeof(err)) != 0) {
             be->free(device, p);
@@ -134,7 +142,7 @@ void Offload::device_failure(const char* what, const char* err) const {
 void* Offload::alloc_cache(size_t bytes) {
     char err[512] = {0};
     void* p = iface_->alloc(device_, bytes, err, sizeof(err));
-    if (!p) device_failure(("allocating " + format_bytes(bytes) + " of KV cache").c_str(), err);
+    if (!p) device_failure(("allocating " + bytes_text(bytes) + " of KV cache").c_str(), err);
     caches_mem_.push_back(p);
     if (iface_->memset_zero(device_, p, bytes, err, sizeof(err)) != 0) device_failure("clearing the KV cache", err);
     return p;
@@ -148,7 +156,7 @@ void Offload::reserve(size_t bytes) {
     plans_.clear();  // their addresses point into the old buffer
     char err[512] = {0};
     compute_buf_ = iface_->alloc(device_, bytes, err, sizeof(err));
-    if (!compute_buf_) device_failure(("allocating a " + format_bytes(bytes) + " compute buffer").c_str(), err);
+    if (!compute_buf_) device_failure(("allocating a " + bytes_text(bytes) + " compute buffer").c_str(), err);
     compute_size_ = bytes;
 }
 

@@ -21,12 +21,14 @@
 #include "backend/registry.h"
 #include "backend/weights.h"
 #include "core/graph.h"
-#include "core/memory.h"  // format_bytes
 #include "cpu/ops.h"
 
 namespace ember {
 
 class Model;
+
+// "1.5 GiB", "34 MiB", "96 KiB", for messages
+std::string bytes_text(uint64_t bytes);
 
 constexpr int32_t kNoLayer = -1000;  // a leaf that says nothing about where a node runs
 

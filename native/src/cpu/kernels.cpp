@@ -289,4 +289,13 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
     mul_mat_rows(k, w, x, out, r_begin, r_end);
 }
 
+const char* isa_label(Isa isa) {
+    switch (isa) {
+        case Isa::AVX2: return "AVX2";
+        case Isa::AVX512: return "AVX-512";
+        case Isa::NEON: return "NEON";
+        default: return "scalar";
+    }
+}
+
 }  // namespace ember

@@ -15,6 +15,8 @@ namespace ember {
 enum class Isa : int32_t { SCALAR = 0, AVX2 = 1, AVX512 = 2, NEON = 3 };
 
 const char* isa_name(Isa isa);
+// "AVX2", "AVX-512", "NEON", "scalar": for status lines (isa_name gives the EMBER_ISA spelling)
+const char* isa_label(Isa isa);
 // The best level this CPU supports (CPUID / getauxval / sysctl).
 Isa detect_isa();
 // The level in use: detect_isa(), or what the EMBER_ISA environment variable asks for

@@ -30,16 +30,6 @@ int64_t max_row_of(const HParams& h) {
                               (int64_t)attention_scratch_floats(h.head_dim, h.n_head / std::max(1, (int)h.n_head_kv))});
 }
 
-// "AVX2", "AVX-512" for a status line (isa_name gives the EMBER_ISA spelling)
-const char* isa_label(Isa isa) {
-    switch (isa) {
-        case Isa::AVX2: return "AVX2";
-        case Isa::AVX512: return "AVX-512";
-        case Isa::NEON: return "NEON";
-        default: return "scalar";
-    }
-}
-
 const char* op_display_name(Op op) {
     switch (op) {
         case Op::GET_ROWS: return "get_rows";
@@ -263,9 +253,9 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
     }
     if (count == 0) {
         if (out_of_memory)
-            why = be.label + ": too little memory on " + info.name + " (" + format_bytes(first_need) +
-                  " needed for one layer and the buffers, plus a " + format_bytes(margin) + " margin; " +
-                  format_bytes(info.memory_free) + " free)";
+            why = be.label + ": too little memory on " + info.name + " (" + bytes_text(first_need) +
+                  " needed for one layer and the buffers, plus a " + bytes_text(margin) + " margin; " +
+                  bytes_text(info.memory_free) + " free)";
         else
             why = be.label + ": " + info.name + " cannot compute these layers (no " + lack_note + ")";
         return false;
@@ -300,7 +290,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
                " has no " + lack_note + ")";
     if (out_of_memory)
         note += (note.empty() ? "" : "; ") + std::to_string(count) + " of " + std::to_string(wanted) +
-                " layers fit in the " + format_bytes(info.memory_free) + " free on " + info.name;
+                " layers fit in the " + bytes_text(info.memory_free) + " free on " + info.name;
     placement_.note = note;
     return true;
 }
