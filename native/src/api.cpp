@@ -20,6 +20,7 @@
 #include "cpu/kernels.h"
 #include "model/arch.h"
 #include "model/context.h"
+#include "model/footprint.h"
 #include "model/model.h"
 #include "quant/types.h"
 #include "sample/sampler.h"
@@ -181,6 +182,7 @@ ember_status ember_model_load(const char* path, const ember_model_params* params
             o.metadata_only = params->metadata_only;
         }
         auto h = std::make_unique<ember_model>();
+        if (!o.vocab_only && !o.metadata_only) check_memory_fits(model_memory_need(path));
         h->model = Model::load(path, o);
         h->meta_json.resize(h->model->gguf().metadata().size());
         *out = h.release();
@@ -455,6 +457,7 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
         }
         auto h = std::make_unique<ember_context>();
         h->owner = model;
+        if (model->model->has_weights()) check_memory_fits(context_memory_need(*model->model, o));
         h->ctx = std::make_unique<Context>(*model->model, o);
         *out = h.release();
     });

@@ -1,0 +1,40 @@
+#include "model/footprint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+namespace ember {
+
+MemoryNeed model_memory_need(const std::string& path) {
+    MemoryNeed need;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(std::filesystem::u8path(path), ec);
+    if (!ec) need.weights = (uint64_t)size;  // an unreadable file is the loader's error to report
+    return need;
+}
+
+MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
+    const HParams& h = model.hparams();
+    MemoryNeed need;
+    need.weights = model.gguf().file_size();
+    // as context.cpp chooses them
+    const int64_t train = h.n_ctx_train;
+    const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : (train > 0 && train < 4096 ? train : 4096);
+    const int64_t n_batch = opts.n_batch > 0 ? std::min<int64_t>(opts.n_batch, n_ctx) : 512;
+    need.n_ctx = (int32_t)std::min<int64_t>(n_ctx, INT32_MAX);
+    const uint64_t row = (uint64_t)h.head_dim * (uint64_t)h.n_head_kv * 2;  // F16
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+        const int64_t rows = h.is_swa(il) && h.n_swa > 0 ? std::min<int64_t>(n_ctx, h.n_swa + n_batch) : n_ctx;
+        need.kv_cache += 2 * row * (uint64_t)rows;
+    }
+    // One batch's widest intermediates (the plan reuses buffers, so a few of each live at
+    // once: residual, norm, Q/K/V, attention output, FFN gate/up/down), in F32, plus one
+    // row of logits.
+    const uint64_t per_token = 4ull * (4ull * (uint64_t)h.n_embd + 3ull * (uint64_t)h.n_ff +
+                                       2ull * (uint64_t)h.head_dim * (uint64_t)(h.n_head + 2 * h.n_head_kv));
+    need.compute = per_token * (uint64_t)n_batch + 4ull * (uint64_t)h.n_vocab;
+    return need;
+}
+
+}  // namespace ember
