@@ -4,13 +4,13 @@ release use:
 
   1. the engine library with CMake (Release, no tests; an existing build folder is reused),
   2. the icons (packaging/make_icons.py),
-  3. PyInstaller with packaging/ember.spec (onefile; on macOS also Ember.app),
+  3. PyInstaller with packaging/ember.spec (onefile, or --onedir; on macOS also Ember.app),
   4. prints each artifact's size and the cold start of `ember --version` (3 fresh runs),
   5. with --smoke: `--version`, `run` greedy text against llama.cpp's golden and `serve`
      answering the same text over loopback HTTP (console builds), and `--self-test` (the
      app offscreen: model load, a streamed reply).
 
-    python packaging/build.py [--with-starter] [--console] [--smoke] [--model PATH]
+    python packaging/build.py [--with-starter] [--console] [--onedir] [--smoke] [--model PATH]
 
 Needs: CMake + a C++ compiler, and `pip install -r packaging/requirements.txt` (PyInstaller,
 PySide6, numpy, jinja2, platformdirs). Writes dist/ and build/pyinstaller/; a summary goes to
@@ -85,8 +85,10 @@ def find_starter(explicit: str | None) -> Path | None:
 
 # ---- 3. PyInstaller -------------------------------------------------------------------
 def pyinstaller(lib: Path, icons: Path, dist: Path, work: Path, starter: Path | None,
-                console: bool, no_app: bool, uncompressed: bool) -> None:
+                console: bool, no_app: bool, uncompressed: bool, onedir: bool) -> None:
     args = ["--native-lib", lib, "--icons", icons]
+    if onedir:
+        args.append("--onedir")
     if uncompressed:
         args.append("--uncompressed")
     if starter:
@@ -100,17 +102,17 @@ def pyinstaller(lib: Path, icons: Path, dist: Path, work: Path, starter: Path | 
 
 
 def artifacts(dist: Path) -> dict[str, Path]:
-    out = {}
-    for name in ("ember", "Ember.exe", "Ember.app"):
-        p = dist / name
-        if p.exists():
-            out[name] = p
-    return out
+    present = {p.name for p in dist.iterdir()}  # by listing: Windows names ignore case
+    return {name: dist / name for name in ("ember", "Ember.exe", "ember.exe", "Ember",
+                                           "Ember.app") if name in present}
 
 
-def program(dist: Path) -> Path:
-    """The onefile program (what the smoke tests and the cold start measure)."""
-    return dist / ("Ember.exe" if WIN else "ember")
+def program(dist: Path, console: bool, onedir: bool) -> Path:
+    """The program the smoke tests and the cold start run: the onefile, or the one in the
+    --onedir folder (Windows: Ember.exe windowed, ember.exe console)."""
+    name = "Ember" if WIN and not console else "ember"
+    exe = name + ".exe" if WIN else name
+    return dist / name / exe if onedir else dist / exe
 
 
 # ---- 4. cold start --------------------------------------------------------------------
@@ -224,6 +226,17 @@ def smoke_serve(exe: Path, model: Path, prompt: str, n: int, expected: str) -> d
         log(f"smoke: serve -> {text!r} (= run)")
         return {"text": text}
     finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Ends a program under test. On Windows with the process it started: a onefile
+    program is the bootloader and the app it unpacked, which outlives a killed bootloader."""
+    if WIN:
+        sys.path.insert(0, str(REPO / "packaging" / "windows"))
+        from smoke_windows import kill_tree
+        kill_tree(proc)
+    else:
         proc.terminate()
         proc.wait(60)
 
@@ -233,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-starter", nargs="?", const="auto", default=None, metavar="MODEL",
                     help="bundle the starter model (default: from the asset cache / installed)")
     ap.add_argument("--console", action="store_true",
-                    help="a console Ember.exe on Windows (the onefile is one elsewhere)")
+                    help="the console ember.exe on Windows (the onefile is one elsewhere)")
     ap.add_argument("--no-app", action="store_true", help="macOS: skip Ember.app")
+    ap.add_argument("--onedir", action="store_true",
+                    help="the one-folder variant (dist/Ember/ on Windows) instead of the onefile")
     ap.add_argument("--uncompressed", action="store_true",
                     help="store the libraries uncompressed: a ~2.5x bigger file whose start "
                          "skips inflating them")
@@ -270,19 +285,19 @@ def main(argv: list[str] | None = None) -> int:
 
     dist = Path(a.dist).resolve()
     t0 = time.perf_counter()
-    pyinstaller(lib, icons, dist, work, starter, a.console, a.no_app, a.uncompressed)
+    pyinstaller(lib, icons, dist, work, starter, a.console, a.no_app, a.uncompressed, a.onedir)
     log(f"PyInstaller took {time.perf_counter() - t0:.0f} s")
 
     console = a.console or not WIN
     info: dict = {"os": platform.system(), "machine": platform.machine(),
                   "python": platform.python_version(), "with_starter": bool(starter),
-                  "uncompressed": a.uncompressed,
+                  "uncompressed": a.uncompressed, "onedir": a.onedir,
                   "console": console, "artifacts": {}}
     for name, p in artifacts(dist).items():
         size = tree_size(p)
         info["artifacts"][name] = size
         log(f"artifact: {p} {human(size)}")
-    exe = program(dist)
+    exe = program(dist, console, a.onedir)
     times, cpu = cold_start(exe, a.runs)
     info["cold_start_s"] = [round(t, 3) for t in times]
     info["cold_start_cpu_s"] = [round(t, 3) for t in cpu]
