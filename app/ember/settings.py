@@ -10,10 +10,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .paths import data_dir
+from .placement import SELECTOR
 
 THEMES = ("system", "light", "dark")
-BACKENDS = ("auto", "cpu", "cuda", "metal")
-BUILT_BACKENDS = ("auto", "cpu")  # what this build of the engine can run on
 CONTEXT_POLICIES = ("drop_oldest", "stop")
 PROMPT_MODES = ("auto", "chat", "raw")
 
@@ -26,6 +25,7 @@ _LIMITS = {  # name: (min, max)
     "max_new_tokens": (1, 32768),
     "n_ctx": (128, 131072),
     "n_threads": (0, 256),
+    "gpu_layers": (-1, 999),
     "font_size": (8, 28),
     "serve_port": (0, 65535),  # 0: a free port the system picks
 }
@@ -42,7 +42,8 @@ class Settings:
     max_new_tokens: int = 1024
     n_ctx: int = 4096
     n_threads: int = 0  # 0: the engine picks (physical cores)
-    backend: str = "auto"
+    backend: str = "auto"  # Run on: "auto", "cpu" or a device ("cuda:0")
+    gpu_layers: int = -1  # layers on that device (the output head counts as one); -1 auto
     theme: str = "system"
     font_size: int = 11
     context_policy: str = "drop_oldest"
@@ -106,7 +107,9 @@ class Settings:
                     self.seed = None
             except (TypeError, ValueError):
                 self.seed = None
-        for name, allowed in (("theme", THEMES), ("backend", BUILT_BACKENDS),
+        if not isinstance(self.backend, str) or not SELECTOR.match(self.backend):
+            self.backend = d.backend
+        for name, allowed in (("theme", THEMES),
                               ("context_policy", CONTEXT_POLICIES),
                               ("prompt_mode", PROMPT_MODES)):
             if getattr(self, name) not in allowed:

@@ -147,7 +147,8 @@ class ChatController(QObject):
         if self.gen_job is not None:
             # one engine thread: the load would wait for the whole reply, so stop it
             self.stop()
-        self.load_job = self.engine.load(path, self.settings.n_ctx, self.settings.n_threads)
+        s = self.settings
+        self.load_job = self.engine.load(path, s.n_ctx, s.n_threads, s.backend, s.gpu_layers)
         log.info("loading %s", path)
         self.load_started.emit(path)
 
@@ -215,11 +216,12 @@ class ChatController(QObject):
 
     # ---- settings --------------------------------------------------------------------------
     def apply_settings(self, new: Settings) -> None:
-        """Saves new settings; a context length, thread count or backend change reloads
-        the model (stopping a running reply first)."""
+        """Saves new settings; a context length, thread count or Run on / GPU layers change
+        reloads the model (stopping a running reply first)."""
         old = self.settings
         reload = (new.n_ctx != old.n_ctx or new.n_threads != old.n_threads
-                  or new.backend != old.backend)
+                  or new.backend != old.backend
+                  or (new.gpu_layers != old.gpu_layers and new.backend != "cpu"))
         self.settings = new.validate()
         self.save_settings()
         if reload and self.model_info is not None and not self.loading and not self.remote:

@@ -23,8 +23,9 @@ from ..chat import (
     build_prompt,
     stream_reply,
 )
-from ..engine import CancelledError, EmberError, GenerationStats, Model, Session
+from ..engine import CancelledError, EmberError, GenerationStats, Model, Session, backend_devices
 from ..model_card import describe_model, effective_n_ctx, error_title
+from ..placement import resolve
 
 _ids = itertools.count(1)
 
@@ -34,6 +35,8 @@ class LoadJob:
     path: str
     n_ctx: int
     n_threads: int
+    backend: str = "auto"  # Settings' Run on
+    gpu_layers: int = -1
     id: int = field(default_factory=lambda: next(_ids))
     cancel_event: threading.Event = field(default_factory=threading.Event)
 
@@ -80,6 +83,13 @@ class GenJob:
         self.token.cancel()
 
 
+def placement_info(model: Model, why: str) -> dict:
+    """Where the model's context runs, read on the engine thread right after the load."""
+    ctx = model.context
+    return {"summary": ctx.backend, "note": "; ".join(n for n in (why, ctx.backend_note) if n),
+            "backend": ctx.backend_name, "n_gpu_layers": ctx.n_gpu_layers}
+
+
 class EngineWorker(QObject):
     """Lives on the engine thread: every slot runs there, one request at a time."""
 
@@ -124,14 +134,16 @@ class EngineWorker(QObject):
             if job.cancel_event.is_set():
                 self.load_cancelled.emit(job.id, path)
                 return
+            backend, why = resolve(job.backend, backend_devices())
             model = Model(path, n_ctx=effective_n_ctx(job.n_ctx, info["n_ctx_train"]),
                           n_threads=job.n_threads or None, progress=on_progress,
-                          cancel=job.cancel_event)
+                          cancel=job.cancel_event, backend=backend, gpu_layers=job.gpu_layers)
             if job.cancel_event.is_set():
                 model.close()
                 self.load_cancelled.emit(job.id, path)
                 return
             info["n_ctx"] = model.n_ctx  # creates the context (KV cache) now, not on first send
+            info["placement"] = placement_info(model, why)
             template = ChatTemplate.from_metadata(model.metadata, token_text=model.token_text)
             self.loaded.emit(job.id, model, template, info)
         except CancelledError:
@@ -249,8 +261,9 @@ class EngineThread(QObject):
         self.worker.load_cancelled.connect(self._done)
         self.worker.reply_finished.connect(self._done)
 
-    def load(self, path: str, n_ctx: int, n_threads: int) -> LoadJob:
-        job = LoadJob(str(path), n_ctx, n_threads)
+    def load(self, path: str, n_ctx: int, n_threads: int, backend: str = "auto",
+             gpu_layers: int = -1) -> LoadJob:
+        job = LoadJob(str(path), n_ctx, n_threads, backend, gpu_layers)
         self._pending[job.id] = job
         self._load.emit(job)
         return job

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from .. import paths, starter
 from ..engine import system_info
 from ..model_card import display_name, effective_n_ctx
+from ..placement import status_line
 from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
@@ -271,6 +272,7 @@ class MainWindow(QMainWindow):
         self.status_serve.hide()
         self.status_backend = QLabel(backend_name())
         self.status_backend.setObjectName("statusBackend")
+        self.status_backend.setToolTip("Where the model runs (Settings: Run on)")
         self.status_msg = QLabel("")
         self.status_msg.setObjectName("statusMessage")
         sb.addWidget(self.status_msg, 1)
@@ -806,12 +808,25 @@ class MainWindow(QMainWindow):
             notice = self.template.notice
         self.card.set_notice(notice)
         self.setWindowTitle(f"Ember — {info['name']}")
+        self._show_placement(info)
         self._show_chat_status()
         self.welcome.set_recent(self.settings.recent_models)
         self._update_view()
         self.composer.input.setFocus()
         self._update_serving()
         self.model_loaded.emit(info["path"])
+
+    def _show_placement(self, info: dict) -> None:
+        """Where the loaded model runs, as the engine thread read it after the load."""
+        where = info.get("placement")
+        if info.get("remote"):
+            text, tip = "endpoint", f"Replies come from {info['url']}"
+        elif where:
+            text, tip = status_line(where["summary"], where["note"])
+        else:
+            text, tip = backend_name(), "Where the model runs (Settings: Run on)"
+        self._status(self.status_backend, text)
+        self.status_backend.setToolTip(tip)
 
     def _on_load_failed(self, path: str, title: str, detail: str) -> None:
         self._finish_loader()
@@ -1016,7 +1031,10 @@ class MainWindow(QMainWindow):
     # ---- settings ---------------------------------------------------------------------------
     def open_settings(self) -> None:
         from .settings_dialog import SettingsDialog  # imported when first opened
-        dlg = SettingsDialog(self.settings, self)
+        info = self.model_info
+        # the most GPU layers the loaded model has, its output head counted as one
+        layers = info["n_layer"] + 1 if info and not info.get("remote") else None
+        dlg = SettingsDialog(self.settings, self, max_layers=layers)
         try:
             accepted = dlg.exec()
             new = dlg.result_settings() if accepted else None

@@ -21,15 +21,28 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..settings import BUILT_BACKENDS, Settings
+from ..placement import run_on_choices, unavailable_text
+from ..settings import Settings
 
-BACKEND_LABELS = {"auto": "Auto", "cpu": "CPU", "cuda": "CUDA (NVIDIA)", "metal": "Metal (Apple)"}
-NOT_BUILT = "not built: this copy of Ember's engine was compiled for the CPU only"
+
+def list_devices() -> list:
+    """The engine's backend rows (its registry is read once per process and is safe to
+    ask from any thread; no model is touched)."""
+    from ..engine import EmberError, backend_devices
+    try:
+        return backend_devices()
+    except (EmberError, OSError):
+        return []
 
 
 class SettingsDialog(QDialog):
-    def __init__(self, settings: Settings, parent=None):
+    """devices: engine.backend_devices() rows (asked for when not given); max_layers: the
+    loaded model's layer count with its output head, the most "GPU layers" can say."""
+
+    def __init__(self, settings: Settings, parent=None, devices: list | None = None,
+                 max_layers: int | None = None):
         super().__init__(parent)
+        self.devices = list_devices() if devices is None else list(devices)
         self.setObjectName("settingsDialog")
         self.setWindowTitle("Settings")
         self.setMinimumWidth(460)
@@ -80,17 +93,16 @@ class SettingsDialog(QDialog):
         self.n_threads.setSpecialValueText("Auto")
         self.backend = QComboBox()
         self.backend.setObjectName("backend")
-        for key, label in BACKEND_LABELS.items():
-            self.backend.addItem(label, key)
-        model: QStandardItemModel = self.backend.model()
-        for i in range(self.backend.count()):
-            key = self.backend.itemData(i)
-            if key not in BUILT_BACKENDS:
-                item = model.item(i)
-                item.setEnabled(False)
-                item.setText(f"{BACKEND_LABELS[key]}: not built")
-                item.setToolTip(NOT_BUILT)
-        self.backend.setCurrentIndex(max(0, self.backend.findData(s.backend)))
+        self._add_run_on_choices(s.backend)
+        self.gpu_layers = self._spin("gpuLayers", -1, max(max_layers or 999, s.gpu_layers),
+                                     s.gpu_layers)
+        self.gpu_layers.setSpecialValueText("Auto (as many as fit)")
+        self.gpu_layers.setSuffix(" layers")
+        self.gpu_layers.setToolTip("Layers on the GPU, counted from the last (the output head "
+                                   "counts as one); the rest run on the CPU. Auto fits as many "
+                                   "as the device's free memory allows.")
+        self.backend.currentIndexChanged.connect(self._update_gpu_layers)
+        self._update_gpu_layers()
         self.context_policy = QComboBox()
         self.context_policy.setObjectName("contextPolicy")
         self.context_policy.addItem("Drop oldest messages (keep the system prompt)", "drop_oldest")
@@ -104,16 +116,19 @@ class SettingsDialog(QDialog):
         self.prompt_mode.setCurrentIndex(max(0, self.prompt_mode.findData(s.prompt_mode)))
         f.addRow("Context length", self.n_ctx)
         f.addRow("Threads", self.n_threads)
-        f.addRow("Backend", self.backend)
-        note = QLabel("CUDA and Metal are " + NOT_BUILT + ".")
-        note.setWordWrap(True)
-        note.setObjectName("backendNote")
-        note.setEnabled(False)
-        f.addRow("", note)
+        f.addRow("Run on", self.backend)
+        f.addRow("GPU layers", self.gpu_layers)
+        unavailable = unavailable_text(self.devices)
+        if unavailable:
+            note = QLabel(unavailable)
+            note.setWordWrap(True)
+            note.setObjectName("backendNote")
+            note.setEnabled(False)
+            f.addRow("", note)
         f.addRow("When the context is full", self.context_policy)
         f.addRow("Prompt format", self.prompt_mode)
-        reload_note = QLabel("Context length, threads and backend apply when the model is "
-                             "reloaded (Ember reloads it for you).")
+        reload_note = QLabel("Context length, threads, Run on and GPU layers apply when the "
+                             "model is reloaded (Ember reloads it for you).")
         reload_note.setWordWrap(True)
         reload_note.setEnabled(False)
         f.addRow("", reload_note)
@@ -150,6 +165,18 @@ class SettingsDialog(QDialog):
         lay.addWidget(tabs)
         lay.addWidget(buttons)
 
+    def _add_run_on_choices(self, saved: str) -> None:
+        model: QStandardItemModel = self.backend.model()
+        for choice in run_on_choices(self.devices, saved):
+            self.backend.addItem(choice.label, choice.selector)
+            item = model.item(self.backend.count() - 1)
+            item.setToolTip(choice.tooltip)
+            item.setEnabled(choice.usable)
+        self.backend.setCurrentIndex(max(0, self.backend.findData(saved)))
+
+    def _update_gpu_layers(self) -> None:
+        self.gpu_layers.setEnabled(self.backend.currentData() != "cpu")
+
     def _spin(self, name, lo, hi, value) -> QSpinBox:
         w = QSpinBox()
         w.setObjectName(name)
@@ -180,6 +207,7 @@ class SettingsDialog(QDialog):
         self.n_ctx.setValue(d.n_ctx)
         self.n_threads.setValue(d.n_threads)
         self.backend.setCurrentIndex(self.backend.findData(d.backend))
+        self.gpu_layers.setValue(d.gpu_layers)
         self.context_policy.setCurrentIndex(self.context_policy.findData(d.context_policy))
         self.prompt_mode.setCurrentIndex(self.prompt_mode.findData(d.prompt_mode))
         self.theme.setCurrentIndex(self.theme.findData(d.theme))
@@ -198,6 +226,7 @@ class SettingsDialog(QDialog):
         s.n_ctx = self.n_ctx.value()
         s.n_threads = self.n_threads.value()
         s.backend = self.backend.currentData()
+        s.gpu_layers = self.gpu_layers.value()
         s.context_policy = self.context_policy.currentData()
         s.prompt_mode = self.prompt_mode.currentData()
         s.theme = self.theme.currentData()
