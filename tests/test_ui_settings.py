@@ -16,15 +16,20 @@ def test_settings_round_trip_and_validation(tmp_path):
     s = Settings.load(p)
     assert (s.temperature, s.seed, s.theme) == (0.2, 7, "dark")
     p.write_text(json.dumps({"temperature": "hot", "top_p": 9, "theme": "neon", "seed": -3,
-                             "backend": "cuda", "n_ctx": 10, "unknown": 1}))
+                             "backend": "CUDA please", "gpu_layers": -5, "n_ctx": 10,
+                             "unknown": 1}))
     s = Settings.load(p)
     assert s.temperature == Settings().temperature and s.top_p == 1.0
     assert s.theme == "system" and s.seed is None and s.backend == "auto" and s.n_ctx == 128
+    assert s.gpu_layers == -1
+    p.write_text(json.dumps({"backend": "cuda:1", "gpu_layers": "12"}))
+    assert (Settings.load(p).backend, Settings.load(p).gpu_layers) == ("cuda:1", 12)
     p.write_text("{broken")
     assert Settings.load(p) == Settings()
 
 
 def test_dialog_edits_and_persists(qtbot, data_dir):
+    from ember.engine import backend_devices
     from ember.ui.settings_dialog import SettingsDialog
     win = make_window(qtbot, data_dir, restore_last=False)
     seen = []
@@ -35,10 +40,11 @@ def test_dialog_edits_and_persists(qtbot, data_dir):
         assert dlg is not None and dlg.objectName() == "settingsDialog"
         backend = dlg.findChild(QComboBox, "backend")
         model = backend.model()
-        for key in ("cuda", "metal"):
-            item = model.item(backend.findData(key))
-            assert not item.isEnabled() and "not built" in item.text()
-            assert "not built" in item.toolTip()
+        # whatever this process's engine has: each backend that cannot run is greyed out
+        for d in backend_devices():
+            if not d.usable:
+                item = model.item(backend.findData(d.backend))
+                assert not item.isEnabled() and item.toolTip() == d.reason
         dlg.temperature.setValue(1.3)
         dlg.random_seed.setChecked(False)
         dlg.seed.setValue(42)
