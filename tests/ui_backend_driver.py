@@ -85,8 +85,8 @@ def main() -> int:
             win.open_model_path(spec["model"])
         if win.loading:
             record["failed"] = wait_load()
-        label = win.findChild(QLabel, "statusBackend")
-        record["status"] = label.text()
+        label = win.findChild(QLabel, "statusBackend")  # an ElidedLabel: its whole text
+        record["status"] = label.full_text()
         record["status_tooltip"] = label.toolTip()
         records.append(record)
     print(json.dumps(records), flush=True)

@@ -270,9 +270,13 @@ class MainWindow(QMainWindow):
         self.status_serve = QLabel("")
         self.status_serve.setObjectName("statusServe")
         self.status_serve.hide()
-        self.status_backend = QLabel(backend_name())
+        # the engine's note can be long: shortened to the room the bar has, whole in the tip
+        self.status_backend = ElidedLabel(backend_name())
         self.status_backend.setObjectName("statusBackend")
-        self.status_backend.setToolTip("Where the model runs (Settings: Run on)")
+        self.status_backend.set_tip("Where the model runs (Settings: Run on)")
+        # its room as margins, not the bar's style-sheet padding, so the elision counts it
+        self.status_backend.setStyleSheet("padding: 0")
+        self.status_backend.setContentsMargins(8, 0, 8, 0)
         self.status_msg = QLabel("")
         self.status_msg.setObjectName("statusMessage")
         sb.addWidget(self.status_msg, 1)
@@ -304,6 +308,7 @@ class MainWindow(QMainWindow):
         c.reply_failed.connect(self._on_gen_failed)
         c.reply_finished.connect(self._on_gen_finished)
         c.queue_changed.connect(self._update_view)
+        c.store_failed.connect(lambda why: self.show_error("Ember could not save this chat", why))
         c.model_closing.connect(self._stop_serving)
         self._wire_starter_panel(self.welcome.starter_panel)
         self.composer.input.submit.connect(self.send)
@@ -825,8 +830,8 @@ class MainWindow(QMainWindow):
             text, tip = status_line(where["summary"], where["note"])
         else:
             text, tip = backend_name(), "Where the model runs (Settings: Run on)"
-        self._status(self.status_backend, text)
-        self.status_backend.setToolTip(tip)
+        self.status_backend.setText(text)
+        self.status_backend.set_tip(tip)
 
     def _on_load_failed(self, path: str, title: str, detail: str) -> None:
         self._finish_loader()
@@ -873,7 +878,12 @@ class MainWindow(QMainWindow):
             self.new_chat()
         conv_id = self.current_conv
         self.composer.input.clear()
-        self.chat.send(conv_id, text, title=_title_from(text))
+        try:
+            self.chat.send(conv_id, text, title=_title_from(text))
+        except StoreError as e:
+            self.composer.input.setPlainText(text)  # not stored: kept for sending again
+            self.show_error("Ember could not save this chat", str(e))
+            return False
         conv = self.store.conversation(conv_id)
         self.chat_title.setText(conv.title)
         self.refresh_conversations()

@@ -177,16 +177,23 @@ class HeaderLayout(QLayout):
 
 class ElidedLabel(QLabel):
     """A one-line label that shortens its text with "…" to the width it is given (the full
-    text in its tooltip) instead of asking the layout for the whole text's width."""
+    text in its tooltip, unless set_tip gave one) instead of asking the layout for the whole
+    text's width."""
 
     def __init__(self, text: str = "", parent=None):
         super().__init__(parent)
         self._full = ""
+        self._tip = ""
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
         self.setText(text)
 
     def full_text(self) -> str:
         return self._full
+
+    def set_tip(self, tip: str) -> None:
+        """A tooltip of its own, shown whether or not the text is shortened."""
+        self._tip = tip
+        self._elide()
 
     def setText(self, text: str) -> None:
         self._full = text
@@ -215,7 +222,7 @@ class ElidedLabel(QLabel):
         width = self.contentsRect().width()
         shown = self.fontMetrics().elidedText(self._full, Qt.ElideRight, max(width, 1))
         super().setText(shown)
-        self.setToolTip(self._full if shown != self._full else "")
+        self.setToolTip(self._tip or (self._full if shown != self._full else ""))
         self.setAccessibleName(self._full)
 
 
