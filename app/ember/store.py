@@ -76,6 +76,32 @@ class StoreError(Exception):
     pass
 
 
+def describe_write_error(exc: sqlite3.Error, path: Path) -> str:
+    """A write that failed, in words a user can act on."""
+    text = str(exc).lower()
+    if "full" in text:  # SQLITE_FULL: the disk (or the file system's quota) is full
+        why = "the disk is full"
+    elif "readonly" in text or "read-only" in text:
+        why = "the history file is read-only"
+    elif "locked" in text or "busy" in text:
+        why = "another program is holding the history file locked"
+    else:
+        why = str(exc)
+    return (f"Could not save to {path}: {why}. The chat stays open and what was already "
+            "saved is kept; it will be saved once writing works again.")
+
+
+def _writes(method):
+    """Write methods raise StoreError (with describe_write_error's words) on a failed write."""
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            raise StoreError(describe_write_error(exc, self.path)) from exc
+    wrapper.__name__, wrapper.__doc__ = method.__name__, method.__doc__
+    return wrapper
+
+
 @dataclass
 class Message:
     id: int
@@ -136,8 +162,14 @@ class Store:
                 self.db.execute(f"PRAGMA user_version = {v + 1}")
                 self.db.execute("COMMIT")
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._rollback()
                 raise
+
+    def _rollback(self) -> None:
+        # SQLite has already rolled back after some errors (SQLITE_FULL among them); a
+        # second ROLLBACK would raise and hide the error that matters
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
     def close(self) -> None:
         if self.db is not None:
@@ -145,6 +177,7 @@ class Store:
             self.db = None
 
     # ---- conversations --------------------------------------------------------------
+    @_writes
     def create_conversation(self, title: str = "New chat", system_prompt: str = "",
                             model_path: str | None = None, created: float | None = None) -> int:
         now = created if created is not None else time.time()
@@ -172,6 +205,7 @@ class Store:
         sql += " ORDER BY updated DESC, id DESC"
         return [_conversation(r) for r in self.db.execute(sql, args)]
 
+    @_writes
     def update_conversation(self, conv_id: int, *, title: str | None = None,
                             system_prompt: str | None = None, model_path: str | None = None,
                             touch: bool = False) -> None:
@@ -209,6 +243,7 @@ class Store:
     # ---- messages -------------------------------------------------------------------
     _TAIL = object()
 
+    @_writes
     def add_message(self, conv_id: int, role: str, content: str, *, complete: bool = True,
                     meta: dict | None = None, created: float | None = None,
                     parent_id: int | None | object = _TAIL) -> int:
@@ -232,10 +267,11 @@ class Store:
                             (max(now, time.time()), conv_id))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
         return int(cur.lastrowid)
 
+    @_writes
     def update_message(self, msg_id: int, *, content: str | None = None,
                        complete: bool | None = None, meta: dict | None = None) -> None:
         """Commits at once: called for every streamed batch of an assistant reply."""
@@ -323,9 +359,10 @@ class Store:
             self.db.execute("UPDATE messages SET active = 1 WHERE id = ?", (msg_id,))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
 
+    @_writes
     def delete_message(self, msg_id: int) -> None:
         """Deletes a message with the branch under it; the newest remaining version
         beside it (if any) is shown in its place."""
@@ -348,7 +385,7 @@ class Store:
                         "WHERE parent_id = ?)", (row["parent_id"],))
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
 
     def delete_messages_after(self, conv_id: int, msg_id: int) -> int:
@@ -480,7 +517,7 @@ class Store:
                 new_ids.append(cid)
             self.db.execute("COMMIT")
         except (StoreError, TypeError, ValueError, AttributeError) as e:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise e if isinstance(e, StoreError) else StoreError(f"bad export: {e}") from e
         return new_ids
 

@@ -16,7 +16,7 @@ from ..chat import GenRequest
 from ..chat.reasoning import normalize_reply
 from ..engine import Session
 from ..settings import Settings
-from ..store import Store
+from ..store import Store, StoreError
 from .engine_thread import EngineThread, GenJob, LoadJob
 
 log = logging.getLogger("ember.ui")
@@ -80,6 +80,7 @@ class ChatController(QObject):
     reply_failed = Signal(object, str)
     reply_finished = Signal(object, dict, dict)  # reply, meta (stored; {} if deleted), stats
     queue_changed = Signal()
+    store_failed = Signal(str)  # a write to the history failed; the text is kept in memory
 
     def __init__(self, store: Store, settings: Settings, settings_path: Path, parent=None):
         super().__init__(parent)
@@ -96,6 +97,10 @@ class ChatController(QObject):
         self.reply: ActiveReply | None = None
         self.queue: list[int] = []  # chats whose last message waits for a reply, in order
         self.closing = False
+        # reply writes that failed (full disk, read-only or locked file), by message id:
+        # retried, newest values winning, with every later write
+        self.unsaved: dict[int, dict] = {}
+        self._store_failing = False
         self.flush_timer = QTimer(self)
         self.flush_timer.setSingleShot(True)
         self.flush_timer.setInterval(FLUSH_MS)
@@ -421,8 +426,26 @@ class ChatController(QObject):
             return
         r.text += r.pending
         r.pending = ""
-        self.store.update_message(r.msg_id, content=r.text)
+        self.save_reply(r.msg_id, content=r.text)
         self.reply_text.emit(r)
+
+    def save_reply(self, msg_id: int, **fields) -> bool:
+        """Writes a reply's fields, and any earlier write that failed; on a failure keeps
+        them to retry and says so once (store_failed) until writing works again."""
+        self.unsaved.setdefault(msg_id, {}).update(fields)
+        failing = self._store_failing
+        try:
+            while self.unsaved:
+                mid, pending = next(iter(self.unsaved.items()))
+                self.store.update_message(mid, **pending)
+                del self.unsaved[mid]
+        except StoreError as e:
+            if not failing:
+                self.store_failed.emit(str(e))
+            self._store_failing = True
+            return False
+        self._store_failing = False
+        return True
 
     def _on_reply_failed(self, job_id: int, message: str) -> None:
         if self._current_reply(job_id):
@@ -444,7 +467,7 @@ class ChatController(QObject):
             meta = {}
         else:
             meta = reply_meta(r, stats, self.model_info)
-            self.store.update_message(r.msg_id, content=r.text, complete=True, meta=meta)
+            self.save_reply(r.msg_id, content=r.text, complete=True, meta=meta)
         log.info("reply: %s", json.dumps(meta))
         self.reply_finished.emit(r, meta, stats)
         self.start_next_queued()

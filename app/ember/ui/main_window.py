@@ -308,6 +308,7 @@ class MainWindow(QMainWindow):
         c.reply_failed.connect(self._on_gen_failed)
         c.reply_finished.connect(self._on_gen_finished)
         c.queue_changed.connect(self._update_view)
+        c.store_failed.connect(lambda why: self.show_error("Ember could not save this chat", why))
         c.model_closing.connect(self._stop_serving)
         self._wire_starter_panel(self.welcome.starter_panel)
         self.composer.input.submit.connect(self.send)
@@ -877,7 +878,12 @@ class MainWindow(QMainWindow):
             self.new_chat()
         conv_id = self.current_conv
         self.composer.input.clear()
-        self.chat.send(conv_id, text, title=_title_from(text))
+        try:
+            self.chat.send(conv_id, text, title=_title_from(text))
+        except StoreError as e:
+            self.composer.input.setPlainText(text)  # not stored: kept for sending again
+            self.show_error("Ember could not save this chat", str(e))
+            return False
         conv = self.store.conversation(conv_id)
         self.chat_title.setText(conv.title)
         self.refresh_conversations()
