@@ -193,6 +193,16 @@ def test_a_backend_that_cannot_start_is_greyed_out_and_the_status_says_why(
 
 
 @pytest.mark.native
+def test_auto_on_a_small_device_says_how_many_layers_fit(tmp_path, starter_model_path):
+    [rec] = drive(tmp_path, starter_model_path, [{"run_on": "auto", "gpu_layers": -1}],
+                  env={"EMBER_TEST_BACKEND_MEMORY": str(100 << 20)})
+    m = re.fullmatch(r"Test: Ember test device 0, (\d+)/31 layers — \1 of 31 layers fit in "
+                     r"the [\d.]+ MiB free on Ember test device 0", rec["status"])
+    assert m and 1 < int(m[1]) < 31, rec["status"]
+    assert rec["status_tooltip"] == f"Where the model runs: {rec['status'].replace(' — ', chr(10))}"
+
+
+@pytest.mark.native
 def test_a_saved_backend_this_install_lacks_loads_as_auto(tmp_path, starter_model_path):
     [rec] = drive(tmp_path, starter_model_path, [{"run_on": "test:0", "gpu_layers": 3}],
                   backend_path=False, backend="test:0", gpu_layers=3)
