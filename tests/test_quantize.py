@@ -131,17 +131,30 @@ def test_metadata_is_kept_and_file_type_updated(synth, tmp_path):
     assert b.values["general.quantization_version"] == 2  # ggml.h GGML_QNT_VERSION
 
 
-def test_the_quantized_file_loads_and_runs(synth, tmp_path):
+def test_the_quantized_files_run_and_stay_close_to_the_original(synth, tmp_path):
+    """Ember runs its copies and their logits stay near the F16 file's, nearer with more
+    bits: Q8_0 > Q4_K_M > Q2_K in cosine to the F16 logits (a wrong block layout or scale
+    gives a cosine near 0; random weights through 8 layers amplify the rounding, so the bar
+    is 0.9 for Q4_K_M, whose per-weight error is ~2%, test_quant.py)."""
     path, _ = synth
-    dst = tmp_path / "q.gguf"
-    assert ember_quantize(path, dst, "Q4_K_M")[0] == 0
-    m = engine.Model(dst, n_ctx=32, n_threads=2)
-    try:
-        assert m.ftype.startswith("Q4_K")
-        logits = np.asarray(m.decode([1, 2, 3], 0))
-        assert np.isfinite(logits).all()
-    finally:
-        m.close()
+
+    def logits(p):
+        m = engine.Model(p, n_ctx=32, n_threads=2)
+        try:
+            m.decode([1, 2, 3, 4], 0)
+            return np.array(m.logits(), dtype=np.float64)
+        finally:
+            m.close()
+    ref = logits(path)
+    cos = {}
+    for mix in ("Q8_0", "Q4_K_M", "Q2_K"):
+        dst = tmp_path / f"{mix}.gguf"
+        assert ember_quantize(path, dst, mix)[0] == 0
+        b = logits(dst)
+        assert np.isfinite(b).all()
+        cos[mix] = float(ref @ b / np.linalg.norm(ref) / np.linalg.norm(b))
+    assert 1.0 > cos["Q8_0"] > cos["Q4_K_M"] > cos["Q2_K"], cos
+    assert cos["Q4_K_M"] > 0.9, cos
 
 
 def test_cancel_leaves_no_file(synth, tmp_path):
@@ -191,5 +204,11 @@ def test_quantize_then_perplexity_equals_llama_cpps_pair(starter_f16, tmp_path):
     n = re.search(r"calculating perplexity over (\d+) chunks", err.getvalue())
     assert m and n
     assert int(n.group(1)) == ref["n_chunks"]
-    assert float(m.group(1)) == pytest.approx(ref["ppl"], rel=0.005)
+    # the file is llama-quantize's byte for byte (above); what remains is each engine's
+    # arithmetic on 504 scored tokens, where llama.cpp's own two attention paths differ:
+    # within 0.5% of one of them, and within 1% of both
+    ppl = float(m.group(1))
+    refs = [ref["ppl"], ref["ppl_fa_off"]]
+    assert min(abs(ppl / r - 1) for r in refs) <= 0.005, (ppl, refs)
+    assert max(abs(ppl / r - 1) for r in refs) <= 0.01, (ppl, refs)
     assert float(m.group(2)) == pytest.approx(ref["ppl_err"], rel=0.01)

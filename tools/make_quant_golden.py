@@ -13,8 +13,9 @@ For each input and type llama-quantize runs once (no importance matrix, 2 thread
 record keeps each tensor's type and sha256 of its data, and the sha256 of the whole file.
 Types in PURE also run with ``--pure`` (one type for every quantizable tensor), so each
 quantizer is checked on every tensor shape. Then llama-perplexity scores the starter's
-Q4_K_M file over tests/data/texts/essay.txt with -c 128 (tests/test_quantize.py checks
-``ember quantize`` + ``ember perplexity`` against it).
+Q4_K_M file over tests/data/texts/essay.txt with -c 128, with its default (flash) attention
+and with -fa off (tests/test_quantize.py checks ``ember quantize`` + ``ember perplexity``
+against both).
 
 llama.cpp built as in docs/QUANTIZE.md (the llama-cpp-python 0.3.36 sdist), then::
 
@@ -130,6 +131,11 @@ def main() -> int:
                     run["perplexity"] = {"text": f"tests/data/texts/{PPL_TEXT}.txt", "ctx": PPL_CTX,
                                          "ppl": float(m.group(1)), "ppl_err": float(m.group(2)),
                                          "n_chunks": int(n.group(1))}
+                    out, _ = _run([str(a.llama_bin / "llama-perplexity"), "-m", str(dst), "-f",
+                                   str(text), "-c", str(PPL_CTX), "-t", str(THREADS), "--no-warmup",
+                                   "-fa", "off"])
+                    m = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", out)
+                    run["perplexity"]["ppl_fa_off"] = float(m.group(1))
                 doc["runs"][("pure " if pure else "") + mix] = run
                 print(f"{key} {'pure ' if pure else ''}{mix}: {secs:.1f} s", file=sys.stderr)
         path = GOLDEN / f"quant_{key}.json"
