@@ -138,15 +138,18 @@ REQ=packaging/windows/requirements.txt
 want=$(cat "$REQ" packaging/requirements.txt <(printf '%s\n' "${WHEEL_PINS[@]}") | sha256sum | cut -c1-16)
 if [ ! -f "$CACHE/wheels/.downloaded-$want" ]; then
     "$HOST_PY" -m pip download --quiet --disable-pip-version-check --platform win_amd64 \
-        --only-binary=:all: --python-version 3.13 -d "$CACHE/wheels" -r "$REQ" "${WHEEL_PINS[@]}"
+        --only-binary=:all: --python-version 3.13 -d "$CACHE/wheels" -r "$REQ" "${WHEEL_PINS[@]}" pip
     touch "$CACHE/wheels/.downloaded-$want"
 fi
 if [ "$(cat "$PYDIR/.ember-wheels" 2>/dev/null)" != "$want" ]; then
     t0=$SECONDS
     pip_whl=$(ls "$CACHE"/wheels/pip-*-py3-none-any.whl | sort -V | tail -1)
-    py "$(winpath "$pip_whl")/pip" install --no-index --find-links "$(winpath "$CACHE/wheels")" \
-        --disable-pip-version-check --no-warn-script-location --quiet -r "$(winpath "$REQ")" \
-        "${WHEEL_PINS[@]}"
+    # only the cached wheels: none of this machine's pip settings (they name Linux paths)
+    (unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_CERT
+     export PIP_CONFIG_FILE=nul  # os.devnull: no configuration files
+     py "$(winpath "$pip_whl")/pip" install --no-index --find-links "$(winpath "$CACHE/wheels")" \
+         --disable-pip-version-check --no-warn-script-location --quiet -r "$(winpath "$REQ")" \
+         "${WHEEL_PINS[@]}")
     py -c "import PyInstaller, PySide6.QtWidgets, numpy, jinja2, platformdirs, uvicorn, starlette
 print('installed: PyInstaller', PyInstaller.__version__, '| PySide6', PySide6.__version__,
       '| numpy', numpy.__version__)"
@@ -173,7 +176,8 @@ elif ((!NATIVE)); then
 fi
 if [ -n "${DLL:-}" ]; then
     DLL_ARGS=(--native-lib "$(winpath "$DLL")")
-    export EMBER_LIB; EMBER_LIB=$(winpath "$DLL")  # build.py's golden text uses the engine
+    EMBER_LIB=$(winpath "$DLL")  # the engine build.py's golden text is detokenized by
+    export EMBER_LIB
 else
     DLL_ARGS=(--native-build-dir "$BUILD_DIR/engine" -j "$JOBS")  # native: CMake + MSVC
 fi
@@ -197,6 +201,8 @@ build() {  # build DIST [build.py options]: one PyInstaller run through build.py
     if [ -z "${DLL:-}" ]; then
         DLL=$(ls "$BUILD_DIR"/engine/Release/ember.dll "$BUILD_DIR"/engine/ember.dll 2>/dev/null | head -1)
         DLL_ARGS=(--native-lib "$(winpath "$DLL")")
+        EMBER_LIB=$(winpath "$DLL")
+        export EMBER_LIB
     fi
 }
 build dist/windows
