@@ -52,7 +52,8 @@ class Settings:
     last_model: str | None = None
     recent_models: list[str] = field(default_factory=list)
     window_geometry: str | None = None  # hex of QWidget.saveGeometry()
-    # OpenAI-compatible endpoints added as models: {"url", "model", "api_key"}
+    # OpenAI-compatible endpoints added as models: {"url", "model", "api_key"}; on disk the
+    # key is left out and marked "keyring": true where the platform keyring holds it
     endpoints: list[dict] = field(default_factory=list)
     serve: bool = False  # serve the loaded model on http://127.0.0.1:serve_port
     serve_port: int = 8080
@@ -74,14 +75,52 @@ class Settings:
             for f in fields(cls):
                 if f.name in raw:
                     setattr(s, f.name, raw[f.name])
+        migrate = s._keys_from_keyring()
         s.validate()
+        if migrate and p.exists():
+            s.save(p)  # an older version's plain-text keys move to the keyring
         return s
+
+    def _keys_from_keyring(self) -> bool:
+        """Fills in the keys the keyring holds; True when the file still holds a key in plain
+        text and a keyring could take it."""
+        if not isinstance(self.endpoints, list):
+            return False
+        filed = [e for e in self.endpoints if isinstance(e, dict) and e.get("keyring")]
+        plain = [e for e in self.endpoints if isinstance(e, dict) and e.get("api_key")]
+        if not filed and not plain:
+            return False  # the keyring package is not even imported
+        from . import keystore
+        for e in filed:
+            if isinstance(e.get("url"), str):
+                e["api_key"] = keystore.load(e["url"])
+        return bool(plain) and keystore.available()
+
+    def _endpoints_on_disk(self) -> tuple[list[dict], bool]:
+        """The endpoints as written: keys moved to the keyring where it takes them, and
+        whether a key is left in the file (which is then readable by its owner only)."""
+        out, private = [], False
+        for e in self.endpoints:
+            e = dict(e)
+            if e.get("api_key"):
+                from . import keystore
+                if keystore.store(e["url"], e["api_key"]):
+                    e["api_key"], e["keyring"] = None, True
+                else:
+                    private = True
+            out.append(e)
+        return out, private
 
     def save(self, path: str | os.PathLike | None = None) -> None:
         p = Path(path) if path else self.default_path()
         p.parent.mkdir(parents=True, exist_ok=True)
+        data = asdict(self)
+        data["endpoints"], private = self._endpoints_on_disk()
         tmp = p.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        tmp.unlink(missing_ok=True)  # os.open's mode applies only to a new file
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=2))
         os.replace(tmp, p)
 
     # ---- validation ------------------------------------------------------------------
@@ -137,6 +176,14 @@ class Settings:
         entry = {"url": url, "model": model, "api_key": api_key}
         self.endpoints = [entry] + [e for e in self.endpoints
                                     if (e["url"], e["model"]) != (url, model)][:19]
+
+    def forget_endpoint(self, url: str, model: str) -> None:
+        """Drops the endpoint's model, and its key when no other entry of that address is
+        left to use it."""
+        self.endpoints = [e for e in self.endpoints if (e["url"], e["model"]) != (url, model)]
+        if not any(e["url"] == url for e in self.endpoints):
+            from . import keystore
+            keystore.delete(url)
 
     def remember_model(self, path: str) -> None:
         self.last_model = path

@@ -1,8 +1,14 @@
 """Asks for an OpenAI-compatible endpoint: its address, an API key if it wants one, and
-which of its models (blank: the first it lists)."""
+which of its models (blank: the first it lists). Says where the key will be kept."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit
+
+from .. import keystore
+
+KEY_IN_KEYRING = "The key is kept in this system's keyring."
+KEY_IN_FILE = ("The key is stored in Ember's settings file: this system has no keyring. "
+               "Only your user account can read that file.")
 
 
 class EndpointDialog(QDialog):
@@ -19,6 +25,11 @@ class EndpointDialog(QDialog):
         self.api_key.setEchoMode(QLineEdit.Password)
         self.api_key.setPlaceholderText("only if the server asks for one")
         form.addRow("API key", self.api_key)
+        self.key_note = QLabel(KEY_IN_KEYRING if keystore.available() else KEY_IN_FILE)
+        self.key_note.setObjectName("endpointKeyNote")
+        self.key_note.setWordWrap(True)
+        self.key_note.setProperty("field", True)
+        form.addRow(self.key_note)
         self.model = QLineEdit()
         self.model.setObjectName("endpointModel")
         self.model.setPlaceholderText("blank: the first model it serves")

@@ -390,6 +390,7 @@ class MainWindow(QMainWindow):
             v.add_endpoint.connect(self.choose_endpoint)
             v.open_endpoint.connect(
                 lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
+            v.remove_endpoint.connect(self.remove_endpoint)
             self._wire_starter_panel(v.starter_panel)
             self._models_view = v
             if self.starter_worker is not None:
@@ -692,6 +693,20 @@ class MainWindow(QMainWindow):
         self.hide_models()
         self.chat.open_remote(url.strip(), model_id.strip(), api_key or None)
         return True
+
+    def remove_endpoint(self, entry: dict) -> None:
+        """Forgets an endpoint from the Models page, with its API key, once the user agrees
+        (a chat open with it goes on until another model is opened)."""
+        name = entry["model"] or "the endpoint's first model"
+        answer = QMessageBox.question(
+            self, "Remove this endpoint?",
+            f"Remove {name} at {entry['url']} from Ember? Its API key is deleted too.",
+            QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        if answer != QMessageBox.Yes:
+            return
+        self.settings.forget_endpoint(entry["url"], entry["model"])
+        self._save_settings()
+        self.show_models()
 
     def choose_endpoint(self) -> None:
         from .endpoint_dialog import EndpointDialog

@@ -112,9 +112,10 @@ class ModelRow(QFrame):
 
 
 class EndpointRow(QFrame):
-    """An OpenAI-compatible endpoint's model added before: its id, address and Open."""
+    """An OpenAI-compatible endpoint's model added before: its id, address, Open and Remove."""
 
     open_endpoint = Signal(dict)
+    remove_endpoint = Signal(dict)
 
     def __init__(self, entry: dict, loaded: bool, parent=None):
         super().__init__(parent)
@@ -138,11 +139,17 @@ class EndpointRow(QFrame):
         self.open_button.setEnabled(not loaded)
         self.open_button.clicked.connect(lambda: self.open_endpoint.emit(entry))
         lay.addWidget(self.open_button, 0, Qt.AlignTop)
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.setObjectName("endpointRowRemove")
+        self.remove_button.setToolTip("Forget this endpoint and its API key")
+        self.remove_button.clicked.connect(lambda: self.remove_endpoint.emit(entry))
+        lay.addWidget(self.remove_button, 0, Qt.AlignTop)
 
 
 class ModelsView(QFrame):
     open_model = Signal(str)
     open_endpoint = Signal(dict)
+    remove_endpoint = Signal(dict)
     add_endpoint = Signal()
     back = Signal()
 
@@ -240,6 +247,7 @@ class ModelsView(QFrame):
             key = f"{e['url'].rstrip('/')}#{e['model']}"
             row = EndpointRow(e, loaded=loaded_path == key)
             row.open_endpoint.connect(self.open_endpoint)
+            row.remove_endpoint.connect(self.remove_endpoint)
             self.endpoints_box.addWidget(row)
             self.endpoint_rows.append(row)
         self.endpoints_label.setVisible(bool(endpoints))
