@@ -2,6 +2,8 @@
 the reference quantizers produce the same bytes as gguf-py's (which mirror ggml's)."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as T
@@ -148,7 +150,7 @@ def test_quantizer_error_falls_with_bits():
         return float(np.sqrt(np.mean((back - x) ** 2))) / rms
     e = {n: err(n) for n in KQUANTS + ["Q4_1", "Q5_1", "Q8_0"]}
     order = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_0"]
-    assert all(e[a] > e[b] for a, b in zip(order, order[1:])), e
+    assert all(e[a] > e[b] for a, b in itertools.pairwise(order)), e
     assert e["Q4_K"] < e["Q4_1"] and e["Q5_K"] < e["Q5_1"], e
     # a b-bit grid over a block's range leaves at most ~ range / 2^b / sqrt(12) of rms error
     # per element: 2 bits cannot be worse than half the signal

@@ -19,7 +19,7 @@ import numpy as np
 from . import engine
 from .gguf_file import GGUFLayout, TensorInfo, encode_kv_u32, encode_tensor_info, read_layout
 
-__all__ = ["FTYPES", "QuantizePlan", "plan", "quantize_file", "estimate_sizes", "CancelledError"]
+__all__ = ["FTYPES", "CancelledError", "QuantizePlan", "estimate_sizes", "plan", "quantize_file"]
 
 # GGUF element type ids
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
@@ -338,8 +338,7 @@ def quantize_file(src: str | Path, dst: str | Path, ftype_name: str, *, threads:
             with open(tmp, "wb") as out, ThreadPoolExecutor(threads) as pool:
                 out.write(meta)
                 for tp in p.tensors:
-                    for chunk in _convert(layout, buf, tp, pool, threads, cancel):
-                        out.write(chunk)
+                    out.writelines(_convert(layout, buf, tp, pool, threads, cancel))
                     out.write(bytes(_pad(tp.nbytes_out, layout.alignment) - tp.nbytes_out))
                     done += tp.nbytes_in
                     if progress:
@@ -375,9 +374,10 @@ def _convert(layout, buf, tp: TensorPlan, pool, threads, cancel):
         dst = np.empty((r1 - r0) * out_row, dtype=np.uint8)
         piece = max(1, -(-(r1 - r0) // (threads * 4)))
 
-        def work(a: int, b: int) -> None:
+        def work(a: int, b: int, r0: int = r0, dst: np.ndarray = dst) -> None:
             x = _to_f32(t.type, raw[(r0 + a) * in_row:(r0 + b) * in_row], (b - a) * row)
-            engine.quantize_into(tp.new_type, np.ascontiguousarray(x), dst[a * out_row:b * out_row])
+            engine.quantize_into(tp.new_type, np.ascontiguousarray(x),
+                                 dst[a * out_row:b * out_row])
         futures = [pool.submit(work, a, min(r1 - r0, a + piece)) for a in range(0, r1 - r0, piece)]
         for fut in futures:
             fut.result()
