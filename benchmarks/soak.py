@@ -7,6 +7,7 @@ open file descriptors and threads after a warm-up and at the end.
     python benchmarks/soak.py [--model PATH] [--tokens 20000] [--loads 1000] [--contexts 10000]
 
 tests/test_soak.py runs a short version of each and asserts no growth."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,12 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "app"))
 sys.path.insert(0, str(ROOT))
 
-from ember.engine import Model, Sampler, SamplingParams  # noqa: E402
+from ember.engine import Model, Sampler, SamplingParams
 
 
 @dataclass
 class Usage:
-    rss: int       # bytes
+    rss: int  # bytes
     rss_anon: int  # bytes
     fds: int
     threads: int
@@ -38,8 +39,12 @@ def usage() -> Usage:
         for line in f:
             key, _, value = line.partition(":")
             fields[key] = value.split()
-    return Usage(int(fields["VmRSS"][0]) * 1024, int(fields["RssAnon"][0]) * 1024,
-                 len(os.listdir("/proc/self/fd")), int(fields["Threads"][0]))
+    return Usage(
+        int(fields["VmRSS"][0]) * 1024,
+        int(fields["RssAnon"][0]) * 1024,
+        len(os.listdir("/proc/self/fd")),
+        int(fields["Threads"][0]),
+    )
 
 
 @dataclass
@@ -47,20 +52,26 @@ class SoakResult:
     what: str
     cycles: int
     seconds: float
-    warm: Usage      # after the warm-up
+    warm: Usage  # after the warm-up
     end: Usage
     peak_rss_anon: int  # the largest RssAnon sampled after the warm-up
     events: int = 0  # context-full events (tokens run only)
 
     def growth(self) -> dict:
-        return {"rss_pct": 100.0 * (self.end.rss - self.warm.rss) / self.warm.rss,
-                "rss_anon_pct": 100.0 * (self.end.rss_anon - self.warm.rss_anon) / self.warm.rss_anon,
-                "peak_rss_anon_pct": 100.0 * (self.peak_rss_anon - self.warm.rss_anon) / self.warm.rss_anon,
-                "fds": self.end.fds - self.warm.fds, "threads": self.end.threads - self.warm.threads}
+        return {
+            "rss_pct": 100.0 * (self.end.rss - self.warm.rss) / self.warm.rss,
+            "rss_anon_pct": 100.0 * (self.end.rss_anon - self.warm.rss_anon) / self.warm.rss_anon,
+            "peak_rss_anon_pct": 100.0
+            * (self.peak_rss_anon - self.warm.rss_anon)
+            / self.warm.rss_anon,
+            "fds": self.end.fds - self.warm.fds,
+            "threads": self.end.threads - self.warm.threads,
+        }
 
 
-def soak_tokens(model: Model, n_tokens: int, n_ctx: int = 256, n_keep: int = 32,
-                warmup: int | None = None) -> SoakResult:
+def soak_tokens(
+    model: Model, n_tokens: int, n_ctx: int = 256, n_keep: int = 32, warmup: int | None = None
+) -> SoakResult:
     """Samples n_tokens at temperature 0.8; when the cache is full, keeps the last n_keep
     tokens, re-evaluates them from position 0 and goes on (a context-full event)."""
     ctx = model.new_context(n_ctx=n_ctx, n_threads=1)
@@ -88,7 +99,9 @@ def soak_tokens(model: Model, n_tokens: int, n_ctx: int = 256, n_keep: int = 32,
     end = usage()
     sampler.close()
     ctx.close()
-    return SoakResult("tokens", n_tokens, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon), events)
+    return SoakResult(
+        "tokens", n_tokens, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon), events
+    )
 
 
 def soak_loads(path: Path, cycles: int, warmup: int = 10) -> SoakResult:
@@ -105,7 +118,9 @@ def soak_loads(path: Path, cycles: int, warmup: int = 10) -> SoakResult:
         if warm is not None:
             peak = max(peak, usage().rss_anon)
     end = usage()
-    return SoakResult("model load/unload", cycles, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon))
+    return SoakResult(
+        "model load/unload", cycles, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon)
+    )
 
 
 def soak_contexts(model: Model, cycles: int, warmup: int = 50) -> SoakResult:
@@ -120,22 +135,28 @@ def soak_contexts(model: Model, cycles: int, warmup: int = 50) -> SoakResult:
         if warm is not None and i % 16 == 0:
             peak = max(peak, usage().rss_anon)
     end = usage()
-    return SoakResult("context create/free", cycles, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon))
+    return SoakResult(
+        "context create/free", cycles, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon)
+    )
 
 
 def report(r: SoakResult) -> dict:
     row = {**asdict(r), "growth": r.growth()}
     g = r.growth()
-    print(f"{r.what:20} {r.cycles:>6} cycles {r.seconds:8.1f} s  RSS {r.warm.rss / 2**20:7.1f} -> "
-          f"{r.end.rss / 2**20:7.1f} MiB ({g['rss_pct']:+.2f}%)  RssAnon {r.warm.rss_anon / 2**20:6.1f} -> "
-          f"{r.end.rss_anon / 2**20:6.1f} MiB ({g['rss_anon_pct']:+.2f}%, peak {g['peak_rss_anon_pct']:+.2f}%)  "
-          f"fds {r.warm.fds}->{r.end.fds}  threads {r.warm.threads}->{r.end.threads}"
-          + (f"  context-full events {r.events}" if r.events else ""), flush=True)
+    print(
+        f"{r.what:20} {r.cycles:>6} cycles {r.seconds:8.1f} s  RSS {r.warm.rss / 2**20:7.1f} -> "
+        f"{r.end.rss / 2**20:7.1f} MiB ({g['rss_pct']:+.2f}%)  RssAnon {r.warm.rss_anon / 2**20:6.1f} -> "
+        f"{r.end.rss_anon / 2**20:6.1f} MiB ({g['rss_anon_pct']:+.2f}%, peak {g['peak_rss_anon_pct']:+.2f}%)  "
+        f"fds {r.warm.fds}->{r.end.fds}  threads {r.warm.threads}->{r.end.threads}"
+        + (f"  context-full events {r.events}" if r.events else ""),
+        flush=True,
+    )
     return row
 
 
 def main() -> None:
     from tools import fetch_assets
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--tokens", type=int, default=20_000)

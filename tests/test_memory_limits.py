@@ -1,6 +1,7 @@
 """A model or a context that cannot fit in memory is refused before anything is mapped or
 allocated, with what it needs and what there is (native/src/core/memory.h). The limit is an
 RLIMIT_AS set inside a child process, so the test needs no big file and no cgroup rights."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ember import native
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,8 +48,13 @@ MiB = 1 << 20
 
 
 def run_child(path: Path, headroom: int, steps: list[str], **env) -> list[dict]:
-    r = subprocess.run([sys.executable, "-c", CHILD, str(ROOT / "app"), str(path), str(headroom), ",".join(steps)],
-                       capture_output=True, text=True, env={**os.environ, **env}, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT / "app"), str(path), str(headroom), ",".join(steps)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     return [json.loads(line) for line in r.stdout.splitlines()]
 
@@ -57,12 +62,18 @@ def run_child(path: Path, headroom: int, steps: list[str], **env) -> list[dict]:
 @pytest.fixture(scope="module")
 def starter_shape(starter_model_path):
     import gguf
+
     r = gguf.GGUFReader(starter_model_path)
+
     def num(key):
         return int(r.fields[key].parts[-1][0])
+
     n_head = num("llama.attention.head_count")
-    return {"n_layer": num("llama.block_count"), "n_head_kv": num("llama.attention.head_count_kv"),
-            "head_dim": num("llama.embedding_length") // n_head}
+    return {
+        "n_layer": num("llama.block_count"),
+        "n_head_kv": num("llama.attention.head_count_kv"),
+        "head_dim": num("llama.embedding_length") // n_head,
+    }
 
 
 def test_a_model_larger_than_the_address_space_left_is_refused_with_its_size(starter_model_path):
@@ -82,9 +93,18 @@ def test_without_the_check_the_same_load_fails_later_and_less_clearly(starter_mo
     assert not res["ok"] and "not enough memory for this model" not in res["message"]
 
 
-def test_a_context_too_large_is_refused_and_the_model_stays_usable(starter_model_path, starter_shape):
+def test_a_context_too_large_is_refused_and_the_model_stays_usable(
+    starter_model_path, starter_shape
+):
     n_big = 65536
-    kv = 2 * starter_shape["n_layer"] * starter_shape["head_dim"] * starter_shape["n_head_kv"] * 2 * n_big
+    kv = (
+        2
+        * starter_shape["n_layer"]
+        * starter_shape["head_dim"]
+        * starter_shape["n_head_kv"]
+        * 2
+        * n_big
+    )
     assert kv > 1024 * MiB  # so 1 GiB of headroom cannot hold it
     load, big, small = run_child(starter_model_path, 1024 * MiB, ["load", f"ctx{n_big}", "ctx512"])
     assert load["ok"]

@@ -8,6 +8,7 @@ the heap (RssAnon) swings by up to about 6 MiB with no leak at all (measured ove
 of the starter model). The bounds below sit above that noise and far below what one leaked
 object per cycle would add: a leaked context is its KV cache (2.8 MiB at n_ctx 128) times
 150 cycles, a leaked model its vocabulary and tables (several MiB) times 30 cycles."""
+
 from __future__ import annotations
 
 import sys
@@ -17,9 +18,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-from soak import soak_contexts, soak_loads, soak_tokens  # noqa: E402
-
-from ember.engine import Model  # noqa: E402
+from ember.engine import Model
+from soak import soak_contexts, soak_loads, soak_tokens
 
 pytestmark = pytest.mark.native
 MiB = 1 << 20

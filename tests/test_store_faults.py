@@ -2,6 +2,7 @@
 a full disk, a read-only file and a file locked by another program. After each, PRAGMA
 integrity_check is ok and nothing that was already stored is lost; a failed write is a
 StoreError whose words say why, and the app shows it and keeps the chat in memory."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +16,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from ember.store import Store, StoreError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,8 +54,11 @@ def test_kill_9_at_random_points_loses_no_complete_reply(tmp_path):
     rng = random.Random(17)
     shown_complete: dict[int, str] = {}
     for run in range(50):
-        child = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(REPO / "app")],
-                                 stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), str(REPO / "app")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout.readline() == "READY\n"
         # killed at a random point: before, during or after some replies
         try:
@@ -72,23 +75,33 @@ def test_kill_9_at_random_points_loses_no_complete_reply(tmp_path):
 
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",), f"run {run}"
-        rows = {r[0]: r[1:] for r in con.execute(
-            "SELECT id, content, complete FROM messages WHERE role = 'assistant'")}
+        rows = {
+            r[0]: r[1:]
+            for r in con.execute(
+                "SELECT id, content, complete FROM messages WHERE role = 'assistant'"
+            )
+        }
         con.close()
         for mid, sha in shown_complete.items():
             content, complete = rows[mid]
-            assert complete == 1 and hashlib.sha256(content.encode()).hexdigest() == sha, f"run {run}, id {mid}"
+            assert complete == 1 and hashlib.sha256(content.encode()).hexdigest() == sha, (
+                f"run {run}, id {mid}"
+            )
         for mid, (content, complete) in rows.items():
             if not complete:  # the reply being written when the kill came: a prefix of it
                 assert expected_chunks(mid).startswith(content), f"run {run}, id {mid}"
-    assert len(shown_complete) > 50  # the kills came at many points, not only before the first reply
+    assert (
+        len(shown_complete) > 50
+    )  # the kills came at many points, not only before the first reply
 
 
 def _stored(path: Path) -> list[tuple]:
     con = sqlite3.connect(path)
     try:
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        return con.execute("SELECT id, role, content, complete FROM messages ORDER BY id").fetchall()
+        return con.execute(
+            "SELECT id, role, content, complete FROM messages ORDER BY id"
+        ).fetchall()
     finally:
         con.close()
 
@@ -110,11 +123,14 @@ def _locked_by_another(store: Store) -> None:
     store.db.execute("PRAGMA busy_timeout = 50")
 
 
-@pytest.mark.parametrize("fault, words", [
-    (_fill_disk, "the disk is full"),
-    (_read_only, "the history file is read-only"),
-    (_locked_by_another, "another program is holding the history file locked"),
-])
+@pytest.mark.parametrize(
+    "fault, words",
+    [
+        (_fill_disk, "the disk is full"),
+        (_read_only, "the history file is read-only"),
+        (_locked_by_another, "another program is holding the history file locked"),
+    ],
+)
 def test_a_failed_write_says_why_and_loses_nothing_stored(tmp_path, fault, words):
     path = tmp_path / "history.sqlite3"
     store = Store(path)
@@ -137,7 +153,11 @@ def test_a_failed_write_says_why_and_loses_nothing_stored(tmp_path, fault, words
 def test_a_real_full_file_system_gives_the_same_words(tmp_path):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+        capture_output=True,
+        check=False,
+    )
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
     try:

@@ -1,6 +1,7 @@
 """The app when its history cannot be written (here: the file turned read-only while a
 reply streams): the error banner says why, the reply goes on and stays on screen in full,
 what was stored before is kept, and once writing works again the next write saves it all."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,7 @@ from tests.test_ui_support import (  # noqa: F401
 pytestmark = pytest.mark.native
 
 
-def test_a_reply_that_cannot_be_saved_is_kept_and_saved_later(qtbot, data_dir, starter_model_path):
+def test_a_reply_that_cannot_be_saved_is_kept_and_saved_later(qtbot, data_dir, starter_model_path):  # noqa: F811
     write_settings(data_dir, max_new_tokens=48)
     win = make_window(qtbot, data_dir, restore_last=False)
     load_by_drop(qtbot, win, starter_model_path)
@@ -33,7 +34,9 @@ def test_a_reply_that_cannot_be_saved_is_kept_and_saved_later(qtbot, data_dir, s
     stats = type_and_send(qtbot, win, "Tell me about the sea.")
     win.chat.reply_text.disconnect(fault_after_first_write)
     msg_id, full = stats["msg_id"], stats["text"]
-    assert stored_before_fault and stored_before_fault[0] and len(full) > len(stored_before_fault[0])
+    assert (
+        stored_before_fault and stored_before_fault[0] and len(full) > len(stored_before_fault[0])
+    )
 
     # the banner says why; the screen has the whole reply; the file has what it had
     assert find(win, QWidget, "errorBanner").isVisible()

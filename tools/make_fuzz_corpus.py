@@ -9,6 +9,7 @@ tokenize/    llama.cpp's tokenizer-suite inputs, each behind the two selector by
 detokenize/  the suites' expected ids as little-endian int32, behind the selector bytes
 sampler/     hand-made logits: ordinary, NaN, +-inf, all equal, one token, greedy
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "app"))
 
-from tools import fetch_assets  # noqa: E402
+from tools import fetch_assets
 
 OUT = ROOT / "native" / "fuzz" / "corpus"
 HEADER_BYTES = 16 * 1024
@@ -35,26 +36,33 @@ def write(kind: str, data: bytes) -> None:
 
 def small_vocab(starter: Path, n: int = 300):
     import gguf
+
     r = gguf.GGUFReader(starter)
 
     def strings(key):
         f = r.fields[key]
         return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+
     tokens = strings("tokenizer.ggml.tokens")[:n]
     known = set(tokens)
-    merges = [m for m in strings("tokenizer.ggml.merges")
-              if all(p in known for p in m.split(" ")) and m.replace(" ", "") in known]
+    merges = [
+        m
+        for m in strings("tokenizer.ggml.merges")
+        if all(p in known for p in m.split(" ")) and m.replace(" ", "") in known
+    ]
     return tokens, merges, [1] * n
 
 
 def gguf_seeds(starter: Path) -> None:
     from tests import gguf_writer as gw
     from tests.test_gguf_robustness import cases
+
     tokens, merges, types = small_vocab(starter)
-    shape = dict(n_embd=16, n_head=2, n_head_kv=1, n_ff=32)  # small inputs fuzz faster
+    shape = {"n_embd": 16, "n_head": 2, "n_head_kv": 1, "n_ff": 32}  # small inputs fuzz faster
 
     def base(**kw):
         return gw.tiny_llama(tokens, merges, types, **{**shape, **kw})
+
     for _, data, _, _ in cases(base):
         write("gguf", data)
     reals = [starter, fetch_assets.gemma_model()] + sorted(fetch_assets.vocab_dir().glob("*.gguf"))
@@ -78,10 +86,23 @@ def suite_seeds() -> None:
 
 
 def sampler_seeds() -> None:
-    def params(temp=0.8, top_k=40, top_p=0.95, min_p=0.05, rep=1.1, pres=0.0, freq=0.0,
-               last_n=64, seed=1, mode=0, n_hist=8):
-        return struct.pack("<fifffffhHBB", temp, top_k, top_p, min_p, rep, pres, freq,
-                           last_n, seed, mode, n_hist).ljust(40, b"\0")
+    def params(
+        temp=0.8,
+        top_k=40,
+        top_p=0.95,
+        min_p=0.05,
+        rep=1.1,
+        pres=0.0,
+        freq=0.0,
+        last_n=64,
+        seed=1,
+        mode=0,
+        n_hist=8,
+    ):
+        return struct.pack(
+            "<fifffffhHBB", temp, top_k, top_p, min_p, rep, pres, freq, last_n, seed, mode, n_hist
+        ).ljust(40, b"\0")
+
     ordinary = struct.pack("<16f", *[float(i % 7) - 3 for i in range(16)])
     nan, inf = float("nan"), float("inf")
     write("sampler", params() + ordinary)

@@ -38,10 +38,11 @@ class _Sandbox(ImmutableSandboxedEnvironment):
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         if operator == "*":
             for seq, n in ((left, right), (right, left)):
-                if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_REPEAT_ITEMS:
+                sized = isinstance(seq, (str, list, tuple)) and isinstance(n, int)
+                if sized and len(seq) * n > MAX_REPEAT_ITEMS:
                     raise SecurityError(f"repetition too large: {len(seq)} items * {n}")
-        elif isinstance(left, int) and isinstance(right, int) and abs(left) > 1 \
-                and right * left.bit_length() > MAX_POWER_BITS:
+        elif (isinstance(left, int) and isinstance(right, int) and abs(left) > 1
+              and right * left.bit_length() > MAX_POWER_BITS):
             raise SecurityError(f"power too large: {left} ** {right}")
         return super().call_binop(context, operator, left, right)
 
