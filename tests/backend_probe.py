@@ -32,7 +32,14 @@ def main() -> int:
                              isa=spec.get("isa", "scalar"), backend=spec.get("backend", "auto"),
                              gpu_layers=spec.get("gpu_layers", -1))
         ids = model.tokenize(spec.get("prompt", "The capital of France is"))
-        contexts = [model.new_context() for _ in range(spec.get("contexts", 1))]
+        fractions: list[float] = []
+        cancel_at = spec.get("cancel_at")
+
+        def progress(f: float) -> bool:
+            fractions.append(f)
+            return cancel_at is None or f < cancel_at
+        out["progress"] = fractions
+        contexts = [model.new_context(progress=progress) for _ in range(spec.get("contexts", 1))]
         out["devices_open"] = [asdict(d) for d in engine.backend_devices()]
         for i, ctx in enumerate(contexts):
             out["contexts"].append({"backend": ctx.backend, "note": ctx.backend_note,
@@ -47,6 +54,8 @@ def main() -> int:
         model.close()
     except engine.EmberError as e:
         out["error"] = str(e)
+        out["error_type"] = type(e).__name__
+        out["devices_after"] = [asdict(d) for d in engine.backend_devices()]
     np.savez(sys.argv[2], **arrays)
     print(json.dumps(out))
     return 0

@@ -186,3 +186,15 @@ def test_second_device_and_explicit_cpu(tmp_path, starter_model_path, cpu_refere
 def test_an_unknown_backend_name_is_an_error(tmp_path, starter_model_path):
     info, _ = probe(tmp_path, starter_model_path, backend="cdua")
     assert info["error"].startswith("no backend named 'cdua' (known: auto, cpu, test, cuda")
+
+
+def test_upload_reports_progress_and_cancels_cleanly(tmp_path, starter_model_path):
+    info, _ = probe(tmp_path, starter_model_path, contexts=2)
+    f = info["progress"]
+    # the first context copies the weights in steps; the second finds them there
+    assert len(f) > 10 and f == sorted(f[:f.index(1.0) + 1]) + f[f.index(1.0) + 1:]
+    assert f.count(1.0) == 2
+    info, _ = probe(tmp_path, starter_model_path, cancel_at=0.5)
+    assert info["error_type"] == "CancelledError" and "copying the weights" in info["error"]
+    dev = [r for r in info["devices_after"] if r["backend"] == "test"][0]
+    assert dev["memory_free"] == dev["memory_total"], "a cancelled upload left memory on the device"

@@ -449,10 +449,14 @@ class Model:
             return self._default
 
     def new_context(self, n_ctx: int | None = None, n_threads: int | None = None,
-                    n_batch: int | None = None, gate: DecodeGate | None = None) -> Context:
+                    n_batch: int | None = None, gate: DecodeGate | None = None,
+                    progress: Callable[[float], bool | None] | None = None) -> Context:
         """Another context on this model's weights (its own KV cache, cancel flag and
-        threads): several contexts can decode at once from different threads."""
-        return Context(self, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, gate=gate)
+        threads): several contexts can decode at once from different threads. progress
+        hears how far the copy of the offloaded weights to the GPU is (not called when
+        everything runs on the CPU); returning False cancels."""
+        return Context(self, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, gate=gate,
+                       progress=progress)
 
     def prompt_ids(self, prompt: str) -> list[int]:
         """Token ids of a prompt text as generate() feeds it: special-token text is
@@ -542,7 +546,8 @@ class Context:
 
     def __init__(self, model: Model, n_ctx: int | None = None, n_threads: int | None = None,
                  n_batch: int | None = None, gate: DecodeGate | None = None,
-                 gate_chunk: int = 64):
+                 gate_chunk: int = 64,
+                 progress: Callable[[float], bool | None] | None = None):
         self.model = model
         self._lib = model._lib
         self.gate = gate
@@ -555,6 +560,12 @@ class Context:
             model.n_batch if n_batch is None else n_batch,
             model.n_threads if n_threads is None else n_threads, native.ISA_LEVELS[model.isa],
             model.backend.encode(), model.gpu_layers)
+        if progress is not None:
+            # the weights' copy to the device: fraction done; False cancels (CancelledError)
+            def on_progress(fraction, _user):
+                return progress(float(fraction)) is not False
+            progress_cb = native.PROGRESS_FN(on_progress)  # alive until create returns
+            params.progress = progress_cb
         handle = ctypes.c_void_p()
         status = self._lib.ember_context_create(model._model, ctypes.byref(params),
                                                 ctypes.byref(handle))
@@ -725,12 +736,15 @@ class Session:
                  params: SamplingParams | None = None, *,
                  stats: GenerationStats | None = None,
                  cancel: threading.Event | None = None,
-                 penalize_prompt: bool = True) -> Iterator[str]:
+                 penalize_prompt: bool = True,
+                 on_token: Callable[[int, np.ndarray], None] | None = None) -> Iterator[str]:
         """Yields text pieces. cancel: an event another thread may set before generation
         starts (set later, Context.cancel() is what stops it); the context's flag is reset
         here, so a cancel that came earlier would otherwise be lost. penalize_prompt: the
         prompt's tokens count in the penalties' history (llama.cpp's way); without it only
-        generated tokens do (OpenAI's presence and frequency penalties)."""
+        generated tokens do (OpenAI's presence and frequency penalties). on_token: called
+        with each generated token (end-of-generation excluded) and a copy of the model's
+        logits it was drawn from, before its text is yielded (the server's logprobs)."""
         import time
 
         ctx = self.context
@@ -764,12 +778,17 @@ class Session:
                         stats.stop_reason = "cancelled"
                         break
                     ptr = ctx._lib.ember_get_logits(ctx._ctx, -1)
+                    if on_token is not None:  # the sampler may change the row in place
+                        import numpy as np
+                        row = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy()
                     token = sampler.sample(ptr, n_vocab)
                     if m.is_eog(token):
                         stats.stop_reason = "eog"
                         stats.stop_token = token
                         break
                     sampler.accept(token)
+                    if on_token is not None:
+                        on_token(token, row)
                     stats.token_ids.append(token)
                     stats.generated_tokens += 1
                     text = decoder.decode(m.token_to_piece(token))

@@ -8,7 +8,7 @@ from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_float, c_int
                     c_uint32, c_uint64, c_void_p)
 from pathlib import Path
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 token_p = POINTER(c_int32)
 PROGRESS_FN = ctypes.CFUNCTYPE(c_bool, c_float, c_void_p)
@@ -26,7 +26,8 @@ class ModelParams(Structure):
 
 class ContextParams(Structure):
     _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("n_threads", c_int32),
-                ("isa", c_int32), ("backend", c_char_p), ("n_gpu_layers", c_int32)]
+                ("isa", c_int32), ("backend", c_char_p), ("n_gpu_layers", c_int32),
+                ("progress", PROGRESS_FN), ("progress_user_data", c_void_p)]
 
 
 class BackendDevice(Structure):

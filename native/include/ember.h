@@ -56,7 +56,7 @@
 extern "C" {
 #endif
 
-#define EMBER_ABI_VERSION 2
+#define EMBER_ABI_VERSION 3
 
 typedef int32_t ember_token;
 typedef struct ember_model ember_model;
@@ -203,6 +203,11 @@ typedef struct ember_context_params {
     /* Layers placed on the device, the output head counted as one (as llama.cpp's
        n_gpu_layers): -1 as many as fit in its free memory (with a margin), 0 none. */
     int32_t n_gpu_layers;
+    /* Called as the offloaded layers' weights are copied to the device (not at all when
+       everything runs on the CPU); returning false cancels the context's creation with
+       EMBER_ERR_CANCELLED, leaving nothing on the device. May be NULL. */
+    ember_progress_fn progress;
+    void *progress_user_data;
 } ember_context_params;
 
 EMBER_API bool ember_isa_supported(int32_t isa);

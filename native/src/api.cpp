@@ -399,6 +399,8 @@ ember_context_params ember_context_default_params(void) {
     p.isa = EMBER_ISA_AUTO;
     p.backend = nullptr;
     p.n_gpu_layers = -1;
+    p.progress = nullptr;
+    p.progress_user_data = nullptr;
     return p;
 }
 
@@ -448,6 +450,8 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
             o.n_threads = params->n_threads;
             if (params->backend) o.backend = params->backend;
             o.n_gpu_layers = params->n_gpu_layers;
+            o.progress = params->progress;
+            o.progress_user_data = params->progress_user_data;
             if (params->isa != EMBER_ISA_AUTO) {
                 if (!ember_isa_supported(params->isa))
                     fail(EMBER_ERR_UNSUPPORTED, "this CPU does not support instruction set level " +

@@ -24,7 +24,8 @@ DeviceWeightCache::~DeviceWeightCache() {
     for (auto& [key, e] : entries_) std::get<0>(key)->free(std::get<1>(key), e.ptr);
 }
 
-void* DeviceWeightCache::acquire(const BackendIface* be, int device, const Tensor* w) {
+void* DeviceWeightCache::acquire(const BackendIface* be, int device, const Tensor* w,
+                                 const std::function<bool(size_t)>& uploaded) {
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = entries_[Key{be, device, w}];
     if (!e.ptr) {
@@ -36,10 +37,21 @@ void* DeviceWeightCache::acquire(const BackendIface* be, int device, const Tenso
             fail(EMBER_ERR_OUT_OF_MEMORY, std::string(be->label) + ": no memory for weight '" + w->name + "' (" +
                                               bytes_text(bytes) + "): " + err);
         }
-        if (be->upload(device, p, w->data, bytes, err, sizeof(err)) != 0) {
-            be->free(device, p);
-            entries_.erase(Key{be, device, w});
-            fail(EMBER_ERR_INTERNAL, std::string(be->label) + ": uploading weight '" + w->name + "' failed: " + err);
+        constexpr size_t kChunk = 64u << 20;  // progress (and cancel) every 64 MiB
+        for (size_t done = 0; done < bytes;) {
+            const size_t n = std::min(kChunk, bytes - done);
+            if (be->upload(device, static_cast<uint8_t*>(p) + done, static_cast<const uint8_t*>(w->data) + done, n, err,
+                           sizeof(err)) != 0) {
+                be->free(device, p);
+                entries_.erase(Key{be, device, w});
+                fail(EMBER_ERR_INTERNAL, std::string(be->label) + ": uploading weight '" + w->name + "' failed: " + err);
+            }
+            done += n;
+            if (uploaded && !uploaded(n)) {
+                be->free(device, p);
+                entries_.erase(Key{be, device, w});
+                fail(EMBER_ERR_CANCELLED, "cancelled while copying the weights to the device");
+            }
         }
         e.ptr = p;
     }
@@ -160,24 +172,44 @@ void Offload::reserve(size_t bytes) {
     compute_size_ = bytes;
 }
 
-void* Offload::weight_address(const Tensor* w) {
+void* Offload::weight_address(const Tensor* w, const std::function<bool(size_t)>& uploaded) {
     auto it = weights_.find(w);
     if (it != weights_.end()) return it->second;
-    void* p = model_.device_weights().acquire(iface_, device_, w);
+    void* p = model_.device_weights().acquire(iface_, device_, w, uploaded);
     weights_[w] = p;
     return p;
 }
 
-void Offload::acquire_weights(const Graph& g) {
-    const auto layers = node_layers(g, (int32_t)on_device_.size() - 1);
-    const auto& order = g.nodes();
-    for (size_t i = 0; i < order.size(); ++i) {
-        const int32_t il = layers[i];
-        if (il < 0 || !on_device_[(size_t)il] || order[i]->op == Op::VIEW) continue;
-        for (const Tensor* s : order[i]->src) {
-            if (!s) continue;
-            const Tensor* st = storage_of(s);
-            if (st->op == Op::NONE && !caches_.count(st) && std::strncmp(st->name, "inp_", 4) != 0) weight_address(st);
+void Offload::acquire_weights(const std::vector<const Graph*>& graphs, bool (*progress)(float, void*), void* user) {
+    // the weights the device nodes read, in first-use order
+    std::vector<const Tensor*> need;
+    std::set<const Tensor*> seen;
+    for (const Graph* g : graphs) {
+        const auto layers = node_layers(*g, (int32_t)on_device_.size() - 1);
+        const auto& order = g->nodes();
+        for (size_t i = 0; i < order.size(); ++i) {
+            const int32_t il = layers[i];
+            if (il < 0 || !on_device_[(size_t)il] || order[i]->op == Op::VIEW) continue;
+            for (const Tensor* s : order[i]->src) {
+                if (!s) continue;
+                const Tensor* st = storage_of(s);
+                if (st->op == Op::NONE && !caches_.count(st) && std::strncmp(st->name, "inp_", 4) != 0 &&
+                    seen.insert(st).second)
+                    need.push_back(st);
+            }
+        }
+    }
+    uint64_t total = 0, done = 0;
+    for (const Tensor* w : need) total += w->n_bytes();
+    auto report = [&](size_t n) {
+        done += n;
+        return !progress || progress(total ? (float)((double)done / (double)total) : 1.0f, user);
+    };
+    for (const Tensor* w : need) {
+        const uint64_t before = done;
+        weight_address(w, report);
+        if (done == before && !report(w->n_bytes())) {  // already on the device (another context's)
+            fail(EMBER_ERR_CANCELLED, "cancelled while copying the weights to the device");
         }
     }
 }

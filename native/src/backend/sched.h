@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,8 +56,11 @@ public:
     // Device memory for a cache (zeroed) that this object frees.
     void* alloc_cache(size_t bytes);
     void add_cache_leaf(const Tensor* t) { caches_.insert(t); }
-    // Uploads (and holds) the weights the device nodes of g read.
-    void acquire_weights(const Graph& g);
+    // Uploads (and holds) the weights the device nodes of the graphs read, reporting the
+    // fraction of their bytes on the device; progress returning false throws
+    // EMBER_ERR_CANCELLED.
+    void acquire_weights(const std::vector<const Graph*>& graphs, bool (*progress)(float, void*) = nullptr,
+                         void* user = nullptr);
     // Grows the device compute buffer to the host one's size.
     void reserve(size_t bytes);
 
@@ -89,7 +93,7 @@ private:
     Plan build_plan(const Graph& g, const Tensor* tokens_leaf, const Tensor* pos_leaf, const Tensor* output,
                     uint8_t* host_base);
     void* device_address(const Tensor* t, const Tensor* tokens_leaf, const Tensor* pos_leaf, uint8_t* host_base);
-    void* weight_address(const Tensor* w);
+    void* weight_address(const Tensor* w, const std::function<bool(size_t)>& uploaded = nullptr);
     [[noreturn]] void device_failure(const char* what, const char* err) const;
 
     const BackendRecord& be_;

@@ -1,6 +1,7 @@
 // A model's weights copied to devices (backend/sched.h offloads layers).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -17,8 +18,10 @@ public:
     ~DeviceWeightCache();
     DeviceWeightCache(const DeviceWeightCache&) = delete;
     DeviceWeightCache& operator=(const DeviceWeightCache&) = delete;
-    // The device copy of w, uploaded on first use; throws ember::Error when it cannot.
-    void* acquire(const BackendIface* be, int device, const Tensor* w);
+    // The device copy of w, uploaded on first use (in chunks, `uploaded` told the bytes so
+    // far; false from it cancels: EMBER_ERR_CANCELLED); throws ember::Error when it cannot.
+    void* acquire(const BackendIface* be, int device, const Tensor* w,
+                  const std::function<bool(size_t)>& uploaded = nullptr);
     void release(const BackendIface* be, int device, const Tensor* w);
 
 private:

@@ -170,14 +170,15 @@ void Context::place(const ContextOptions& opts) {
     }
     for (const auto& [be, dev] : candidates) {
         std::string why;
-        if (try_offload(*be, dev, opts.n_gpu_layers, why)) return;
+        if (try_offload(*be, dev, opts.n_gpu_layers, opts, why)) return;
         reasons.push_back(why);
     }
     for (const std::string& r : reasons) placement_.note += (placement_.note.empty() ? "" : "; ") + r;
     if (placement_.note.empty() && name == "auto") placement_.note = "no GPU backend";
 }
 
-bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted, std::string& why) {
+bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted, const ContextOptions& opts,
+                          std::string& why) {
     const HParams& h = model_.hparams();
     const int32_t n_layer = h.n_layer, n_layers = n_layer + 1;
     BackendDeviceInfo info{};
@@ -270,9 +271,17 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
                 off->add_cache_leaf(t);
             }
         }
-        for (BatchGraph* bg : probes) off->acquire_weights(bg->graph);
+        std::vector<const Graph*> graphs;
+        for (BatchGraph* bg : probes) graphs.push_back(&bg->graph);
+        off->acquire_weights(graphs, opts.progress, opts.progress_user_data);
         off->reserve(compute_bytes);
         offload_ = std::move(off);
+    } catch (const Error& e) {
+        for (int32_t il = 0; il < n_layer; ++il) kv_.k[(size_t)il].data = kv_.v[(size_t)il].data = nullptr;
+        if (e.status() == EMBER_ERR_CANCELLED) throw;  // the caller's choice, not the device's limit
+        const std::string what = e.what();
+        why = what.rfind(be.label + " ", 0) == 0 || what.rfind(be.label + ":", 0) == 0 ? what : be.label + ": " + what;
+        return false;
     } catch (const std::exception& e) {
         for (int32_t il = 0; il < n_layer; ++il) kv_.k[(size_t)il].data = kv_.v[(size_t)il].data = nullptr;
         const std::string what = e.what();

@@ -27,6 +27,9 @@ struct ContextOptions {
     // output head as one, as llama.cpp does).
     std::string backend = "auto";
     int32_t n_gpu_layers = -1;
+    // the weights' upload to the device: fraction done; false cancels (EMBER_ERR_CANCELLED)
+    bool (*progress)(float, void*) = nullptr;
+    void* progress_user_data = nullptr;
 };
 
 // Where a context runs, for users: "CUDA: NVIDIA H200, 31/31 layers" or "CPU (AVX2)",
@@ -81,7 +84,8 @@ private:
     BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
     std::unique_ptr<BatchGraph> build(int32_t n_tokens, Outputs outputs);
     void place(const ContextOptions& opts);
-    bool try_offload(const BackendRecord& be, int device, int32_t n_wanted, std::string& why);
+    bool try_offload(const BackendRecord& be, int device, int32_t n_wanted, const ContextOptions& opts,
+                     std::string& why);
     int32_t kv_rows(int32_t il) const;
     size_t kv_layer_bytes(int32_t il) const;
 
