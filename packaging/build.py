@@ -56,15 +56,25 @@ def tree_size(p: Path) -> int:
 
 
 # ---- 1. the engine --------------------------------------------------------------------
+def _has_target(build_dir: Path, name: str) -> bool:
+    r = subprocess.run(["cmake", "--build", str(build_dir), "--target", "help"], capture_output=True,
+                       text=True, check=False)
+    return r.returncode == 0 and name in r.stdout
+
+
 def build_native(build_dir: Path, jobs: int) -> Path:
     cache = build_dir / "CMakeCache.txt"
     if cache.is_file() and "CMAKE_TOOLCHAIN_FILE" in cache.read_text(errors="replace"):
         raise SystemExit(f"{build_dir} is a cross build; pass another --native-build-dir")
     if not cache.is_file():
         gen = ["-G", "Ninja"] if shutil.which("ninja") and not WIN else []
+        # EMBER_CUDA_ARCHS narrows the CUDA backend's architectures (CI: 90-real)
+        archs = os.environ.get("EMBER_CUDA_ARCHS")
         run(["cmake", "-S", REPO, "-B", build_dir, *gen, "-DCMAKE_BUILD_TYPE=Release",
-             "-DEMBER_TESTS=OFF"])
-    run(["cmake", "--build", build_dir, "--config", "Release", "--target", "ember",
+             "-DEMBER_TESTS=OFF", *([f"-DCMAKE_CUDA_ARCHITECTURES={archs}"] if archs else [])])
+    # the CUDA backend too, where CMake found nvcc (docs/GPU.md)
+    targets = ["ember", "ember-cuda"] if _has_target(build_dir, "ember-cuda") else ["ember"]
+    run(["cmake", "--build", build_dir, "--config", "Release", "--target", *targets,
          "-j", str(jobs)])
     found = [p for p in (build_dir / "Release" / LIB_NAME, build_dir / LIB_NAME) if p.is_file()]
     if not found:
@@ -142,7 +152,7 @@ def cold_start(exe: Path, runs: int) -> tuple[list[float], list[float]]:
 
 
 # ---- 5. smoke tests ---------------------------------------------------------------------
-def smoke(exe: Path, model: Path | None, console: bool) -> dict:
+def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None = None) -> dict:
     res: dict = {}
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
     r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=300,
@@ -155,6 +165,19 @@ def smoke(exe: Path, model: Path | None, console: bool) -> dict:
             raise SystemExit(f"smoke: --version printed {r.stdout!r}")
         log(f"smoke: --version -> {r.stdout.strip()}")
     res["version"] = "ok"
+    if console:
+        # the backends the file carries: the CUDA library, when built, loads and says why it
+        # cannot run here rather than being missing
+        r = subprocess.run([str(exe), "info", "--backends"], capture_output=True, text=True,
+                           timeout=300, encoding="utf-8", check=False)
+        cuda = next((ln.strip() for ln in r.stdout.splitlines() if " CUDA " in ln), "")
+        if r.returncode != 0 or not cuda:
+            raise SystemExit(f"smoke: info --backends failed ({r.returncode}): {r.stdout}{r.stderr[-2000:]}")
+        built = native_lib is not None and native_lib.with_name("libember-cuda.so").is_file()
+        if built and "is not installed" in cuda:
+            raise SystemExit(f"smoke: libember-cuda.so was built but the file lacks it: {cuda}")
+        log(f"smoke: info --backends -> {cuda}")
+        res["cuda"] = cuda
     if model is None:
         log("smoke: no starter model; `run` and `--self-test` skipped")
         return res
@@ -313,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.smoke:
         model = Path(a.model) if a.model else (starter or find_starter(None))
-        info["smoke"] = smoke(exe, model, console)
+        info["smoke"] = smoke(exe, model, console, lib)
     info["build_seconds"] = round(time.perf_counter() - t_all, 1)
     (dist / "build-info.json").write_text(json.dumps(info, indent=1))
     log(f"done in {info['build_seconds']:.0f} s; summary in {dist / 'build-info.json'}")
