@@ -78,13 +78,16 @@ async def _events(job: Job) -> AsyncIterator[tuple[str, object]]:
 async def _whole(request: Request, job: Job, answer: Answer) -> Response:
     async def collect():
         text = []
+        logprobs = None if job.top_logprobs is None else []
         async for kind, value in _events(job):
             if kind == "text":
                 text.append(value)
+            elif kind == "logprobs":
+                logprobs.extend(value)
             elif kind == "error":
                 return JSONResponse(error_body(str(value), "server_error"), status_code=500)
             else:
-                return JSONResponse(answer.whole("".join(text), value))
+                return JSONResponse(answer.whole("".join(text), value, logprobs))
 
     collecting = asyncio.ensure_future(collect())
     leaving = asyncio.ensure_future(_wait_disconnect(request))
@@ -106,9 +109,12 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
         first = answer.first_chunk()
         if first is not None:
             yield sse(first)
+        logprobs = None
         async for kind, value in _events(job):
-            if kind == "text":
-                yield sse(answer.text_chunk(value))
+            if kind == "logprobs":
+                logprobs = value  # the next text's tokens
+            elif kind == "text":
+                yield sse(answer.text_chunk(value, logprobs))
             elif kind == "error":
                 yield sse(error_body(str(value), "server_error"))
                 return

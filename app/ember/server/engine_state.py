@@ -71,7 +71,7 @@ class LoadedModel:
         max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
         # OpenAI's penalties count every token generated so far: a window as long as the context
         params = dataclasses.replace(req.params, penalty_last_n=self.n_ctx)
-        return Job(ids, max_tokens, params, stops, loop)
+        return Job(ids, max_tokens, params, stops, loop, req.top_logprobs)
 
     def close(self) -> None:
         self.pool.close()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..chat import StopScanner
 from ..engine import Context, EmberError, GenerationStats, SamplingParams, Session
+from .logprobs import token_entry
 
 # the engine's stop reasons as OpenAI's finish_reason
 _FINISH = {"eog": "stop", "stop_string": "stop", "length": "length", "context_full": "length",
@@ -24,11 +25,14 @@ class Finish:
 
 class Job:
     """A prompt to generate from; its events reach the handler's event loop as
-    ("text", str), ("error", str) and, last, ("done", Finish)."""
+    ("text", str), ("error", str) and, last, ("done", Finish); with top_logprobs set, each
+    "text" is preceded by ("logprobs", [entry, ...]) for the tokens that text completes."""
 
     def __init__(self, ids: list[int], max_tokens: int, params: SamplingParams,
-                 stops: tuple[str, ...], loop: asyncio.AbstractEventLoop):
+                 stops: tuple[str, ...], loop: asyncio.AbstractEventLoop,
+                 top_logprobs: int | None = None):
         self.ids = ids
+        self.top_logprobs = top_logprobs
         self.max_tokens = max_tokens
         self.params = params
         self.stops = stops
@@ -61,15 +65,30 @@ def run_job(ctx: Context, job: Job) -> None:
     scanner = StopScanner(job.stops)
     finish = None
     job._context = ctx
+    pending: list[dict] = []  # logprobs of tokens whose text has not been sent yet
+    on_token = None
+    if job.top_logprobs is not None:
+        def on_token(token, logits):
+            pending.append(token_entry(ctx.model, token, logits, job.top_logprobs))
+
+    def send(text: str) -> None:
+        if job.top_logprobs is not None:
+            job.emit("logprobs", pending[:])
+            pending.clear()
+        job.emit("text", text)
+
     try:
         # OpenAI's penalties count the tokens generated so far, not the prompt's
         gen = Session(ctx).generate(job.ids, job.max_tokens, job.params, stats=stats,
-                                    cancel=job.cancelled, penalize_prompt=False)
+                                    cancel=job.cancelled, penalize_prompt=False,
+                                    on_token=on_token)
         try:
             for piece in gen:
+                # tokens held back by the stop scanner go with the text that releases them;
+                # those of a stop string itself are never sent, as its text is not
                 text, stopped = scanner.feed(piece)
                 if text:
-                    job.emit("text", text)
+                    send(text)
                 if stopped:
                     finish = "stop"
                     break
@@ -78,8 +97,8 @@ def run_job(ctx: Context, job: Job) -> None:
                     break
             else:
                 tail = scanner.flush()
-                if tail:
-                    job.emit("text", tail)
+                if tail or pending:
+                    send(tail)
         finally:
             gen.close()
     except EmberError as e:

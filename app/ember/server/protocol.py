@@ -10,6 +10,7 @@ from typing import Any
 
 from ..engine import SamplingParams
 from .errors import ApiError, bad_request
+from .logprobs import MAX_TOP_LOGPROBS
 
 MAX_STOP_STRINGS = 16
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -26,6 +27,7 @@ class GenerationRequest:
     stop: tuple[str, ...]
     params: SamplingParams
     messages: list[dict] | None = None  # chat: [{"role", "content"}], content as text
+    top_logprobs: int | None = None  # chat with logprobs: how many alternatives; else None
     prompt: str | list[int] | None = None  # completions: text or token ids
     extra: dict = field(default_factory=dict)
 
@@ -103,8 +105,6 @@ def _refuse_unsupported(body: dict) -> None:
     n = _integer(body, "n", 1)
     if n not in (None, 1):
         raise _unsupported("n", "one choice per request")
-    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") is not None:
-        raise _unsupported("logprobs", "no log-probabilities are returned")
     if body.get("logit_bias"):
         raise _unsupported("logit_bias", "no per-token bias")
     if body.get("tools") or body.get("functions"):
@@ -203,9 +203,24 @@ def _messages(body: dict) -> list[dict]:
     return out
 
 
+def _chat_logprobs(body: dict) -> int | None:
+    """OpenAI's two fields: logprobs (a boolean) turns them on, top_logprobs (0..20, only
+    with logprobs) asks for that many alternatives per token."""
+    wanted = _boolean(body, "logprobs")
+    top = _integer(body, "top_logprobs", 0)
+    if top is not None and top > MAX_TOP_LOGPROBS:
+        raise bad_request(f"'top_logprobs' must be at most {MAX_TOP_LOGPROBS}, not {top}.",
+                          "top_logprobs", "invalid_value")
+    if top is not None and not wanted:
+        raise bad_request("'top_logprobs' needs 'logprobs': true.", "top_logprobs",
+                          "invalid_value")
+    return (top or 0) if wanted else None
+
+
 def parse_chat(body: dict, model_ids: tuple[str, ...]) -> GenerationRequest:
     messages = _messages(body)  # before the model: a request without messages says so first
-    return GenerationRequest(messages=messages, **_common(body, model_ids))
+    common = _common(body, model_ids)
+    return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body), **common)
 
 
 def _prompt(body: dict, n_vocab: int) -> str | list[int]:
@@ -235,6 +250,8 @@ def parse_completion(body: dict, model_ids: tuple[str, ...], n_vocab: int) -> Ge
         raise _unsupported("echo", "the prompt is not echoed")
     if body.get("suffix"):
         raise _unsupported("suffix", "no fill-in-the-middle")
+    if body.get("logprobs") not in (None, False, 0):
+        raise _unsupported("logprobs", "log-probabilities come with /v1/chat/completions only")
     if _integer(body, "best_of", 1) not in (None, 1):
         raise _unsupported("best_of", "one choice per request")
     return GenerationRequest(prompt=prompt, **_common(body, model_ids))

@@ -8,6 +8,7 @@ import time
 
 from .. import __version__
 from .jobs import Finish
+from .logprobs import content
 
 FINGERPRINT = f"ember-{__version__}"
 
@@ -39,10 +40,11 @@ class Answer:
         return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
                 "system_fingerprint": FINGERPRINT}
 
-    def whole(self, text: str, f: Finish) -> dict:
+    def whole(self, text: str, f: Finish, logprobs: list[dict] | None = None) -> dict:
         if self.chat:
             choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                      "logprobs": None, "finish_reason": f.reason}
+                      "logprobs": None if logprobs is None else content(logprobs),
+                      "finish_reason": f.reason}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": f.reason}
         return {**self._head(self.object), "choices": [choice], "usage": usage(f)}
@@ -61,9 +63,10 @@ class Answer:
         return self._chunk({"index": 0, "delta": {"role": "assistant", "content": ""},
                             "logprobs": None, "finish_reason": None})
 
-    def text_chunk(self, text: str) -> dict:
+    def text_chunk(self, text: str, logprobs: list[dict] | None = None) -> dict:
         if self.chat:
-            return self._chunk({"index": 0, "delta": {"content": text}, "logprobs": None,
+            return self._chunk({"index": 0, "delta": {"content": text},
+                                "logprobs": None if logprobs is None else content(logprobs),
                                 "finish_reason": None})
         return self._chunk({"index": 0, "text": text, "logprobs": None, "finish_reason": None})
 
