@@ -16,6 +16,8 @@ echo "== test assets (cached in ${EMBER_ASSET_DIR:-~/.cache/ember-assets})"
 $PY tools/fetch_assets.py all
 # llama.cpp's tokenizer suites, for the C++ suite runner (test_vocab_suites)
 export EMBER_VOCAB_DIR="$($PY tools/fetch_assets.py suites | awk '$1 == "vocab" {print $2}')"
+# the starter model, for the C++ tests that decode (test_contexts_threads)
+export EMBER_TEST_MODEL="$($PY tools/fetch_assets.py starter | awk '$1 == "starter" {print $2}')"
 
 echo "== native build (release) + C++ tests"
 # the CUDA backend for one architecture (release builds cover sm_75..sm_90 + PTX)
@@ -37,6 +39,17 @@ cmake --build build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ctest --test-dir build-asan --output-on-failure
 export EMBER_ASAN_GGUF_CHECK="$PWD/build-asan/test_gguf_malformed"
+
+echo "== fuzzers (libFuzzer, ASan + UBSan), ${FUZZ_SECONDS:-60} s each; scripts/fuzz.sh installs clang"
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}" FUZZ_JOBS="$JOBS" ./scripts/fuzz.sh
+
+echo "== ThreadSanitizer: two contexts of one model decoding in two threads, one model from many"
+CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TESTS=ON \
+    -DCMAKE_CXX_FLAGS=-fsanitize=thread -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread \
+    -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread >/dev/null
+cmake --build build-tsan -j"$JOBS" --target test_contexts_threads test_api_threads
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/test_contexts_threads
+TSAN_OPTIONS=halt_on_error=1 build-tsan/test_api_threads
 
 echo "== pytest"
 $PY -m pytest "$@"
