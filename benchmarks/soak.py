@@ -33,6 +33,19 @@ class Usage:
     threads: int
 
 
+PROGRESS_EVERY = int(os.environ.get("SOAK_PROGRESS_EVERY", "0"))  # 0: no progress lines
+
+
+def progress(what: str, i: int) -> None:
+    if PROGRESS_EVERY and i % PROGRESS_EVERY == 0:
+        u = usage()
+        print(
+            f"progress {what} {i} rss {u.rss} rss_anon {u.rss_anon} fds {u.fds} "
+            f"threads {u.threads} t {time.time():.0f}",
+            flush=True,
+        )
+
+
 def usage() -> Usage:
     fields = {}
     with open("/proc/self/status") as f:
@@ -96,6 +109,7 @@ def soak_tokens(
         pos += 1
         if warm is not None and i % 256 == 0:
             peak = max(peak, usage().rss_anon)
+        progress("tokens", i)
     end = usage()
     sampler.close()
     ctx.close()
@@ -117,6 +131,7 @@ def soak_loads(path: Path, cycles: int, warmup: int = 10) -> SoakResult:
         m.close()
         if warm is not None:
             peak = max(peak, usage().rss_anon)
+        progress("loads", i)
     end = usage()
     return SoakResult(
         "model load/unload", cycles, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon)
@@ -134,6 +149,7 @@ def soak_contexts(model: Model, cycles: int, warmup: int = 50) -> SoakResult:
         ctx.close()
         if warm is not None and i % 16 == 0:
             peak = max(peak, usage().rss_anon)
+        progress("contexts", i)
     end = usage()
     return SoakResult(
         "context create/free", cycles, time.perf_counter() - t0, warm, end, max(peak, end.rss_anon)
