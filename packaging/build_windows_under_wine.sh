@@ -93,6 +93,15 @@ if ((!NATIVE)); then
         wine reg add 'HKCU\Software\Wine' /v Version /d win10 /f </dev/null >/dev/null 2>&1
         echo "created in $((SECONDS - t0)) s ($(wine --version))"
     fi
+    # wine's null display driver: without it (no DISPLAY) wine creates no windows, not even
+    # the message-only one Qt's event loop is woken through, so signals from the app's engine
+    # thread never reach the window ("err:winediag:nodrv_CreateWindow ... explorer process
+    # failed to start"; --self-test: "no reply within 300 s")
+    if ! grep -q '"Graphics"="null"' "$WINEPREFIX/user.reg"; then
+        wineserver -k 2>/dev/null || true
+        wine reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f </dev/null >/dev/null 2>&1
+        wineserver -w
+    fi
     dll=$WINEPREFIX/drive_c/windows/system32/icuuc.dll
     if [ ! -f "$dll" ] || [ packaging/windows/icuuc_stub.c -nt "$dll" ]; then
         x86_64-w64-mingw32-gcc-posix -std=c11 -O2 -Wall -Wextra -Werror -shared -static-libgcc \

@@ -158,6 +158,8 @@ def gui_self_test(model_path: Path) -> int:
         app.processEvents()
         win.deleteLater()
         app.processEvents()
+        from .ui import crash
+        crash.close_logging()  # its log files are in the folder that goes now
     return _say(result["ok"], result["msg"])
 
 

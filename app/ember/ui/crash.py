@@ -46,6 +46,20 @@ def setup_logging(data_dir: Path) -> Path:
     return path
 
 
+def close_logging() -> None:
+    """Closes the files setup_logging opened, so their folder can be deleted (Windows
+    deletes no open file: the self test's throwaway data folder)."""
+    global _fault_file
+    for h in list(log.handlers):
+        if isinstance(h, RotatingFileHandler):
+            log.removeHandler(h)
+            h.close()
+    if _fault_file is not None:
+        faulthandler.disable()
+        _fault_file.close()
+        _fault_file = None
+
+
 def install(on_error: Callable[[str], None] | None = None) -> None:
     """Logs every unhandled exception with its traceback, tells the user through
     on_error (a summary), then calls the previous hook."""
