@@ -11,10 +11,9 @@ import json
 import statistics
 
 import pytest
-from gguf import GGUFReader
-
 from ember import cli
 from ember.bench import EMBER_FIELDS, LLAMA_FIELDS, parse_int_list
+from gguf import GGUFReader
 
 pytestmark = pytest.mark.native
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from ember import cli, engine
 from ember import quantize as q
 from ember.gguf_file import read_layout
+
 from tools import make_quant_golden
 from tools.make_variants import file_sha256_cached
 

@@ -7,10 +7,10 @@ import hashlib
 import json
 
 import pytest
+from ember.ui.models_view import ModelRow, read_card
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
-from ember.ui.models_view import ModelRow, read_card
 from tests.test_ui_support import LOAD_TIMEOUT_MS
 from tools import make_quant_golden
 

@@ -13,7 +13,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["parse_int_list", "BenchTest", "run_tests", "format_results", "run"]
+__all__ = ["BenchTest", "format_results", "parse_int_list", "run", "run_tests"]
 
 # llama-bench's fields, in its order (its `test::get_fields()`), then the samples
 LLAMA_FIELDS = [

@@ -8,7 +8,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GGUFLayout", "TensorInfo", "read_layout", "encode_kv_u32"]
+__all__ = ["GGUFLayout", "TensorInfo", "encode_kv_u32", "read_layout"]
 
 _SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _DECODE = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q",

@@ -156,7 +156,7 @@ class QuantizeDialog(QDialog):
         else:
             self.accept()
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+    def closeEvent(self, event) -> None:
         if self.running():
             self.cancel_event.set()
             self.worker.join()
