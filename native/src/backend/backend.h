@@ -61,8 +61,13 @@ struct BackendIface {
                    char* err, size_t err_size);
 };
 
-// The one symbol a backend library exports.
+// The one symbol a backend library exports, and how it exports it.
 extern "C" typedef const BackendIface* (*BackendEntryFn)(void);
 #define EMBER_BACKEND_ENTRY "ember_backend_entry"
+#if defined(_WIN32)
+#define EMBER_BACKEND_EXPORT extern "C" __declspec(dllexport)
+#else
+#define EMBER_BACKEND_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
 
 }  // namespace ember

@@ -35,4 +35,22 @@ bool Tensor::is_contiguous() const {
     return true;
 }
 
+const char* op_name(Op op) {
+    switch (op) {
+        case Op::NONE: return "leaf";
+        case Op::VIEW: return "view";
+        case Op::GET_ROWS: return "get_rows";
+        case Op::RMS_NORM_MUL: return "rms_norm";
+        case Op::MUL_MAT: return "mul_mat";
+        case Op::ADD: return "add";
+        case Op::GLU: return "glu";
+        case Op::SCALE: return "scale";
+        case Op::ROPE: return "rope";
+        case Op::KV_STORE: return "kv_store";
+        case Op::ATTENTION: return "attention";
+        case Op::COUNT: break;
+    }
+    return "other";
+}
+
 }  // namespace ember

@@ -61,6 +61,9 @@ struct Tensor {
     }
 };
 
+// "mul_mat", "rms_norm", ...: for profiles and messages.
+const char* op_name(Op op);
+
 // Sets nb[] for a contiguous layout of t->type and t->ne.
 void tensor_set_contiguous_strides(Tensor* t);
 // A contiguous [ne0, ne1] tensor over data the caller owns (no graph, no op).

@@ -539,20 +539,6 @@ void CpuBackend::set_profiling(bool on) {
 }
 
 namespace {
-const char* op_name(Op op) {
-    switch (op) {
-        case Op::GET_ROWS: return "get_rows";
-        case Op::RMS_NORM_MUL: return "rms_norm";
-        case Op::MUL_MAT: return "mul_mat";
-        case Op::ADD: return "add";
-        case Op::GLU: return "glu";
-        case Op::SCALE: return "scale";
-        case Op::ROPE: return "rope";
-        case Op::KV_STORE: return "kv_store";
-        case Op::ATTENTION: return "attention";
-        default: return "other";
-    }
-}
 
 // "mul_mat ffn_down" for blk.N.ffn_down.weight; the op name for everything else
 std::string profile_key(const Tensor* t) {

@@ -29,11 +29,6 @@
 #include "cuda/dequant.cuh"
 #include "quant/types.h"
 
-#if defined(_WIN32)
-#define EMBER_PLUGIN_EXPORT extern "C" __declspec(dllexport)
-#else
-#define EMBER_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
-#endif
 
 namespace {
 
@@ -669,4 +664,4 @@ const BackendIface g_iface = {
 
 }  // namespace
 
-EMBER_PLUGIN_EXPORT const ember::BackendIface* ember_backend_entry(void) { return &g_iface; }
+EMBER_BACKEND_EXPORT const ember::BackendIface* ember_backend_entry(void) { return &g_iface; }

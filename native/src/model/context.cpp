@@ -30,20 +30,6 @@ int64_t max_row_of(const HParams& h) {
                               (int64_t)attention_scratch_floats(h.head_dim, h.n_head / std::max(1, (int)h.n_head_kv))});
 }
 
-const char* op_display_name(Op op) {
-    switch (op) {
-        case Op::GET_ROWS: return "get_rows";
-        case Op::RMS_NORM_MUL: return "rms_norm";
-        case Op::MUL_MAT: return "mul_mat";
-        case Op::ADD: return "add";
-        case Op::GLU: return "glu";
-        case Op::SCALE: return "scale";
-        case Op::ROPE: return "rope";
-        case Op::KV_STORE: return "kv_store";
-        case Op::ATTENTION: return "attention";
-        default: return "op";
-    }
-}
 
 }  // namespace
 
@@ -215,7 +201,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
             if (supported[(size_t)il] && !be.iface->supports(device, t)) {
                 supported[(size_t)il] = 0;
                 const Tensor* w = t->src[0] && t->src[0]->op == Op::NONE ? t->src[0] : nullptr;
-                lacks[(size_t)il] = std::string(op_display_name(t->op)) +
+                lacks[(size_t)il] = std::string(op_name(t->op)) +
                                     (w ? std::string(" of ") + type_name((uint32_t)w->type) : std::string());
             }
             for (const Tensor* s : t->src) {

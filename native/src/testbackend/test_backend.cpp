@@ -27,11 +27,6 @@
 #include "cpu/ops.h"
 #include "quant/types.h"
 
-#if defined(_WIN32)
-#define EMBER_PLUGIN_EXPORT extern "C" __declspec(dllexport)
-#else
-#define EMBER_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
-#endif
 
 namespace {
 
@@ -215,7 +210,7 @@ BackendIface g_iface = {
 
 }  // namespace
 
-EMBER_PLUGIN_EXPORT const ember::BackendIface* ember_backend_entry(void) {
+EMBER_BACKEND_EXPORT const ember::BackendIface* ember_backend_entry(void) {
     if (const char* a = std::getenv("EMBER_TEST_BACKEND_ABI")) g_iface.abi_version = (uint32_t)std::atoi(a);
     return &g_iface;
 }
