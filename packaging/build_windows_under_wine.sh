@@ -195,7 +195,11 @@ SMOKE_ARGS=()
 if ((SMOKE)); then
     "$HOST_PY" tools/fetch_assets.py starter >/dev/null
     SMOKE_ARGS=(--smoke --model "$(winpath "$STARTER")")
+    # Under wine, Qt's own windows platform on wine's null display driver: with Qt's
+    # offscreen platform under wine the app loads the model but its window never gets the
+    # reply the engine thread streams (--self-test: "no reply within 300 s")
     export QT_QPA_PLATFORM=offscreen
+    ((NATIVE)) || QT_QPA_PLATFORM=windows
 fi
 build() {  # build DIST [build.py options]: one PyInstaller run through build.py
     local dist=$1
