@@ -1,6 +1,7 @@
 """An OpenAI-compatible endpoint as the app's model, against a real `ember serve` on a
 loopback port: added from the app, chatted with (the reply is the server's own answer),
-listed on the Models page after a relaunch, and a wrong address told in words."""
+listed on the Models page after a relaunch, its API key kept in the keyring and used again
+after a relaunch, and a wrong address told in words."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,7 @@ import socket
 import pytest
 from PySide6.QtWidgets import QLabel
 
+from tests.keyring_backends import memory_keyring  # noqa: F401
 from tests.server_process import ServerProcess
 from tests.test_ui_support import (  # noqa: F401
     GEN_TIMEOUT_MS,
@@ -90,3 +92,25 @@ def test_a_wrong_address_says_why(qtbot, data_dir):
     assert win.model is None
     assert not win.add_endpoint("ftp://example")  # not an http(s) address: said at once
     assert "not an endpoint address" in win.error_banner.plain
+
+
+def test_a_key_kept_in_the_keyring_opens_the_endpoint_after_a_relaunch(
+        qtbot, data_dir, starter_model_path, memory_keyring):
+    key = "sk-ui-remote-5c2e"
+    locked = ServerProcess(starter_model_path, "--parallel", "1", "-c", "256",
+                           env={"EMBER_API_KEY": key})
+    try:
+        win = make_window(qtbot, data_dir, restore_last=False)
+        with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
+            win.add_endpoint(locked.url, MODEL, key)
+        win.close()
+        assert memory_keyring.passwords == {("Ember endpoints", locked.url): key}
+        assert key not in (data_dir / "settings.json").read_text()
+        win2 = make_window(qtbot, data_dir, restore_last=False)
+        win2.show_models()
+        (row,) = win2.models_view.endpoint_rows
+        with qtbot.waitSignal(win2.model_loaded, timeout=LOAD_TIMEOUT_MS):
+            row.open_button.click()  # a 401 would be a failed load
+        assert win2.model_info["name"] == MODEL
+    finally:
+        locked.stop()
