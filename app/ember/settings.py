@@ -118,7 +118,9 @@ class Settings:
         data["endpoints"], private = self._endpoints_on_disk()
         tmp = p.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)  # os.open's mode applies only to a new file
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o666)
+        # O_BINARY (Windows): the text layer already writes \r\n; the C runtime would add a \r
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        fd = os.open(tmp, flags, 0o600 if private else 0o666)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(data, indent=2))
         os.replace(tmp, p)
