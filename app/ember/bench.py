@@ -151,12 +151,14 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
             weights = size - (emb.n_bytes if emb and not tied else 0) + \
                 (emb.n_bytes // emb.shape[1] if emb and not tied else 0)
             shared = {"build_commit": f"ember {__version__}", "build_number": 0,
-                      "cpu_info": system, "gpu_info": "", "backends": "CPU",
+                      "cpu_info": system, "gpu_info": "",
+                      "backends": str(getattr(model.context, "backend", "") or "CPU").upper(),
                       "model_filename": str(path),
                       "model_type": f"{model.arch} {_human(model.n_params)} {model.ftype}",
                       "model_size": size, "model_n_params": model.n_params, "n_batch": n_batch,
                       "n_ubatch": n_batch, "cpu_mask": "0x0", "cpu_strict": False, "poll": 50,
-                      "type_k": "f16", "type_v": "f16", "n_gpu_layers": 0, "n_cpu_moe": 0,
+                      "type_k": "f16", "type_v": "f16", "n_gpu_layers": int(getattr(model.context, "n_gpu_layers", 0) or 0),
+                      "n_cpu_moe": 0,
                       "split_mode": "layer", "main_gpu": 0, "no_kv_offload": False,
                       "flash_attn": -1, "devices": "auto", "tensor_split": "0.00",
                       "tensor_buft_overrides": "none", "load_mode": "mmap", "lazy_mode": "none",
