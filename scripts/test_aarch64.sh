@@ -38,10 +38,12 @@ cmake -S . -B "$BUILD_DIR" "${GEN[@]}" \
     -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-aarch64.cmake" \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="${AARCH64_CXX_FLAGS:--O2 -DNDEBUG}" \
     -DEMBER_TESTS=ON -DEMBER_WERROR=ON >/dev/null
-# only the tests: the shared library is for the host's Python package
-targets=(ember-test)  # the backend test_backend_ops loads
+# only the tests: the shared library is for the host's Python package (and the test
+# executables are static, so test_backend_ops, which dlopens a backend, reports itself skipped)
+targets=()
 for src in native/tests/test_*.cpp; do targets+=("$(basename "$src" .cpp)"); done
 cmake --build "$BUILD_DIR" -j"$JOBS" --target "${targets[@]}"
+rm -f "$BUILD_DIR/libember-test.so"  # from an older layout of this script
 
 echo "== native tests under qemu-aarch64 -cpu max"
 ctest --test-dir "$BUILD_DIR" --output-on-failure
