@@ -95,7 +95,7 @@ def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = Non
     messages: list[dict] = [{"role": "system", "content": system}] if system else []
     params = params or SamplingParams(temperature=0.7)
     where = model.context.backend + (f" ({model.context.backend_note})" if model.context.backend_note else "")
-    print(f"{model.arch} model, {model.ftype}, context {model.n_ctx} tokens, on {where}. "
+    print(f"{model.arch} model, {model.ftype}, context {model.n_ctx} tokens. Runs on {where}. "
           "Type a message; an empty line or Ctrl-D quits.", file=sys.stderr)
     while True:
         out.write("\n> ")
