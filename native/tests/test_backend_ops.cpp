@@ -74,11 +74,6 @@ struct Case {
     }
 };
 
-const Tensor* storage_of(const Tensor* t) {
-    while (t->op == Op::VIEW) t = t->src[0];
-    return t;
-}
-
 std::vector<float> as_floats(const Tensor* t, const void* data) {
     const int64_t n = t->n_elements();
     std::vector<float> out((size_t)n);

@@ -73,11 +73,6 @@ void DeviceWeightCache::release(const BackendIface* be, int device, const Tensor
 
 namespace {
 
-const Tensor* storage_of(const Tensor* t) {
-    while (t->op == Op::VIEW) t = t->src[0];
-    return t;
-}
-
 bool has_storage(const Tensor* st) { return st->op != Op::NONE && st->op != Op::VIEW && st->op != Op::KV_STORE; }
 
 // "prefix<N>" at the start of name -> N, else -1

@@ -71,12 +71,6 @@ private:
     size_t top_ = 0;
 };
 
-// The tensor that owns the memory a view looks at.
-Tensor* storage_of(Tensor* t) {
-    while (t->op == Op::VIEW) t = t->src[0];
-    return t;
-}
-
 }  // namespace
 
 Tensor* Graph::new_tensor(DType type, const int64_t ne[4]) {

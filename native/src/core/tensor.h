@@ -61,6 +61,16 @@ struct Tensor {
     }
 };
 
+// The tensor whose memory a view (of a view ...) looks at.
+inline const Tensor* storage_of(const Tensor* t) {
+    while (t->op == Op::VIEW) t = t->src[0];
+    return t;
+}
+inline Tensor* storage_of(Tensor* t) {
+    while (t->op == Op::VIEW) t = t->src[0];
+    return t;
+}
+
 // "mul_mat", "rms_norm", ...: for profiles and messages.
 const char* op_name(Op op);
 

@@ -442,11 +442,6 @@ ByteRange extent(const Tensor* t) {
     return {lo, lo + span};
 }
 
-const Tensor* storage_of(const Tensor* t) {
-    while (t->op == Op::VIEW) t = t->src[0];
-    return t;
-}
-
 }  // namespace
 
 std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {

@@ -206,7 +206,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
             }
             for (const Tensor* s : t->src) {
                 if (!s) continue;
-                while (s->op == Op::VIEW) s = s->src[0];
+                s = storage_of(s);
                 if (s->op != Op::NONE || !counted.insert(s).second) continue;
                 if (std::strncmp(s->name, "inp_", 4) == 0) continue;
                 bytes[(size_t)il] += std::strncmp(s->name, "cache_", 6) == 0 ? kv_layer_bytes(il) : align_up(s->n_bytes(), 256);
