@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
 #include <iterator>
 #include <random>
@@ -199,19 +200,33 @@ int check_attention_kernels(const Isa* levels) {
 // match the scalar reference to float rounding.
 int check_extreme_sums(const Isa* levels) {
     int failures = 0;
-    constexpr int64_t K = 64, M = 8, N = 5;
-    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                    DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
+        // K-quants: one super-block per row; M = 8 rows give the four-row tiles and N = 5
+        // columns the four-column tile plus a single one
+        const int64_t K = tt->block_size, M = 8, N = 5;
         const size_t wrow = (size_t)row_bytes(*tt, K);
         for (uint8_t fill : {(uint8_t)0x00, (uint8_t)0xff, (uint8_t)0x81})
             for (float sign : {1.0f, -1.0f}) {
-                // raw blocks: scales 1.0 (and min 0), everything else `fill`
+                // raw blocks: scales 1.0 (and min 0), everything else `fill` (so the
+                // K-quants' sub-block scales and mins are at their largest or smallest too)
                 std::vector<uint8_t> w(wrow * M, fill);
                 for (int64_t b = 0; b < M * K / tt->block_size; ++b) {
                     uint8_t* blk = w.data() + b * tt->block_bytes;
                     const uint16_t one = fp32_to_fp16(1.0f), zero = 0;
-                    std::memcpy(blk, &one, 2);
-                    if (t == DType::Q4_1 || t == DType::Q5_1) std::memcpy(blk + 2, &zero, 2);
+                    size_t d_at = 0, dmin_at = SIZE_MAX;
+                    switch (t) {
+                        case DType::Q4_1: case DType::Q5_1: dmin_at = 2; break;
+                        case DType::Q2_K: d_at = offsetof(BlockQ2_K, d); dmin_at = offsetof(BlockQ2_K, dmin); break;
+                        case DType::Q3_K: d_at = offsetof(BlockQ3_K, d); break;
+                        case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
+                        case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
+                        case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
+                        default: break;
+                    }
+                    std::memcpy(blk + d_at, &one, 2);
+                    if (dmin_at != SIZE_MAX) std::memcpy(blk + dmin_at, &zero, 2);
                 }
                 std::vector<float> xs((size_t)(K * N), sign);
                 const DotKernels& ref = dot_kernels(t, Isa::SCALAR);

@@ -640,7 +640,7 @@ void gemm_wide(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
 
 // ---- K-quants x Q8_K --------------------------------------------------------------------
 
-// One super-block's float update, in exactly the operations ktile4 (the prefill tile)
+// One super-block's float update, in exactly the operations ktile4x (the prefill tile)
 // performs per row, so one-token decoding and batched prefill agree bit for bit: the
 // integer sums split into the first/second 16 of each 32 ("lo"/"hi" 128-bit halves) and
 // the mins into groups 0-7 / 8-15, each half fused-multiply-added separately.
@@ -891,7 +891,7 @@ inline void fold8(const __m256i* v, __m256i* lo, __m256i* hi) {
 // Decoding, eight rows at a time: each row streams through k_sums front to back (one
 // read stream), its exact per-block integer sums parked in a small buffer; then the
 // eight rows' horizontal sums and float updates run side by side, lane r doing row r's
-// KAcc::add. The float operations per row are vec_dot_k's (and so ktile4's), in the same
+// KAcc::add. The float operations per row are vec_dot_k's (and so ktile4x's), in the same
 // order: the bits do not change, only the instruction count per byte does.
 template <class B>
 void decode_k(int64_t nbk, int nr, const uint8_t* W, size_t ws, const BlockQ8_K* y, float* s) {
@@ -940,46 +940,245 @@ void decode_k(int64_t nbk, int nr, const uint8_t* W, size_t ws, const BlockQ8_K*
         vec_dot_k<B>(nbk * QK_K, s + r, p, y);
     }
 }
-// Four unpacked rows (panel[r * nbk + i]) x C columns of Q8_K. U: the unpacked values
-// are unsigned (Q2_K, Q4_K, Q5_K: 0..31, their mins apart), so maddubs takes them as
-// they are; the signed ones (Q3_K, Q6_K) go through the sign trick. Both give the same
-// exact int16 pair sums (|q a| pairs stay far below 2^15).
-template <int C, bool U>
-void ktile4(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
+// ---- K-quant prefill: four rows interleaved, no horizontal adds in the inner loop ----
+//
+// A super-block of four rows is laid out (once per gemm call, from the rows' KPanels) as
+// 32 vectors, one per step of 8 elements: for 32-group g and step k, the low 128 bits
+// hold rows 0-3's unsigned values u[32g + 4k .. +3] (the "lo" half of the group), the
+// high 128 bits their u[32g + 16 + 4k .. +3] ("hi"). An activation group's 32 bytes with
+// dword k broadcast in each 128-bit lane (one vpshufd) line up with it, so maddubs +
+// madd land row r's lo sum in lane r and its hi sum in lane 4 + r: ktile4's
+// [r0..r3 lo | r0..r3 hi] layout, without a horizontal add. The int16 pair sums of the
+// four steps of a group add up in int16 before one madd by the group's scales
+// (|u a| pairs <= 2 * 31 * 127, four of them < 2^15; Q6_K's u <= 63 folds every two).
+// Every integer equals the one decode_k computes, and the float updates are
+// ktile4's, so decode and prefill keep identical bits.
+struct alignas(32) KPanel4 {
+    uint8_t q[8][4][32];  // [group][step]: see above
+    int16_t sc[8][16];    // [group]: rows' lo scales (twice each) | their hi scales
+    int16_t x[4][16];     // per row, against the activation sums: mins per 16 (mins types),
+                          // or off * scales, even 16-groups then odd ones (offset types)
+    float d[8], dm[8];    // [d0..d3 | d0..d3]
+};
+
+template <class B>
+constexpr int kKOffset = std::is_same<B, BlockQ3_K>::value ? 4 : std::is_same<B, BlockQ6_K>::value ? 32 : 0;
+template <class B>
+constexpr bool kKMins = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ4_K>::value ||
+                        std::is_same<B, BlockQ5_K>::value;
+
+// Four rows' KPanels (signed values, offset applied) into one KPanel4
+template <class B>
+void interleave4(const KPanel* const P[4], KPanel4& o) {
+    constexpr int kOff = kKOffset<B>;
+    const __m256i off = _mm256_set1_epi8((char)kOff);
+    for (int g = 0; g < 8; ++g) {
+        __m256i R[4];
+        for (int r = 0; r < 4; ++r) R[r] = _mm256_add_epi8(loadu256(P[r]->q + 32 * g), off);
+        // a 4 x 4 dword transpose in each 128-bit lane
+        const __m256i t0 = _mm256_unpacklo_epi32(R[0], R[1]), t1 = _mm256_unpackhi_epi32(R[0], R[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(R[2], R[3]), t3 = _mm256_unpackhi_epi32(R[2], R[3]);
+        store32(reinterpret_cast<int8_t*>(o.q[g][0]), _mm256_unpacklo_epi64(t0, t2));
+        store32(reinterpret_cast<int8_t*>(o.q[g][1]), _mm256_unpackhi_epi64(t0, t2));
+        store32(reinterpret_cast<int8_t*>(o.q[g][2]), _mm256_unpacklo_epi64(t1, t3));
+        store32(reinterpret_cast<int8_t*>(o.q[g][3]), _mm256_unpackhi_epi64(t1, t3));
+        for (int r = 0; r < 4; ++r) {
+            o.sc[g][2 * r] = o.sc[g][2 * r + 1] = P[r]->scv[g][0];
+            o.sc[g][8 + 2 * r] = o.sc[g][8 + 2 * r + 1] = P[r]->scv[g][8];
+        }
+    }
+    for (int r = 0; r < 4; ++r) {
+        for (int j = 0; j < 16; ++j) {
+            if constexpr (kOff != 0) {
+                const int g16 = j < 8 ? 2 * j : 2 * (j - 8) + 1;  // evens, then odds
+                o.x[r][j] = (int16_t)(kOff * P[r]->scv[g16 / 2][8 * (g16 % 2)]);
+            } else {
+                o.x[r][j] = P[r]->mn[j];
+            }
+        }
+        o.d[r] = o.d[4 + r] = P[r]->d;
+        o.dm[r] = o.dm[4 + r] = P[r]->dmin;
+    }
+}
+
+// A 4 x 4 dword transpose in each 128-bit lane: the four rows' 32 values of one group
+// into its four steps
+inline void put_group4(const __m256i R[4], uint8_t (*dst)[32]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(R[0], R[1]), t1 = _mm256_unpackhi_epi32(R[0], R[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(R[2], R[3]), t3 = _mm256_unpackhi_epi32(R[2], R[3]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[0]), _mm256_unpacklo_epi64(t0, t2));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[1]), _mm256_unpackhi_epi64(t0, t2));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[2]), _mm256_unpacklo_epi64(t1, t3));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[3]), _mm256_unpackhi_epi64(t1, t3));
+}
+// Group g's scale vector from the bytes lo[r] (rows' scales of the lo half) and hi[r]
+template <bool Signed>
+inline void put_scales4(const uint8_t lo[4], const uint8_t hi[4], int16_t* dst) {
+    uint32_t l, h;
+    std::memcpy(&l, lo, 4);
+    std::memcpy(&h, hi, 4);
+    const __m128i b = _mm_shuffle_epi8(_mm_set_epi32(0, 0, (int)h, (int)l),
+                                       _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
+    const __m256i v = Signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst), v);
+}
+inline void put_d4(const uint16_t d[4], const uint16_t dm[4], KPanel4& o) {
+    for (int r = 0; r < 4; ++r) {
+        o.d[r] = o.d[4 + r] = f16(d[r]);
+        o.dm[r] = o.dm[4 + r] = f16(dm[r]);
+    }
+}
+
+// Four rows' super-block i straight into a KPanel4 (the common types), or through their
+// KPanels (Q2_K, Q3_K)
+template <class B>
+void pack4(const B* const x[4], KPanel4& o) {
+    KPanel rows[4];
+    const KPanel* P[4] = {&rows[0], &rows[1], &rows[2], &rows[3]};
+    for (int r = 0; r < 4; ++r) unpack_panel(*x[r], rows[r]);
+    interleave4<B>(P, o);
+}
+template <class B>
+void pack4_q45(const B* const x[4], KPanel4& o) {
+    constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    uint8_t sm[4][16];  // per row: the eight scales, then the eight mins
+    uint16_t d[4], dm[4];
+    for (int r = 0; r < 4; ++r) {
+        uint32_t u[4];
+        k_scales_mins(x[r]->scales, u);
+        std::memcpy(sm[r], u, 16);
+        d[r] = x[r]->d;
+        dm[r] = x[r]->dmin;
+        // mins per 16 (each 32-group's twice) against the activation sums
+        const __m128i mins = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sm[r])),
+                                              _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.x[r]), _mm256_cvtepu8_epi16(mins));
+    }
+    for (int j = 0; j < 4; ++j) {  // 64 elements: groups 2j (low nibbles) and 2j + 1
+        __m256i lo[4], hi[4];
+        for (int r = 0; r < 4; ++r) {
+            const __m256i qv = loadu256(x[r]->qs + 32 * j);
+            lo[r] = _mm256_and_si256(qv, m4);
+            hi[r] = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+            if constexpr (kQ5) {
+                const __m256i hv = loadu256(x[r]->qh);
+                lo[r] = _mm256_or_si256(lo[r], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
+                hi[r] = _mm256_or_si256(hi[r],
+                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+            }
+        }
+        put_group4(lo, o.q[2 * j]);
+        put_group4(hi, o.q[2 * j + 1]);
+    }
+    for (int g = 0; g < 8; ++g) {
+        const uint8_t s4[4] = {sm[0][g], sm[1][g], sm[2][g], sm[3][g]};
+        put_scales4<false>(s4, s4, o.sc[g]);
+    }
+    put_d4(d, dm, o);
+}
+template <>
+void pack4<BlockQ4_K>(const BlockQ4_K* const x[4], KPanel4& o) { pack4_q45(x, o); }
+template <>
+void pack4<BlockQ5_K>(const BlockQ5_K* const x[4], KPanel4& o) { pack4_q45(x, o); }
+template <>
+void pack4<BlockQ6_K>(const BlockQ6_K* const x[4], KPanel4& o) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    uint16_t d[4], dm[4] = {0, 0, 0, 0};
+    for (int r = 0; r < 4; ++r) {
+        d[r] = x[r]->d;
+        // 32 x the scales, even 16-groups then odd ones, against the activation sums
+        const __m128i sc = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r]->scales)),
+                                            _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.x[r]), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5));
+    }
+    for (int c = 0; c < 2; ++c) {  // 128 elements: groups 4c .. 4c + 3
+        __m256i q[4][4];
+        for (int r = 0; r < 4; ++r) {
+            const __m256i l0 = loadu256(x[r]->ql + 64 * c), l1 = loadu256(x[r]->ql + 64 * c + 32);
+            const __m256i h = loadu256(x[r]->qh + 32 * c);
+            q[0][r] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+            q[1][r] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+            q[2][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+            q[3][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+        }
+        for (int k = 0; k < 4; ++k) put_group4(q[k], o.q[4 * c + k]);
+    }
+    for (int g = 0; g < 8; ++g) {
+        const uint8_t lo[4] = {(uint8_t)x[0]->scales[2 * g], (uint8_t)x[1]->scales[2 * g], (uint8_t)x[2]->scales[2 * g],
+                               (uint8_t)x[3]->scales[2 * g]};
+        const uint8_t hi[4] = {(uint8_t)x[0]->scales[2 * g + 1], (uint8_t)x[1]->scales[2 * g + 1],
+                               (uint8_t)x[2]->scales[2 * g + 1], (uint8_t)x[3]->scales[2 * g + 1]};
+        put_scales4<true>(lo, hi, o.sc[g]);
+    }
+    put_d4(d, dm, o);
+}
+
+// The sixteen activation sums as [even 16-groups | odd 16-groups]
+inline __m256i bsums_even_odd(const int16_t* bsums) {
+    const __m256i idx = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                         0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(loadu256(bsums), idx), 0xd8);
+}
+
+// Four interleaved rows x C columns of Q8_K
+template <class B, int C>
+void ktile4x(const KPanel4* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
+    constexpr int kOff = kKOffset<B>;
+    constexpr bool kMins = kKMins<B>;
+    constexpr int kFold = std::is_same<B, BlockQ6_K>::value ? 2 : 4;  // steps summed in int16
     __m256 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-        const KPanel* P[4] = {&panel[i], &panel[nbk + i], &panel[2 * nbk + i], &panel[3 * nbk + i]};
+        const KPanel4& P = panel[i];
+        const BlockQ8_K* y[C];
+        for (int c = 0; c < C; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(a + c * as) + i;
         __m256i isum[C];
         for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
-        for (int j = 0; j < 8; ++j) {
-            __m256i q[4], qa[4];
-            for (int r = 0; r < 4; ++r) {
-                q[r] = loadu256(P[r]->q + 32 * j);
-                if constexpr (!U) qa[r] = _mm256_sign_epi8(q[r], q[r]);
-            }
-            for (int c = 0; c < C; ++c) {
-                const __m256i av = loadu256(reinterpret_cast<const BlockQ8_K*>(a + c * as)[i].qs + 32 * j);
-                __m256i p[4];
-                for (int r = 0; r < 4; ++r) {
-                    const __m256i pairs = U ? _mm256_maddubs_epi16(q[r], av)
-                                            : _mm256_maddubs_epi16(qa[r], _mm256_sign_epi8(av, q[r]));
-                    p[r] = _mm256_madd_epi16(pairs, loadu256(P[r]->scv[j]));
+        for (int g = 0; g < 8; ++g) {
+            const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.sc[g]));
+            __m256i pairs[C];
+            for (int k = 0; k < 4; ++k) {
+                const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.q[g][k]));
+                for (int c = 0; c < C; ++c) {
+                    const __m256i av = loadu256(y[c]->qs + 32 * g);
+                    __m256i ak;
+                    switch (k) {  // vpshufd takes an immediate
+                        case 0: ak = _mm256_shuffle_epi32(av, 0x00); break;
+                        case 1: ak = _mm256_shuffle_epi32(av, 0x55); break;
+                        case 2: ak = _mm256_shuffle_epi32(av, 0xaa); break;
+                        default: ak = _mm256_shuffle_epi32(av, 0xff); break;
+                    }
+                    const __m256i p = _mm256_maddubs_epi16(w, ak);
+                    pairs[c] = k % kFold == 0 ? p : _mm256_add_epi16(pairs[c], p);
+                    if (k % kFold == kFold - 1) isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(pairs[c], sc));
                 }
-                isum[c] = _mm256_add_epi32(isum[c], hadd4(p[0], p[1], p[2], p[3]));
             }
         }
-        const __m256 d = _mm256_setr_ps(P[0]->d, P[1]->d, P[2]->d, P[3]->d, P[0]->d, P[1]->d, P[2]->d, P[3]->d);
-        const __m256 dm = _mm256_setr_ps(P[0]->dmin, P[1]->dmin, P[2]->dmin, P[3]->dmin, P[0]->dmin, P[1]->dmin,
-                                         P[2]->dmin, P[3]->dmin);
+        const __m256 d = _mm256_load_ps(P.d), dm = _mm256_load_ps(P.dm);
+        const __m256i x0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.x[0]));
+        const __m256i x1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.x[1]));
+        const __m256i x2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.x[2]));
+        const __m256i x3 = _mm256_load_si256(reinterpret_cast<const __m256i*>(P.x[3]));
         for (int c = 0; c < C; ++c) {
-            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + c * as)[i];
-            const __m256 da = _mm256_set1_ps(y.d);
-            const __m256i bs = loadu256(y.bsums);
-            const __m256i mins = hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
-                                       _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, da), acc[c]);
-            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
+            const __m256 da = _mm256_set1_ps(y[c]->d);
+            __m256i is = isum[c];
+            if constexpr (kOff != 0) {  // (u - off): the offset through the activation sums
+                const __m256i bs = bsums_even_odd(y[c]->bsums);
+                is = _mm256_sub_epi32(is, hadd4(_mm256_madd_epi16(x0, bs), _mm256_madd_epi16(x1, bs),
+                                                _mm256_madd_epi16(x2, bs), _mm256_madd_epi16(x3, bs)));
+            }
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, da), acc[c]);
+            if constexpr (kMins) {
+                const __m256i bs = loadu256(y[c]->bsums);
+                const __m256i mins = hadd4(_mm256_madd_epi16(x0, bs), _mm256_madd_epi16(x1, bs),
+                                           _mm256_madd_epi16(x2, bs), _mm256_madd_epi16(x3, bs));
+                acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
+            }
+            // without mins, ktile4 and decode_k subtract 0 * 0 here: the same bits
         }
     }
     for (int c = 0; c < C; ++c)
@@ -991,23 +1190,23 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
     const int64_t nbk = n / QK_K;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
-    if (nc == 1) {  // decoding: unpacking would cost more than it saves; decode_k matches ktile4
+    if (nc == 1) {  // decoding: unpacking would cost more than it saves; decode_k matches ktile4x
         decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
         return;
     }
-    thread_local std::vector<KPanel> panel;  // grows to the longest row once per thread
-    if ((int64_t)panel.size() < 4 * nbk) panel.resize((size_t)(4 * nbk));
+    thread_local std::vector<KPanel4> panel;  // grows to the longest row once per thread
+    if ((int64_t)panel.size() < nbk) panel.resize((size_t)nbk);
     int r = 0;
     for (; r + 4 <= nr; r += 4) {
-        for (int rr = 0; rr < 4; ++rr) {
-            const B* x = reinterpret_cast<const B*>(W + (r + rr) * ws);
-            for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)(rr * nbk + i)]);
+        const B* x[4];
+        for (int rr = 0; rr < 4; ++rr) x[rr] = reinterpret_cast<const B*>(W + (r + rr) * ws);
+        for (int64_t i = 0; i < nbk; ++i) {
+            const B* xi[4] = {x[0] + i, x[1] + i, x[2] + i, x[3] + i};
+            pack4<B>(xi, panel[(size_t)i]);
         }
-        constexpr bool U = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ4_K>::value ||
-                           std::is_same<B, BlockQ5_K>::value;
         int c = 0;
-        for (; c + 4 <= nc; c += 4) ktile4<4, U>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
-        for (; c < nc; ++c) ktile4<1, U>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+        for (; c + 4 <= nc; c += 4) ktile4x<B, 4>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
+        for (; c < nc; ++c) ktile4x<B, 1>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
     }
     for (; r < nr; ++r)
         for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);

@@ -103,7 +103,7 @@ inline void put_scales(KPanel& p, const int sc[16], const int mn[16]) {
 }
 inline void store32(int8_t* dst, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), v); }
 
-void unpack_panel(const BlockQ2_K& b, KPanel& p) {
+inline void unpack_panel(const BlockQ2_K& b, KPanel& p) {
     const __m256i m3 = _mm256_set1_epi8(3);
     for (int c = 0; c < 2; ++c) {
         const __m256i qv = loadu256(b.qs + 32 * c);
@@ -118,7 +118,7 @@ void unpack_panel(const BlockQ2_K& b, KPanel& p) {
     p.d = f16(b.d);
     p.dmin = f16(b.dmin);
 }
-void unpack_panel(const BlockQ3_K& b, KPanel& p) {
+inline void unpack_panel(const BlockQ3_K& b, KPanel& p) {
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
     const __m256i hm = loadu256(b.hmask);
     for (int c = 0; c < 2; ++c) {
@@ -141,7 +141,7 @@ void unpack_panel(const BlockQ3_K& b, KPanel& p) {
     p.dmin = 0.0f;
 }
 template <class B>
-void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
+inline void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
     __m256i hv = _mm256_setzero_si256();
     if constexpr (std::is_same<B, BlockQ5_K>::value) hv = loadu256(b.qh);
@@ -166,9 +166,9 @@ void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
     p.d = f16(b.d);
     p.dmin = f16(b.dmin);
 }
-void unpack_panel(const BlockQ4_K& b, KPanel& p) { unpack_panel_q45(b, p, false); }
-void unpack_panel(const BlockQ5_K& b, KPanel& p) { unpack_panel_q45(b, p, true); }
-void unpack_panel(const BlockQ6_K& b, KPanel& p) {
+inline void unpack_panel(const BlockQ4_K& b, KPanel& p) { unpack_panel_q45(b, p, false); }
+inline void unpack_panel(const BlockQ5_K& b, KPanel& p) { unpack_panel_q45(b, p, true); }
+inline void unpack_panel(const BlockQ6_K& b, KPanel& p) {
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
     for (int c = 0; c < 2; ++c) {
         const __m256i l0 = loadu256(b.ql + 64 * c), l1 = loadu256(b.ql + 64 * c + 32);
