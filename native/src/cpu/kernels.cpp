@@ -228,11 +228,15 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
     if (k.gemm) {
         // Also for N == 1: the tile kernels give each (row, column) the same operations
         // whatever N is, so one-token decoding and batched prefill agree bit for bit.
-        // Cache blocking: a chunk of activation columns (kept in L2) against the rows
-        // kMulMatRowBlock at a time (kept in L1); the tile kernel reuses each loaded
-        // block across its register tile. 60 columns: a multiple of every tile width
-        // (3 for floats, 4 for the block types), so only the last chunk has leftovers.
-        constexpr int64_t kColChunk = 60;
+        // Cache blocking: the rows kMulMatRowBlock at a time against every column. The
+        // block types' tiles unpack those rows into a panel (kept in L2) once per call and
+        // stream the activation columns past it (from L3 at worst: a batch of 512 columns
+        // of 8192 Q8 values is 4.5 MB); the tile kernel reuses each loaded block across
+        // its register tile. Each weight row is read from memory once per product. (With
+        // chunks of 60 columns every row was read, and unpacked, once per chunk.)
+        // 60-column chunks remain for the float types, whose rows are not unpacked.
+        const bool blocks = w->type != DType::F32 && w->type != DType::F16 && w->type != DType::BF16;
+        const int64_t kColChunk = blocks ? N : 60;
         if (N == 1) {
             // Decoding reuses nothing across rows: one call for the whole range, so any
             // per-call set-up (widening the activation row) happens once.

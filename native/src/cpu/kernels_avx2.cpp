@@ -223,6 +223,17 @@ inline __m256i fold4_i16(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
                              _mm256_set1_epi16(1));
 }
 
+// A 4 x 4 dword transpose in each 128-bit lane: four rows' 32 values (a block, or a
+// K-quant group) into four steps of 8 elements, rows 0-3's [4k, 4k + 4) in the low 128
+// bits and their [16 + 4k, 20 + 4k) in the high 128 bits of step k
+inline void put_group4(const __m256i R[4], uint8_t (*dst)[32]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(R[0], R[1]), t1 = _mm256_unpackhi_epi32(R[0], R[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(R[2], R[3]), t3 = _mm256_unpackhi_epi32(R[2], R[3]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[0]), _mm256_unpacklo_epi64(t0, t2));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[1]), _mm256_unpackhi_epi64(t0, t2));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[2]), _mm256_unpacklo_epi64(t1, t3));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[3]), _mm256_unpackhi_epi64(t1, t3));
+}
 inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
     // pinsrw straight from memory: five instructions, where shifting and or-ing pairs took ten
     return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
@@ -357,11 +368,16 @@ struct Unpacked {
 //     ones tile4_legacy makes and the float operations after them are the same too: the
 //     bits do not change.
 //   - Min types (Q4_1, Q5_1): the unsigned values and [m0..m3 | 0] as well.
+//   - The values stored as put_group4's four steps: an activation block with dword k
+//     broadcast in each 128-bit lane (vpshufd) lines up with step k, so maddubs gives
+//     int16 pair sums already in the rows' lanes; the four steps add up in int16 (the
+//     same 8-element bound as the hadd fold) and one madd by ones makes the int32 lanes
+//     [r0 r1 r2 r3 | r0 r1 r2 r3] that fold4_i16 makes, without horizontal adds.
 struct alignas(32) Panel4 {
     float wd[8];       // [d0 d1 d2 d3 | d0 d1 d2 d3]
     float wm[8];       // [m0 m1 m2 m3 | 0 0 0 0] (min types)
     int32_t corr[8];   // 128 * sum w over elements 0-15 of rows 0-3 | over 16-31 (offset types)
-    uint8_t qs[4][QK];
+    uint8_t qs[4][QK]; // [step]
 };
 
 template <class D>
@@ -375,18 +391,19 @@ void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
         _mm256_store_ps(p.wd, _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)));
         if constexpr (D::kMin)
             _mm256_store_ps(p.wm, _mm256_cvtph_ps(pack_u16x4(x[0][i].m, x[1][i].m, x[2][i].m, x[3][i].m)));
+        __m256i q[4];
         if constexpr (D::kOffset > 0) {
             __m256i pairs[4];  // pair sums of w (maddubs by ones)
             for (int r = 0; r < 4; ++r) {
-                const __m256i q = _mm256_sub_epi8(D::dec_u(x[r][i]), _mm256_set1_epi8((char)D::kOffset));
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.qs[r]), q);
-                pairs[r] = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+                q[r] = _mm256_sub_epi8(D::dec_u(x[r][i]), _mm256_set1_epi8((char)D::kOffset));
+                pairs[r] = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q[r]);
             }
             const __m256i h = fold4_i16(pairs[0], pairs[1], pairs[2], pairs[3]);
             _mm256_store_si256(reinterpret_cast<__m256i*>(p.corr), _mm256_slli_epi32(h, 7));
         } else {
-            for (int r = 0; r < 4; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.qs[r]), D::dec(x[r][i]));
+            for (int r = 0; r < 4; ++r) q[r] = D::dec(x[r][i]);
         }
+        put_group4(q, p.qs);
     }
 }
 
@@ -399,7 +416,7 @@ inline void tile4_panel(int64_t nb, const Panel4* pw, const uint8_t* a, size_t a
     for (int64_t i = 0; i < nb; ++i) {
         const Panel4& p = pw[i];
         __m256i q[4];
-        for (int r = 0; r < 4; ++r) q[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.qs[r]));
+        for (int k = 0; k < 4; ++k) q[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.qs[k]));
         const __m256 wd = _mm256_load_ps(p.wd);
         for (int c = 0; c < C; ++c) {
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
@@ -407,13 +424,19 @@ inline void tile4_panel(int64_t nb, const Panel4* pw, const uint8_t* a, size_t a
             if constexpr (D::kOffset > 0) {
                 // 8-element sums of (a + 128) w stay within int16: 8 * 255 * 16 = 32640
                 const __m256i au = _mm256_xor_si256(loadu256(y.qs), _mm256_set1_epi8((char)0x80));
-                h = fold4_i16(_mm256_maddubs_epi16(au, q[0]), _mm256_maddubs_epi16(au, q[1]),
-                              _mm256_maddubs_epi16(au, q[2]), _mm256_maddubs_epi16(au, q[3]));
-                h = _mm256_sub_epi32(h, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.corr)));
+                __m256i t = _mm256_maddubs_epi16(_mm256_shuffle_epi32(au, 0x00), q[0]);
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_shuffle_epi32(au, 0x55), q[1]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_shuffle_epi32(au, 0xaa), q[2]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_shuffle_epi32(au, 0xff), q[3]));
+                h = _mm256_sub_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
+                                     _mm256_load_si256(reinterpret_cast<const __m256i*>(p.corr)));
             } else {
                 const __m256i av = loadu256(y.qs);
-                h = fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
-                              _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
+                __m256i t = _mm256_maddubs_epi16(q[0], _mm256_shuffle_epi32(av, 0x00));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[1], _mm256_shuffle_epi32(av, 0x55)));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[2], _mm256_shuffle_epi32(av, 0xaa)));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[3], _mm256_shuffle_epi32(av, 0xff)));
+                h = _mm256_madd_epi16(t, _mm256_set1_epi16(1));
             }
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
             if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(_mm256_load_ps(p.wm), _mm256_set1_ps(f16(y.s)), acc[c]);
@@ -1001,16 +1024,6 @@ void interleave4(const KPanel* const P[4], KPanel4& o) {
     }
 }
 
-// A 4 x 4 dword transpose in each 128-bit lane: the four rows' 32 values of one group
-// into its four steps
-inline void put_group4(const __m256i R[4], uint8_t (*dst)[32]) {
-    const __m256i t0 = _mm256_unpacklo_epi32(R[0], R[1]), t1 = _mm256_unpackhi_epi32(R[0], R[1]);
-    const __m256i t2 = _mm256_unpacklo_epi32(R[2], R[3]), t3 = _mm256_unpackhi_epi32(R[2], R[3]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[0]), _mm256_unpacklo_epi64(t0, t2));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[1]), _mm256_unpackhi_epi64(t0, t2));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[2]), _mm256_unpacklo_epi64(t1, t3));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(dst[3]), _mm256_unpackhi_epi64(t1, t3));
-}
 // Group g's scale vector from the bytes lo[r] (rows' scales of the lo half) and hi[r]
 template <bool Signed>
 inline void put_scales4(const uint8_t lo[4], const uint8_t hi[4], int16_t* dst) {
@@ -1194,21 +1207,27 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
         decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
         return;
     }
-    thread_local std::vector<KPanel4> panel;  // grows to the longest row once per thread
-    if ((int64_t)panel.size() < nbk) panel.resize((size_t)nbk);
-    int r = 0;
-    for (; r + 4 <= nr; r += 4) {
+    // every four rows of the call packed first (kept in L2), then the columns stream past
+    // them four at a time (kept in L1)
+    const int groups = nr / 4;
+    thread_local std::vector<KPanel4> panel;  // grows to the largest call once per thread
+    if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
+    for (int g = 0; g < groups; ++g) {
         const B* x[4];
-        for (int rr = 0; rr < 4; ++rr) x[rr] = reinterpret_cast<const B*>(W + (r + rr) * ws);
+        for (int rr = 0; rr < 4; ++rr) x[rr] = reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws);
         for (int64_t i = 0; i < nbk; ++i) {
             const B* xi[4] = {x[0] + i, x[1] + i, x[2] + i, x[3] + i};
-            pack4<B>(xi, panel[(size_t)i]);
+            pack4<B>(xi, panel[(size_t)(g * nbk + i)]);
         }
-        int c = 0;
-        for (; c + 4 <= nc; c += 4) ktile4x<B, 4>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
-        for (; c < nc; ++c) ktile4x<B, 1>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
     }
-    for (; r < nr; ++r)
+    int c = 0;
+    for (; c + 4 <= nc; c += 4)
+        for (int g = 0; g < groups; ++g)
+            ktile4x<B, 4>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    for (; c < nc; ++c)
+        for (int g = 0; g < groups; ++g)
+            ktile4x<B, 1>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    for (int r = 4 * groups; r < nr; ++r)
         for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);
 }
 
