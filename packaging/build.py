@@ -94,6 +94,9 @@ def find_starter(explicit: str | None) -> Path | None:
 
 
 # ---- 3. PyInstaller -------------------------------------------------------------------
+QT_PLUGINS_MISSING = 3  # ember.spec's exit status when it has no Qt platform plugin
+
+
 def pyinstaller(lib: Path, icons: Path, dist: Path, work: Path, starter: Path | None,
                 console: bool, no_app: bool, uncompressed: bool, onedir: bool) -> None:
     args = ["--native-lib", lib, "--icons", icons]
@@ -107,8 +110,17 @@ def pyinstaller(lib: Path, icons: Path, dist: Path, work: Path, starter: Path | 
         args.append("--console")
     if no_app:
         args.append("--no-app")
-    run([sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
-         "--distpath", dist, "--workpath", work, REPO / "packaging" / "ember.spec", "--", *args])
+    cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
+           "--distpath", dist, "--workpath", work, REPO / "packaging" / "ember.spec", "--", *args]
+    try:
+        run(cmd)
+    except subprocess.CalledProcessError as e:
+        if e.returncode != QT_PLUGINS_MISSING:
+            raise
+        # the spec found no Qt platform plugin: PyInstaller's query of Qt failed (a passing
+        # failure under wine); once more, and a second miss stops the build
+        log("PyInstaller collected no Qt platform plugin; once more")
+        run(cmd)
 
 
 def artifacts(dist: Path) -> dict[str, Path]:

@@ -21,6 +21,10 @@ from pathlib import Path
 PROMPT = "Hello! Say something short."
 N_TOKENS = 8
 TIMEOUT_S = float(os.environ.get("EMBER_SELFTEST_TIMEOUT", "300"))
+# past this, every thread's Python stack is written out and the process ends with status 1,
+# so a self test that hangs outside Qt's event loop (where the reply timer cannot fire)
+# still fails, and says where
+WATCHDOG_S = TIMEOUT_S + 60
 
 
 def _say(ok: bool, msg: str) -> int:
@@ -91,9 +95,40 @@ def _ensure_platform() -> None:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
+def _platform_name() -> str | None:
+    """The Qt platform plugin QApplication will start: QT_QPA_PLATFORM's first choice, else
+    the system's own (None on Linux, where Qt picks between xcb and wayland itself)."""
+    chosen = os.environ.get("QT_QPA_PLATFORM", "").split(";")[0].split(":")[0].strip()
+    return chosen or {"win32": "windows", "darwin": "cocoa"}.get(sys.platform)
+
+
+def missing_platform_plugin(name: str | None, library_paths: list[str]) -> str | None:
+    """Why QApplication could not start platform `name`, when no such plugin file is in any
+    of Qt's library paths; None when one is there (or the name is not known). Checked before
+    QApplication exists: without its plugin a windowed Windows program stops in Qt's "no Qt
+    platform plugin could be initialized" message box, which nobody sees in a test run
+    (under wine's null display driver it hangs the self test for good)."""
+    if not name:
+        return None
+    stem = f"q{name}"
+    for folder in library_paths:
+        try:
+            names = os.listdir(Path(folder) / "platforms")
+        except OSError:
+            continue
+        if any(n.split(".")[0].removeprefix("lib") == stem for n in names):
+            return None
+    return (f"no Qt platform plugin '{name}' (platforms/{stem}.*) in Qt's library paths "
+            f"{library_paths}: the app could not open a window")
+
+
 def gui_self_test(model_path: Path) -> int:
     """The desktop app: window, model load through it, a streamed reply."""
     _ensure_platform()
+    from PySide6.QtCore import QCoreApplication
+    why = missing_platform_plugin(_platform_name(), QCoreApplication.libraryPaths())
+    if why:
+        return _say(False, why)
     from .ui import app as ui_app
     hook = getattr(ui_app, "self_test", None)
     if callable(hook):  # the UI's own self test, when it has one
@@ -163,8 +198,22 @@ def gui_self_test(model_path: Path) -> int:
     return _say(result["ok"], result["msg"])
 
 
+def _arm_watchdog() -> None:
+    """faulthandler's own thread dumps the stacks at WATCHDOG_S and exits: to stderr, or where
+    there is none (a windowed Windows build) to ember-selftest-stacks.txt in the temp folder."""
+    import faulthandler
+    try:
+        out = sys.stderr
+        out.fileno()
+    except (AttributeError, OSError, ValueError):
+        out = open(Path(tempfile.gettempdir()) / "ember-selftest-stacks.txt", "w",  # noqa: SIM115
+                   encoding="utf-8")
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True, file=out)
+
+
 def main(model: str | None = None) -> int:
     from . import __version__
+    _arm_watchdog()
     path = find_model(model)
     if path is None or not path.is_file():
         what = f"{path} does not exist" if path else "no model found"
