@@ -34,12 +34,12 @@ KernelTable avx2_table;  // filled once by register_avx512_kernels, before any u
 template <class B>
 constexpr int kPanelOffset = std::is_same<B, BlockQ3_K>::value ? 4 : std::is_same<B, BlockQ6_K>::value ? 32 : 0;
 
-// Four unpacked rows x C columns of Q8_K, the AVX2 ktile4's results bit for bit. Per
+// Four unpacked rows x C columns of Q8_K, the AVX2 ktile4x's results bit for bit. Per
 // super-block each (row, column) accumulates its 256 products in one int32 register with
 // VNNI (maddubs pairs times the int16 scales, vpdpwssd), 64 elements per instruction,
-// and only then folds them into ktile4's [r0..r3 lo | r0..r3 hi] lanes, where ktile4
-// folds after every 32 elements. With the offset types, (u - off) a pairs come out as
-// maddubs(u, a) - maddubs(off, a), exact in int16 (|pair| <= 2 * 63 * 128).
+// and only then folds them into ktile4x's [r0..r3 lo | r0..r3 hi] lanes. With the
+// offset types, (u - off) a pairs come out as maddubs(u, a) - maddubs(off, a), exact in
+// int16 (|pair| <= 2 * 63 * 128).
 template <class B, int C>
 void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
     constexpr int kOff = kPanelOffset<B>;
@@ -107,19 +107,24 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     const int64_t nbk = n / QK_K;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
-    thread_local std::vector<KPanel> panel;  // grows to the longest row once per thread
-    if ((int64_t)panel.size() < 4 * nbk) panel.resize((size_t)(4 * nbk));
-    int r = 0;
-    for (; r + 4 <= nr; r += 4) {
+    // every four rows of the call unpacked first (kept in L2), then the columns stream
+    // past them four at a time, as the AVX2 gemm_k does
+    const int groups = nr / 4;
+    thread_local std::vector<KPanel> panel;  // grows to the largest call once per thread
+    if ((int64_t)panel.size() < 4 * groups * nbk) panel.resize((size_t)(4 * groups * nbk));
+    for (int g = 0; g < groups; ++g)
         for (int rr = 0; rr < 4; ++rr) {
-            const B* x = reinterpret_cast<const B*>(W + (r + rr) * ws);
-            for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)(rr * nbk + i)]);
+            const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws);
+            for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)((4 * g + rr) * nbk + i)]);
         }
-        int c = 0;
-        for (; c + 4 <= nc; c += 4) ktile512<B, 4>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
-        for (; c < nc; ++c) ktile512<B, 1>(panel.data(), nbk, A + c * as, as, s + c * lds + r, lds);
-    }
-    for (; r < nr; ++r)
+    int c = 0;
+    for (; c + 4 <= nc; c += 4)
+        for (int g = 0; g < groups; ++g)
+            ktile512<B, 4>(panel.data() + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    for (; c < nc; ++c)
+        for (int g = 0; g < groups; ++g)
+            ktile512<B, 1>(panel.data() + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    for (int r = 4 * groups; r < nr; ++r)
         for (int c = 0; c < nc; ++c) avx2.vec_dot(n, s + c * lds + r, W + r * ws, A + c * as);
 }
 
