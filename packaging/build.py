@@ -154,8 +154,7 @@ def cold_start(exe: Path, runs: int) -> tuple[list[float], list[float]]:
     for _ in range(runs):
         c0 = _children_cpu()
         t0 = time.perf_counter()
-        r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=300,
-                           check=False)
+        r = run_bounded([exe, "--version"], 300, "--version")
         times.append(time.perf_counter() - t0)
         cpu.append(_children_cpu() - c0)
         if r.returncode != 0:
@@ -164,11 +163,31 @@ def cold_start(exe: Path, runs: int) -> tuple[list[float], list[float]]:
 
 
 # ---- 5. smoke tests ---------------------------------------------------------------------
+def run_bounded(cmd: list, timeout: float, what: str, env: dict | None = None
+                ) -> subprocess.CompletedProcess:
+    """A program under test, ended with stop() when it runs past `timeout` s (then a failed
+    build that names it). Not subprocess.run's timeout: that kills the onefile's bootloader
+    only, then waits for ever on the output pipes the app it started still holds."""
+    proc = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True, encoding="utf-8", errors="replace")
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop(proc)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            out, err = "", "(its output pipes stayed open)"
+        raise SystemExit(f"smoke: {what} ran past {timeout:.0f} s and was ended:\n"
+                         f"{out[-3000:]}\n{err[-3000:]}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None = None) -> dict:
     res: dict = {}
     env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
-    r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=300,
-                           check=False)
+    r = run_bounded([exe, "--version"], 300, "--version")
     if r.returncode != 0:
         raise SystemExit(f"smoke: --version failed: {r.stderr[-2000:]}")
     if console:
@@ -180,8 +199,7 @@ def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None 
     if console:
         # the backends the file carries: the CUDA library, when built, loads and says why it
         # cannot run here rather than being missing
-        r = subprocess.run([str(exe), "info", "--backends"], capture_output=True, text=True,
-                           timeout=300, encoding="utf-8", check=False)
+        r = run_bounded([exe, "info", "--backends"], 300, "info --backends")
         cuda = next((ln.strip() for ln in r.stdout.splitlines() if " CUDA " in ln), "")
         if r.returncode != 0 or not cuda:
             raise SystemExit(f"smoke: info --backends failed ({r.returncode}): {r.stdout}{r.stderr[-2000:]}")
@@ -197,9 +215,8 @@ def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None 
         golden = json.loads((REPO / "tests" / "golden" / "greedy_Q4_1.json").read_text())
         case = golden["run"][0]
         n = 8
-        r = subprocess.run([str(exe), "run", "-m", str(model), "-p", case["prompt"], "-n", str(n),
-                            "--temp", "0"], capture_output=True, text=True, timeout=600,
-                           env=env, encoding="utf-8", check=False)
+        r = run_bounded([exe, "run", "-m", model, "-p", case["prompt"], "-n", n, "--temp", "0"],
+                        600, "run", env)
         if r.returncode != 0:
             raise SystemExit(f"smoke: run failed ({r.returncode}): {r.stderr[-2000:]}")
         out = r.stdout.removesuffix("\n")
@@ -218,8 +235,9 @@ def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None 
         res["run"] = {"text": out, "golden_exact": exact}
         res["serve"] = smoke_serve(exe, model, case["prompt"], n, out)
     t0 = time.perf_counter()
-    r = subprocess.run([str(exe), "--self-test", str(model)], capture_output=True, text=True,
-                       timeout=600, env=env, encoding="utf-8", errors="replace", check=False)
+    # before this limit the self test's own watchdog (EMBER_SELFTEST_TIMEOUT, default 300 s,
+    # + 60 s) prints every thread's stack and ends it
+    r = run_bounded([exe, "--self-test", model], 600, "--self-test", env)
     dt = time.perf_counter() - t0
     line = next((ln for ln in (r.stdout + r.stderr).splitlines() if "self-test:" in ln), "")
     if r.returncode != 0:

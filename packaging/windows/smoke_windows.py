@@ -26,6 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "app"))
+sys.path.insert(0, str(REPO / "packaging"))
 
 
 def log(msg: str) -> None:
@@ -110,6 +111,7 @@ def check_pe(exe: Path, gui: bool) -> None:
 
 # ---- 2. broken GGUF files ---------------------------------------------------------------------
 def check_bad_gguf(console: Path, starter: Path) -> None:
+    from build import run_bounded  # packaging/build.py: ended with kill_tree past its limit
     with tempfile.TemporaryDirectory(prefix="ember-bad-") as d:
         truncated = Path(d) / "truncated download.gguf"
         truncated.write_bytes(starter.read_bytes()[:1_000_000])
@@ -117,9 +119,8 @@ def check_bad_gguf(console: Path, starter: Path) -> None:
         version.write_bytes(b"GGUF" + (99).to_bytes(4, "little") + bytes(16))
         for path, words in ((truncated, "is larger than the file"),
                             (version, "unsupported GGUF version 99")):
-            r = subprocess.run([str(console), "run", "-m", str(path), "-p", "hi", "-n", "1"],
-                               capture_output=True, text=True, encoding="utf-8",
-                               errors="replace", timeout=300, check=False)
+            r = run_bounded([console, "run", "-m", path, "-p", "hi", "-n", "1"], 300,
+                            f"run -m {path.name!r}")
             err = r.stderr.strip()
             if r.returncode != 1 or not err.startswith("ember: error:") or words not in err:
                 fail(f"{path.name}: exit {r.returncode}, stderr {err[-500:]!r}; expected exit 1 "
