@@ -997,17 +997,17 @@ void decode_k(int64_t nbk, int nr, const uint8_t* W, size_t ws, const BlockQ8_K*
 }
 // ---- K-quant prefill: four rows interleaved, no horizontal adds in the inner loop ----
 //
-// A super-block of four rows is laid out (once per gemm call, from the rows' KPanels) as
-// 32 vectors, one per step of 8 elements: for 32-group g and step k, the low 128 bits
-// hold rows 0-3's unsigned values u[32g + 4k .. +3] (the "lo" half of the group), the
-// high 128 bits their u[32g + 16 + 4k .. +3] ("hi"). An activation group's 32 bytes with
-// dword k broadcast in each 128-bit lane (one vpshufd) line up with it, so maddubs +
-// madd land row r's lo sum in lane r and its hi sum in lane 4 + r: ktile4's
-// [r0..r3 lo | r0..r3 hi] layout, without a horizontal add. The int16 pair sums of the
-// four steps of a group add up in int16 before one madd by the group's scales
-// (|u a| pairs <= 2 * 31 * 127, four of them < 2^15; Q6_K's u <= 63 folds every two).
-// Every integer equals the one decode_k computes, and the float updates are
-// ktile4's, so decode and prefill keep identical bits.
+// A super-block of four rows is laid out (once per gemm call: pack4) as 32 vectors, one
+// per step of 8 elements: for 32-group g and step k, the low 128 bits hold rows 0-3's
+// unsigned values u[32g + 4k .. +3] (the "lo" half of the group), the high 128 bits
+// their u[32g + 16 + 4k .. +3] ("hi"). An activation group's 32 bytes with dword k
+// broadcast in each 128-bit lane (one vpshufd) line up with it, so maddubs + madd land
+// row r's lo sum in lane r and its hi sum in lane 4 + r: the [r0..r3 lo | r0..r3 hi]
+// lanes decode_k reduces to, without a horizontal add. The int16 pair sums of the four
+// steps of a group add up in int16 before one madd by the group's scales (|u a| pairs
+// <= 2 * 31 * 127, four of them < 2^15; Q6_K's u <= 63 folds every two). Every integer
+// equals the one decode_k computes and the float updates are KAcc's, so decode and
+// prefill keep identical bits.
 struct alignas(32) KPanel4 {
     uint8_t q[8][4][32];  // [group][step]: see above
     int16_t sc[8][16];    // [group]: rows' lo scales (twice each) | their hi scales
@@ -1223,7 +1223,7 @@ void ktile4x(const KPanel4* panel, int64_t nbk, const uint8_t* a, size_t as, flo
                                            _mm256_madd_epi16(x2, bs), _mm256_madd_epi16(x3, bs));
                 acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
             }
-            // without mins, ktile4 and decode_k subtract 0 * 0 here: the same bits
+            // without mins, decode_k subtracts 0 * 0 here: skipping it gives the same bits
         }
     }
     for (int c = 0; c < C; ++c)
