@@ -857,7 +857,7 @@ alignas(32) const int8_t kScaleShuffle[8][32] = {
 template <class B>
 inline KSums k_sums_q45(const B& x, const BlockQ8_K& y) {
     constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
     uint32_t u[4];
     k_scales_mins(x.scales, u);
     // the eight 32-group activation sums times the mins: lanes 0-3 are groups 0-3
@@ -874,8 +874,8 @@ inline KSums k_sums_q45(const B& x, const BlockQ8_K& y) {
         __m256i lo = _mm256_and_si256(qv, m4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
         if constexpr (kQ5) {
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+            lo = _mm256_or_si256(lo, bit_to_16(hv, 2 * j));
+            hi = _mm256_or_si256(hi, bit_to_16(hv, 2 * j + 1));
         }
         const __m256i s_lo = _mm256_shuffle_epi8(sc, loadu256(kScaleShuffle[2 * j]));
         const __m256i s_hi = _mm256_shuffle_epi8(sc, loadu256(kScaleShuffle[2 * j + 1]));
@@ -1086,7 +1086,7 @@ void pack4(const B* const x[4], KPanel4& o) {
 template <class B>
 void pack4_q45(const B* const x[4], KPanel4& o) {
     constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
     uint8_t sm[4][16];  // per row: the eight scales, then the eight mins
     uint16_t d[4], dm[4];
     for (int r = 0; r < 4; ++r) {
@@ -1108,9 +1108,8 @@ void pack4_q45(const B* const x[4], KPanel4& o) {
             hi[r] = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
             if constexpr (kQ5) {
                 const __m256i hv = loadu256(x[r]->qh);
-                lo[r] = _mm256_or_si256(lo[r], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
-                hi[r] = _mm256_or_si256(hi[r],
-                                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+                lo[r] = _mm256_or_si256(lo[r], bit_to_16(hv, 2 * j));
+                hi[r] = _mm256_or_si256(hi[r], bit_to_16(hv, 2 * j + 1));
             }
         }
         put_group4(lo, o.q[2 * j]);

@@ -83,6 +83,14 @@ struct DecQ8_0 {
     static __m256i dec(const Block& b) { return loadu256(b.qs); }
 };
 
+// Bit k of every byte of h moved to bit 4 (0x10 or 0): Q5_K's fifth bits. Two
+// instructions: a 16-bit shift by |4 - k| cannot carry a neighbouring byte's bit into
+// bit 4 of either byte.
+inline __m256i bit_to_16(__m256i h, int k) {
+    const __m256i s = k < 4 ? _mm256_slli_epi16(h, 4 - k) : _mm256_srli_epi16(h, k - 4);
+    return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
+}
+
 // ---- K-quant tiles: rows unpacked once per call, then a pure int8 micro-kernel --------
 //
 // Prefill reuses every weight row across many columns, so each super-block is first
@@ -142,7 +150,7 @@ inline void unpack_panel(const BlockQ3_K& b, KPanel& p) {
 }
 template <class B>
 inline void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), one = _mm256_set1_epi8(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256i hv = _mm256_setzero_si256();
     if constexpr (std::is_same<B, BlockQ5_K>::value) hv = loadu256(b.qh);
     for (int j = 0; j < 4; ++j) {
@@ -150,8 +158,8 @@ inline void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
         __m256i lo = _mm256_and_si256(qv, m4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
         if (q5) {
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j), one), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2 * j + 1), one), 4));
+            lo = _mm256_or_si256(lo, bit_to_16(hv, 2 * j));
+            hi = _mm256_or_si256(hi, bit_to_16(hv, 2 * j + 1));
         }
         store32(p.q + 64 * j, lo);
         store32(p.q + 64 * j + 32, hi);
