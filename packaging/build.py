@@ -184,9 +184,11 @@ def run_bounded(cmd: list, timeout: float, what: str, env: dict | None = None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None = None) -> dict:
+def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None = None,
+          qt_platform: str | None = None) -> dict:
     res: dict = {}
-    env = dict(os.environ, QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
+    env = dict(os.environ, QT_QPA_PLATFORM=qt_platform or os.environ.get("QT_QPA_PLATFORM",
+                                                                          "offscreen"))
     r = run_bounded([exe, "--version"], 300, "--version")
     if r.returncode != 0:
         raise SystemExit(f"smoke: --version failed: {r.stderr[-2000:]}")
@@ -314,6 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="cold-start runs of --version")
     ap.add_argument("--smoke", action="store_true", help="smoke-test the result")
     ap.add_argument("--model", default=None, help="model for --smoke (default: the starter)")
+    # wine passes no QT_* variable from Linux to a Windows program, hence an option
+    ap.add_argument("--qt-platform", default=None, metavar="NAME",
+                    help="Qt platform of the --smoke programs (default: $QT_QPA_PLATFORM, "
+                         "else offscreen)")
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("JOBS", "2")))
     a = ap.parse_args(argv)
     os.chdir(REPO)
@@ -366,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if a.smoke:
         model = Path(a.model) if a.model else (starter or find_starter(None))
-        info["smoke"] = smoke(exe, model, console, lib)
+        info["smoke"] = smoke(exe, model, console, lib, a.qt_platform)
     info["build_seconds"] = round(time.perf_counter() - t_all, 1)
     (dist / "build-info.json").write_text(json.dumps(info, indent=1))
     log(f"done in {info['build_seconds']:.0f} s; summary in {dist / 'build-info.json'}")
