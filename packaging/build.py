@@ -166,22 +166,26 @@ def cold_start(exe: Path, runs: int) -> tuple[list[float], list[float]]:
 def run_bounded(cmd: list, timeout: float, what: str, env: dict | None = None
                 ) -> subprocess.CompletedProcess:
     """A program under test, ended with stop() when it runs past `timeout` s (then a failed
-    build that names it). Not subprocess.run's timeout: that kills the onefile's bootloader
-    only, then waits for ever on the output pipes the app it started still holds."""
-    proc = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True, encoding="utf-8", errors="replace")
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop(proc)
+    build that names it). Its output goes to files, read once it has exited: an end of file
+    on a pipe comes only when every process holding it has gone (a onefile's app outlives its
+    killed bootloader; under wine a process started on the way, such as the desktop's
+    explorer.exe, can keep an inherited pipe open for good), and subprocess.run's timeout
+    waits for that."""
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, env=env)
+
+        def text(f) -> str:
+            f.seek(0)  # as text mode reads it: Windows' \r\n line ends are \n
+            return f.read().decode("utf-8", errors="replace").replace("\r\n", "\n")
         try:
-            out, err = proc.communicate(timeout=30)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            out, err = "", "(its output pipes stayed open)"
-        raise SystemExit(f"smoke: {what} ran past {timeout:.0f} s and was ended:\n"
-                         f"{out[-3000:]}\n{err[-3000:]}") from None
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            stop(proc)
+            raise SystemExit(f"smoke: {what} ran past {timeout:.0f} s and was ended:\n"
+                             f"{text(out)[-3000:]}\n{text(err)[-3000:]}") from None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, text(out), text(err))
 
 
 def smoke(exe: Path, model: Path | None, console: bool, native_lib: Path | None = None,

@@ -13,7 +13,7 @@
 #      windowed dist/windows/Ember.exe and the console dist/windows/console/ember.exe (with
 #      --onedir also the one-folder dist/windows/onedir/Ember/), sizes and cold starts;
 #   5. with --smoke: build.py's smoke tests (--version, `run` = llama.cpp's greedy text,
-#      `serve`, --self-test offscreen) and packaging/windows/smoke_windows.py (PE resources,
+#      `serve`, --self-test: under wine Qt's windows platform, natively offscreen) and packaging/windows/smoke_windows.py (PE resources,
 #      broken GGUF files refused, the chat store under %LOCALAPPDATA%).
 # Under wine 8 three things are stood in for, none of them in the artifacts (docs/PACKAGING.md):
 # icuuc.dll (packaging/windows/icuuc_stub.c, in the prefix's system32), Python's _wmi module
@@ -224,11 +224,11 @@ SMOKE_ARGS=()
 if ((SMOKE)); then
     "$HOST_PY" tools/fetch_assets.py starter >/dev/null
     SMOKE_ARGS=(--smoke --model "$(winpath "$STARTER")")
-    # Under wine, Qt's own windows platform on wine's null display driver: with Qt's
-    # offscreen platform under wine the app loads the model but its window never gets the
-    # reply the engine thread streams (--self-test: "no reply within 300 s")
+    # Under wine, Qt's own windows platform (a user's), on wine's null display driver; as an
+    # option: wine passes no QT_* variable to a Windows program. Natively offscreen.
+    ((NATIVE)) || SMOKE_ARGS+=(--qt-platform windows)
     export QT_QPA_PLATFORM=offscreen
-    ((NATIVE)) || QT_QPA_PLATFORM=windows
+    # the self test's reply limit; its watchdog (+60 s) comes before build.py's 600 s
     export EMBER_SELFTEST_TIMEOUT=${EMBER_SELFTEST_TIMEOUT:-240}
 fi
 build() {  # build DIST [build.py options]: one PyInstaller run through build.py
