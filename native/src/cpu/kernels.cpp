@@ -222,7 +222,7 @@ namespace {
 
 // Rows [r_begin, r_end) of out = w^T x.
 void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
-                  int64_t r_end) {
+                  int64_t r_end, bool packs) {
     const int64_t K = w->ne[0], N = x->ne[1];
     const size_t lds = out->nb[1] / sizeof(float);
     if (k.gemm) {
@@ -234,9 +234,11 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
         // of 8192 Q8 values is 4.5 MB); the tile kernel reuses each loaded block across
         // its register tile. Each weight row is read from memory once per product. (With
         // chunks of 60 columns every row was read, and unpacked, once per chunk.)
-        // 60-column chunks remain for the float types, whose rows are not unpacked.
+        // 60-column chunks remain where rows are not unpacked: the float types, and the
+        // levels whose tiles walk the columns row by row (NEON, scalar), which want the
+        // chunk's activations in L2 across rows.
         const bool blocks = w->type != DType::F32 && w->type != DType::F16 && w->type != DType::BF16;
-        const int64_t kColChunk = blocks ? N : 60;
+        const int64_t kColChunk = packs && blocks ? N : 60;
         if (N == 1) {
             // Decoding reuses nothing across rows: one call for the whole range, so any
             // per-call set-up (widening the activation row) happens once.
@@ -269,6 +271,7 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
              std::atomic<int64_t>* next_chunk) {
     const int64_t M = w->ne[1];
     const DotKernels& k = dot_kernels(w->type, isa);
+    const bool packs = isa == Isa::AVX2 || isa == Isa::AVX512;  // block tiles that pack panels
     const int64_t blocks = (M + kMulMatRowBlock - 1) / kMulMatRowBlock;
     if (next_chunk && nth > 1) {
         // About eight chunks per thread for prefill. Decoding streams the weights from
@@ -282,7 +285,7 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
             if (b >= blocks) return;
             const int64_t r0 = b * kMulMatRowBlock;
             const int64_t r1 = (b + per) * kMulMatRowBlock < M ? (b + per) * kMulMatRowBlock : M;
-            mul_mat_rows(k, w, x, out, r0, r1);
+            mul_mat_rows(k, w, x, out, r0, r1, packs);
         }
     }
     // rows split across threads in whole blocks of kMulMatRowBlock
@@ -290,7 +293,7 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
     const int64_t r_begin = per * ith * kMulMatRowBlock;
     const int64_t r_end = r_begin + per * kMulMatRowBlock < M ? r_begin + per * kMulMatRowBlock : M;
     if (r_begin >= r_end) return;
-    mul_mat_rows(k, w, x, out, r_begin, r_end);
+    mul_mat_rows(k, w, x, out, r_begin, r_end, packs);
 }
 
 const char* isa_label(Isa isa) {
