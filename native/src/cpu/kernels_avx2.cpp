@@ -246,17 +246,9 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
 // The four rows' f16 scales are gathered in registers (going through memory here
 // costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
 // for C = 4 (spilled accumulators cost a store-to-load round trip per block).
-// What decoding converts once per activation row instead of once per four weight rows:
-// the block's scale (and sum) as floats, and for the offset types the pair sums of
-// off * a. The same values, so the same bits.
-struct alignas(32) ActPre {
-    __m256i off;
-    float d, sm;
-};
-
-template <class D, int C, bool Pre>
-inline void tile4_legacy_core(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
-                              size_t lds, const ActPre* pre) {
+template <class D, int C>
+inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
+                         size_t lds) {
     using B = typename D::Block;
     using A = ActBlock<D>;
     __m256 acc[C];
@@ -288,7 +280,7 @@ inline void tile4_legacy_core(int64_t nb, const uint8_t* w, size_t ws, const uin
             __m256i h;
             if constexpr (D::kOffset > 0) {
                 // sum (u - off) a = sum u a - off sum a, pair by pair in int16
-                const __m256i off = Pre ? pre[i].off : _mm256_maddubs_epi16(_mm256_set1_epi8((char)D::kOffset), av);
+                const __m256i off = _mm256_maddubs_epi16(_mm256_set1_epi8((char)D::kOffset), av);
                 __m256i p[4];
                 for (int r = 0; r < 4; ++r) p[r] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[r], av), off);
                 h = fold4_i16(p[0], p[1], p[2], p[3]);
@@ -302,21 +294,16 @@ inline void tile4_legacy_core(int64_t nb, const uint8_t* w, size_t ws, const uin
                 h = fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
                               _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
             }
-            const float da = Pre ? pre[i].d : f16(y.d);
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(da)), acc[c]);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
             // the min term into the same accumulator: a longer dependency chain, but the loop is
             // bound by its instruction count, and four more live registers would spill
-            if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(Pre ? pre[i].sm : f16(y.s)), acc[c]);
+            if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[c]);
         }
     }
     for (int c = 0; c < C; ++c) {
         const __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
         _mm_storeu_ps(s + c * lds, v);
     }
-}
-template <class D, int C>
-void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s, size_t lds) {
-    tile4_legacy_core<D, C, false>(nb, w, ws, a, as, s, lds, nullptr);
 }
 
 // Covers an nr x nc tile with R x C micro-tiles, columns outermost so a few activation
@@ -463,25 +450,6 @@ template <class D, int C>
 void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                  size_t lds) {
     const int64_t nb = n / QK;
-    if (nc == 1) {
-        // decoding: what tile_driver runs for one column (four-row tiles, then single rows),
-        // with the activation row's per-block terms converted once
-        const auto* y = static_cast<const ActBlock<D>*>(a);
-        thread_local std::vector<ActPre> pre;
-        if ((int64_t)pre.size() < nb) pre.resize((size_t)nb);
-        for (int64_t i = 0; i < nb; ++i) {
-            pre[(size_t)i].d = f16(y[i].d);
-            if constexpr (D::kMin) pre[(size_t)i].sm = f16(y[i].s);
-            if constexpr (D::kOffset > 0)
-                pre[(size_t)i].off = _mm256_maddubs_epi16(_mm256_set1_epi8((char)D::kOffset), loadu256(y[i].qs));
-        }
-        const uint8_t* W = static_cast<const uint8_t*>(w);
-        const uint8_t* A = static_cast<const uint8_t*>(a);
-        int r = 0;
-        for (; r + 4 <= nr; r += 4) tile4_legacy_core<D, 1, true>(nb, W + r * ws, ws, A, as, s + r, lds, pre.data());
-        for (; r < nr; ++r) tile_legacy<D, 1, 1>(nb, W + r * ws, ws, A, as, s + r, lds);
-        return;
-    }
     if constexpr (!std::is_same<D, DecQ8_0>::value) {  // Q8_0's blocks are bytes already
         if (nc >= C) {
             const uint8_t* W = static_cast<const uint8_t*>(w);
