@@ -825,7 +825,6 @@ alignas(32) const int8_t kScaleShuffle[8][32] = {
 template <class B>
 inline KSums k_sums_q45(const B& x, const BlockQ8_K& y) {
     constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     uint32_t u[4];
     k_scales_mins(x.scales, u);
     // the eight 32-group activation sums times the mins: lanes 0-3 are groups 0-3
@@ -838,13 +837,8 @@ inline KSums k_sums_q45(const B& x, const BlockQ8_K& y) {
     if constexpr (kQ5) hv = loadu256(x.qh);
     __m256i isum = _mm256_setzero_si256();
     for (int j = 0; j < 4; ++j) {
-        const __m256i qv = loadu256(x.qs + 32 * j);
-        __m256i lo = _mm256_and_si256(qv, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
-        if constexpr (kQ5) {
-            lo = _mm256_or_si256(lo, bit_to_16(hv, 2 * j));
-            hi = _mm256_or_si256(hi, bit_to_16(hv, 2 * j + 1));
-        }
+        __m256i lo, hi;
+        q45_values<kQ5>(x.qs, hv, j, &lo, &hi);
         const __m256i s_lo = _mm256_shuffle_epi8(sc, loadu256(kScaleShuffle[2 * j]));
         const __m256i s_hi = _mm256_shuffle_epi8(sc, loadu256(kScaleShuffle[2 * j + 1]));
         const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, loadu256(y.qs + 64 * j)), s_lo);
@@ -858,24 +852,16 @@ inline KSums k_sums(const BlockQ4_K& x, const BlockQ8_K& y) { return k_sums_q45(
 inline KSums k_sums(const BlockQ5_K& x, const BlockQ8_K& y) { return k_sums_q45(x, y); }
 
 inline KSums k_sums(const BlockQ6_K& x, const BlockQ8_K& y) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
     __m256i isum = _mm256_setzero_si256();
     for (int c = 0; c < 2; ++c) {
-        const __m256i l0 = loadu256(x.ql + 64 * c), l1 = loadu256(x.ql + 64 * c + 32);
-        const __m256i h = loadu256(x.qh + 32 * c);
-        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
-        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
-        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
-        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+        __m256i q[4];
+        q6_values(x, c, q);
         const int8_t* ya = y.qs + 128 * c;
-        const __m256i p0 = kdot16(q0, ya, pair_scales(sc16, c, 0));
-        const __m256i p1 = kdot16(q1, ya + 32, pair_scales(sc16, c, 1));
-        const __m256i p2 = kdot16(q2, ya + 64, pair_scales(sc16, c, 2));
-        const __m256i p3 = kdot16(q3, ya + 96, pair_scales(sc16, c, 3));
+        const __m256i p0 = kdot16(q[0], ya, pair_scales(sc16, c, 0));
+        const __m256i p1 = kdot16(q[1], ya + 32, pair_scales(sc16, c, 1));
+        const __m256i p2 = kdot16(q[2], ya + 64, pair_scales(sc16, c, 2));
+        const __m256i p3 = kdot16(q[3], ya + 96, pair_scales(sc16, c, 3));
         isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_add_epi32(p0, p1), _mm256_add_epi32(p2, p3)));
     }
     // q - 32: the -32 goes through the activation sums (even groups: lo)
@@ -1054,7 +1040,6 @@ void pack4(const B* const x[4], KPanel4& o) {
 template <class B>
 void pack4_q45(const B* const x[4], KPanel4& o) {
     constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     uint8_t sm[4][16];  // per row: the eight scales, then the eight mins
     uint16_t d[4], dm[4];
     for (int r = 0; r < 4; ++r) {
@@ -1071,14 +1056,9 @@ void pack4_q45(const B* const x[4], KPanel4& o) {
     for (int j = 0; j < 4; ++j) {  // 64 elements: groups 2j (low nibbles) and 2j + 1
         __m256i lo[4], hi[4];
         for (int r = 0; r < 4; ++r) {
-            const __m256i qv = loadu256(x[r]->qs + 32 * j);
-            lo[r] = _mm256_and_si256(qv, m4);
-            hi[r] = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
-            if constexpr (kQ5) {
-                const __m256i hv = loadu256(x[r]->qh);
-                lo[r] = _mm256_or_si256(lo[r], bit_to_16(hv, 2 * j));
-                hi[r] = _mm256_or_si256(hi[r], bit_to_16(hv, 2 * j + 1));
-            }
+            __m256i hv = _mm256_setzero_si256();
+            if constexpr (kQ5) hv = loadu256(x[r]->qh);
+            q45_values<kQ5>(x[r]->qs, hv, j, &lo[r], &hi[r]);
         }
         put_group4(lo, o.q[2 * j]);
         put_group4(hi, o.q[2 * j + 1]);
@@ -1095,7 +1075,6 @@ template <>
 void pack4<BlockQ5_K>(const BlockQ5_K* const x[4], KPanel4& o) { pack4_q45(x, o); }
 template <>
 void pack4<BlockQ6_K>(const BlockQ6_K* const x[4], KPanel4& o) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     uint16_t d[4], dm[4] = {0, 0, 0, 0};
     for (int r = 0; r < 4; ++r) {
         d[r] = x[r]->d;
@@ -1105,17 +1084,11 @@ void pack4<BlockQ6_K>(const BlockQ6_K* const x[4], KPanel4& o) {
         _mm256_store_si256(reinterpret_cast<__m256i*>(o.x[r]), _mm256_slli_epi16(_mm256_cvtepi8_epi16(sc), 5));
     }
     for (int c = 0; c < 2; ++c) {  // 128 elements: groups 4c .. 4c + 3
-        __m256i q[4][4];
+        __m256i q[4][4];  // [group][row]
         for (int r = 0; r < 4; ++r) {
-            const __m256i l0 = loadu256(x[r]->ql + 64 * c), l1 = loadu256(x[r]->ql + 64 * c + 32);
-            const __m256i h = loadu256(x[r]->qh + 32 * c);
-            q[0][r] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
-            q[1][r] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
-            q[2][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
-            q[3][r] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                      _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+            __m256i v[4];
+            q6_values(*x[r], c, v);
+            for (int k = 0; k < 4; ++k) q[k][r] = v[k];
         }
         for (int k = 0; k < 4; ++k) put_group4(q[k], o.q[4 * c + k]);
     }

@@ -91,6 +91,32 @@ inline __m256i bit_to_16(__m256i h, int k) {
     return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
 }
 
+// Q4_K/Q5_K's unsigned values of 32-groups 2j (lo) and 2j + 1 (hi), element order; hv:
+// the block's qh (Q5_K only)
+template <bool kQ5>
+inline void q45_values(const uint8_t* qs, __m256i hv, int j, __m256i* lo, __m256i* hi) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    const __m256i qv = loadu256(qs + 32 * j);
+    *lo = _mm256_and_si256(qv, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+    if constexpr (kQ5) {
+        *lo = _mm256_or_si256(*lo, bit_to_16(hv, 2 * j));
+        *hi = _mm256_or_si256(*hi, bit_to_16(hv, 2 * j + 1));
+    }
+}
+// Q6_K's unsigned values (q + 32, 0..63) of 32-groups 4c .. 4c + 3, element order
+inline void q6_values(const BlockQ6_K& b, int c, __m256i q[4]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    const __m256i l0 = loadu256(b.ql + 64 * c), l1 = loadu256(b.ql + 64 * c + 32);
+    const __m256i h = loadu256(b.qh + 32 * c);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
+}
+
 // ---- K-quant tiles: rows unpacked once per call, then a pure int8 micro-kernel --------
 //
 // Prefill reuses every weight row across many columns, so each super-block is first
@@ -149,18 +175,13 @@ inline void unpack_panel(const BlockQ3_K& b, KPanel& p) {
     p.dmin = 0.0f;
 }
 template <class B>
-inline void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
+inline void unpack_panel_q45(const B& b, KPanel& p) {
+    constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
     __m256i hv = _mm256_setzero_si256();
-    if constexpr (std::is_same<B, BlockQ5_K>::value) hv = loadu256(b.qh);
+    if constexpr (kQ5) hv = loadu256(b.qh);
     for (int j = 0; j < 4; ++j) {
-        const __m256i qv = loadu256(b.qs + 32 * j);
-        __m256i lo = _mm256_and_si256(qv, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
-        if (q5) {
-            lo = _mm256_or_si256(lo, bit_to_16(hv, 2 * j));
-            hi = _mm256_or_si256(hi, bit_to_16(hv, 2 * j + 1));
-        }
+        __m256i lo, hi;
+        q45_values<kQ5>(b.qs, hv, j, &lo, &hi);
         store32(p.q + 64 * j, lo);
         store32(p.q + 64 * j + 32, hi);
     }
@@ -174,24 +195,14 @@ inline void unpack_panel_q45(const B& b, KPanel& p, bool q5) {
     p.d = f16(b.d);
     p.dmin = f16(b.dmin);
 }
-inline void unpack_panel(const BlockQ4_K& b, KPanel& p) { unpack_panel_q45(b, p, false); }
-inline void unpack_panel(const BlockQ5_K& b, KPanel& p) { unpack_panel_q45(b, p, true); }
+inline void unpack_panel(const BlockQ4_K& b, KPanel& p) { unpack_panel_q45(b, p); }
+inline void unpack_panel(const BlockQ5_K& b, KPanel& p) { unpack_panel_q45(b, p); }
 inline void unpack_panel(const BlockQ6_K& b, KPanel& p) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3), k32 = _mm256_set1_epi8(32);
+    const __m256i k32 = _mm256_set1_epi8(32);
     for (int c = 0; c < 2; ++c) {
-        const __m256i l0 = loadu256(b.ql + 64 * c), l1 = loadu256(b.ql + 64 * c + 32);
-        const __m256i h = loadu256(b.qh + 32 * c);
-        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
-        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
-        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), m3), 4));
-        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
-        store32(p.q + 128 * c, _mm256_sub_epi8(q0, k32));
-        store32(p.q + 128 * c + 32, _mm256_sub_epi8(q1, k32));
-        store32(p.q + 128 * c + 64, _mm256_sub_epi8(q2, k32));
-        store32(p.q + 128 * c + 96, _mm256_sub_epi8(q3, k32));
+        __m256i q[4];
+        q6_values(b, c, q);
+        for (int k = 0; k < 4; ++k) store32(p.q + 128 * c + 32 * k, _mm256_sub_epi8(q[k], k32));
     }
     int sc[16], mn[16] = {};
     for (int g = 0; g < 16; ++g) sc[g] = b.scales[g];
