@@ -44,6 +44,7 @@ struct Tensor {
     int32_t iparams[8] = {};
     float fparams[8] = {};
     void* data = nullptr;
+    const void* x4 = nullptr;      // weights: the same rows in four-row groups (cpu/kernels.h), or null
     size_t view_offset = 0;        // VIEW: byte offset into src[0]
     char name[kMaxName] = {};
 

@@ -147,6 +147,27 @@ const DotKernels& dot_kernels(DType type, Isa isa) {
                                  (type_name((uint32_t)type) ? type_name((uint32_t)type) : std::to_string((int)type)));
 }
 
+bool four_row_layout_read(DType type, Isa isa) {
+    const uint32_t i = (uint32_t)type;
+    return i < 32 && dot_kernels(type, isa).gemm_x4 != nullptr;
+}
+
+void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
+    const TypeTraits& tt = *type_traits((uint32_t)w.type);
+    const size_t bb = (size_t)tt.block_bytes, ws = w.nb[1];
+    const int64_t nb = w.ne[0] / tt.block_size, full = w.ne[1] / 4 * 4;
+    const uint8_t* src = static_cast<const uint8_t*>(w.data);
+    uint8_t* out = static_cast<uint8_t*>(dst);
+    int64_t r = r0;
+    for (; r + 4 <= r1 && r < full; r += 4) {
+        const uint8_t* g = src + (size_t)r * ws;
+        uint8_t* o = out + (size_t)r * ws;
+        for (int64_t i = 0; i < nb; ++i)
+            for (int rr = 0; rr < 4; ++rr, o += bb) std::memcpy(o, g + (size_t)rr * ws + (size_t)i * bb, bb);
+    }
+    if (r < r1) std::memcpy(out + (size_t)r * ws, src + (size_t)r * ws, (size_t)(r1 - r) * ws);
+}
+
 bool weight_type_supported(DType type) { return dot_kernels_exact(type, Isa::SCALAR) != nullptr; }
 
 const AttentionKernels& attention_kernels(Isa isa) {
@@ -220,12 +241,13 @@ float exp_sub_sum(float* s, int64_t n, float max) {
 
 namespace {
 
-// Rows [r_begin, r_end) of out = w^T x.
-void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
-                  int64_t r_end, bool packs) {
+// rows [r_begin, r_end) of w, whose bytes start at base (w->data, or w->x4 for gemm_x4)
+void gemm_rows(GemmFn gemm, const uint8_t* base, const Tensor* w, const Tensor* x, const Tensor* out,
+               int64_t r_begin, int64_t r_end, bool packs) {
     const int64_t K = w->ne[0], N = x->ne[1];
     const size_t lds = out->nb[1] / sizeof(float);
-    if (k.gemm) {
+    const size_t ws = w->nb[1];
+    {
         // Also for N == 1: the tile kernels give each (row, column) the same operations
         // whatever N is, so one-token decoding and batched prefill agree bit for bit.
         // Cache blocking: the rows kMulMatRowBlock at a time against every column. The
@@ -242,17 +264,36 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
         if (N == 1) {
             // Decoding reuses nothing across rows: one call for the whole range, so any
             // per-call set-up (widening the activation row) happens once.
-            k.gemm(K, (int)(r_end - r_begin), 1, w->row(r_begin), w->nb[1], x->row(0), x->nb[1],
-                   out->row<float>(0) + r_begin, lds);
+            gemm(K, (int)(r_end - r_begin), 1, base + (size_t)r_begin * ws, ws, x->row(0), x->nb[1],
+                 out->row<float>(0) + r_begin, lds);
             return;
         }
         for (int64_t c0 = 0; c0 < N; c0 += kColChunk) {
             const int nc = (int)(N - c0 < kColChunk ? N - c0 : kColChunk);
             for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {
                 const int nr = (int)(r_end - r0 < kMulMatRowBlock ? r_end - r0 : kMulMatRowBlock);
-                k.gemm(K, nr, nc, w->row(r0), w->nb[1], x->row(c0), x->nb[1], out->row<float>(c0) + r0, lds);
+                gemm(K, nr, nc, base + (size_t)r0 * ws, ws, x->row(c0), x->nb[1], out->row<float>(c0) + r0, lds);
             }
         }
+    }
+}
+
+// Rows [r_begin, r_end) of out = w^T x.
+void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
+                  int64_t r_end, bool packs) {
+    const int64_t K = w->ne[0], N = x->ne[1];
+    if (k.gemm && w->x4 && k.gemm_x4) {
+        // the whole groups from the four-row layout, the rows after them as they are
+        const int64_t full = w->ne[1] / 4 * 4;
+        if (r_begin < full) {
+            const int64_t mid = r_end < full ? r_end : full;
+            gemm_rows(k.gemm_x4, static_cast<const uint8_t*>(w->x4), w, x, out, r_begin, mid, packs);
+            r_begin = mid;
+        }
+        if (r_begin >= r_end) return;
+    }
+    if (k.gemm) {
+        gemm_rows(k.gemm, static_cast<const uint8_t*>(w->data), w, x, out, r_begin, r_end, packs);
         return;
     }
     for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {

@@ -41,7 +41,21 @@ struct DotKernels {
     ConvertRowFn convert = nullptr;    // F32 -> act_type (nullptr when act_type is F32)
     VecDotFn vec_dot = nullptr;
     GemmFn gemm = nullptr;             // optional; mul_mat loops vec_dot without it
+    // gemm on weights in four-row groups (Tensor::x4, four_row_layout), nr a multiple of
+    // 4, with gemm's bits; null where this level does not read that layout
+    GemmFn gemm_x4 = nullptr;
 };
+
+// Four-row groups: a weight matrix of a block type (QK-element blocks) rearranged so that
+// a group of four rows is one stream: block i of the group's row r is block 4 i + r of the
+// group. Group g starts where row 4g does (byte 4g * row bytes); rows after the last whole
+// group stay as they are. Decoding then reads each thread's rows front to back, one
+// stream, where the four rows of a tile read side by side are four.
+// Whether isa's kernels read this layout for the type (its table has gemm_x4).
+bool four_row_layout_read(DType weight_type, Isa isa);
+// w's rows (2-D, contiguous) in that layout into dst (w.n_bytes() bytes), rows [r0, r1)
+// of it (r0, r1 multiples of 4, or r1 the row count)
+void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1);
 
 // Kernels for a weight type at the active level. Every type weight_type_supported() admits
 // has them at every level (the levels fall back to scalar); asking for another is an

@@ -246,17 +246,18 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
 // The four rows' f16 scales are gathered in registers (going through memory here
 // costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
 // for C = 4 (spilled accumulators cost a store-to-load round trip per block).
-template <class D, int C>
+template <class D, int C, bool X4 = false>
 inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
                          size_t lds) {
     using B = typename D::Block;
     using A = ActBlock<D>;
     __m256 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    constexpr int64_t kS = X4 ? 4 : 1;  // X4: the group's blocks interleaved (four_row_layout)
     const B* x0 = reinterpret_cast<const B*>(w);
-    const B* x1 = reinterpret_cast<const B*>(w + ws);
-    const B* x2 = reinterpret_cast<const B*>(w + 2 * ws);
-    const B* x3 = reinterpret_cast<const B*>(w + 3 * ws);
+    const B* x1 = X4 ? x0 + 1 : reinterpret_cast<const B*>(w + ws);
+    const B* x2 = X4 ? x0 + 2 : reinterpret_cast<const B*>(w + 2 * ws);
+    const B* x3 = X4 ? x0 + 3 : reinterpret_cast<const B*>(w + 3 * ws);
     const B* xr[4] = {x0, x1, x2, x3};
     for (int64_t i = 0; i < nb; ++i) {
         if constexpr (C == 1) prefetch_ahead(w + 4 * i * sizeof(B), w + 4 * (i + 1) * sizeof(B));
@@ -264,16 +265,16 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
         // re-read from the block, in L1, in the column loop): four registers, not eight
         __m256i q[4];
         for (int r = 0; r < 4; ++r) {
-            if constexpr (D::kOffset > 0) q[r] = D::dec_u(xr[r][i]);
+            if constexpr (D::kOffset > 0) q[r] = D::dec_u(xr[r][kS * i]);
             else if constexpr (D::kSigned) {
-                const __m256i w8 = D::dec(xr[r][i]);
+                const __m256i w8 = D::dec(xr[r][kS * i]);
                 q[r] = _mm256_sign_epi8(w8, w8);
-            } else q[r] = D::dec(xr[r][i]);
+            } else q[r] = D::dec(xr[r][kS * i]);
         }
-        const __m128i dh = pack_u16x4(x0[i].d, x1[i].d, x2[i].d, x3[i].d);
+        const __m128i dh = pack_u16x4(x0[kS * i].d, x1[kS * i].d, x2[kS * i].d, x3[kS * i].d);
         const __m256 wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
         __m256 wm = _mm256_setzero_ps();
-        if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(x0[i].m, x1[i].m, x2[i].m, x3[i].m));  // [m0..m3 | 0]
+        if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(x0[kS * i].m, x1[kS * i].m, x2[kS * i].m, x3[kS * i].m));  // [m0..m3 | 0]
         for (int c = 0; c < C; ++c) {
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
             const __m256i av = loadu256(y.qs);
@@ -287,7 +288,7 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
             } else if constexpr (D::kSigned) {
                 __m256i p[4];
                 for (int r = 0; r < 4; ++r)
-                    p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][i]))),
+                    p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][kS * i]))),
                                              _mm256_set1_epi16(1));
                 h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
             } else {
@@ -380,13 +381,14 @@ struct alignas(32) Panel4 {
     uint8_t qs[4][QK]; // [step]
 };
 
-template <class D>
+template <class D, bool X4 = false>
 void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
     using B = typename D::Block;
     const B* x[4];
-    for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const B*>(w + r * ws);
-    for (int64_t i = 0; i < nb; ++i) {
-        Panel4& p = out[i];
+    for (int r = 0; r < 4; ++r) x[r] = X4 ? reinterpret_cast<const B*>(w) + r : reinterpret_cast<const B*>(w + r * ws);
+    for (int64_t j = 0; j < nb; ++j) {
+        const int64_t i = X4 ? 4 * j : j;  // the rows' blocks j
+        Panel4& p = out[j];
         const __m128i dh = pack_u16x4(x[0][i].d, x[1][i].d, x[2][i].d, x[3][i].d);
         _mm256_store_ps(p.wd, _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)));
         if constexpr (D::kMin)
@@ -486,6 +488,44 @@ void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void
     }
     tile_driver<4, C, 4, tile4_legacy<D, C>, tile_legacy<D, 1, C>, tile4_legacy<D, 1>, tile_legacy<D, 1, 1>>(
         nb, nr, nc, w, ws, a, as, s, lds);
+}
+
+// The same products on weights in four-row groups (Tensor::x4; nr a multiple of 4): a
+// group's four rows are one read stream, block by block. Decoding reads the rows of a
+// tile4_legacy side by side; from the row-major file that was four streams per thread,
+// which drew from memory at 0.75-0.8 of one stream's rate on Zen 3 (1B-3B models, one
+// and two threads). Same tiles, same integers and float operations: the bits are
+// gemm_legacy's.
+template <class D, int C>
+void gemm_legacy_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                    size_t lds) {
+    const int64_t nb = n / QK;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* Ac = static_cast<const uint8_t*>(a);
+    const int groups = nr / 4;
+    int c = 0;
+    if (nc >= C) {
+        if constexpr (std::is_same<D, DecQ8_0>::value) {
+            for (; c + C <= nc; c += C)
+                for (int g = 0; g < groups; ++g)
+                    tile4_legacy<D, C, true>(nb, W + (size_t)(4 * g) * ws, ws, Ac + c * as, as, s + c * lds + 4 * g, lds);
+        } else {
+            thread_local std::vector<Panel4> p4;
+            if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
+            for (int g = 0; g < groups; ++g)
+                pack_panel4<D, true>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
+            for (; c + C <= nc; c += C)
+                for (int g = 0; g < groups; ++g)
+                    tile4_panel<D, C>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
+            for (; c < nc; ++c)
+                for (int g = 0; g < groups; ++g)
+                    tile4_panel<D, 1>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
+            return;
+        }
+    }
+    for (; c < nc; ++c)
+        for (int g = 0; g < groups; ++g)
+            tile4_legacy<D, 1, true>(nb, W + (size_t)(4 * g) * ws, ws, Ac + c * as, as, s + c * lds + 4 * g, lds);
 }
 
 // ---- float weights: F32 activations ---------------------------------------------------
@@ -1419,11 +1459,16 @@ void register_avx2_kernels(KernelTable& t) {
     t[(int)DType::F16] = {DType::F16, convert_row_f16_avx2, vec_dot_float<LoadF16, LoadF16>,
                           gemm_float<LoadF16, 4, 3, LoadF16>};
     t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_wide<LoadBF16>};
-    t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>};
-    t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ5_0>, gemm_legacy<DecQ5_0, 4>};
-    t[(int)DType::Q8_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ8_0>, gemm_legacy<DecQ8_0, 4>};
-    t[(int)DType::Q4_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ4_1>, gemm_legacy<DecQ4_1, 4>};
-    t[(int)DType::Q5_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ5_1>, gemm_legacy<DecQ5_1, 4>};
+    t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>,
+                          gemm_legacy_x4<DecQ4_0, 4>};
+    t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ5_0>, gemm_legacy<DecQ5_0, 4>,
+                          gemm_legacy_x4<DecQ5_0, 4>};
+    t[(int)DType::Q8_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ8_0>, gemm_legacy<DecQ8_0, 4>,
+                          gemm_legacy_x4<DecQ8_0, 4>};
+    t[(int)DType::Q4_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ4_1>, gemm_legacy<DecQ4_1, 4>,
+                          gemm_legacy_x4<DecQ4_1, 4>};
+    t[(int)DType::Q5_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ5_1>, gemm_legacy<DecQ5_1, 4>,
+                          gemm_legacy_x4<DecQ5_1, 4>};
     t[(int)DType::Q2_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ2_K>, gemm_k<BlockQ2_K>};
     t[(int)DType::Q3_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ3_K>, gemm_k<BlockQ3_K>};
     t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ4_K>, gemm_k<BlockQ4_K>};

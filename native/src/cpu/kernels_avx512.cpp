@@ -266,6 +266,7 @@ void register_avx512_kernels(KernelTable& t) {
     auto tile = [&](DType type, GemmFn gemm) {
         t[(int)type] = avx2_table[(int)type];
         t[(int)type].gemm = gemm;
+        t[(int)type].gemm_x4 = nullptr;  // its tiles read rows as they are (AVX2's x4 bits differ)
     };
     tile(DType::Q2_K, gemm_k512<BlockQ2_K, DType::Q2_K>);
     tile(DType::Q3_K, gemm_k512<BlockQ3_K, DType::Q3_K>);

@@ -78,9 +78,20 @@ Context::Context(const Model& model, const ContextOptions& opts)
             base += kv_layer_bytes(il);
         }
     }
+
+    // the matrices the CPU multiplies by (model.h: four-row copies); last, so that the
+    // destructor, which closes, runs whenever this opened
+    std::vector<Tensor*> cpu;
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+        if (offload_ && offload_->layer_on_device(il)) continue;
+        const LayerWeights& L = model.layers[(size_t)il];
+        for (Tensor* t : {L.wq, L.wk, L.wv, L.wqkv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down}) cpu.push_back(t);
+    }
+    if (!offload_ || !offload_->layer_on_device(h.n_layer)) cpu.push_back(model.output);
+    model.open_context(backend_.isa(), cpu, backend_.n_threads());
 }
 
-Context::~Context() = default;
+Context::~Context() { model_.close_context(); }
 
 int32_t Context::kv_rows(int32_t il) const {
     return model_.hparams().is_swa(il) && swa_rows_ ? swa_rows_ : n_ctx_;

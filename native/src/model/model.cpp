@@ -1,12 +1,22 @@
 #include "model/model.h"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <cstdio>
 #include <map>
 
+#include "core/arena.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "cpu/kernels.h"
 #include "model/arch.h"
+
+#ifndef _WIN32
+#  include <sys/mman.h>
+#endif
 
 namespace ember {
 
@@ -240,6 +250,106 @@ void bind_ffn_weights(Model& m, int32_t il) {
     L.ffn_gate = m.layer_weight(il, "ffn_gate", {h.n_embd, h.n_ff});
     L.ffn_up = m.layer_weight(il, "ffn_up", {h.n_embd, h.n_ff});
     L.ffn_down = m.layer_weight(il, "ffn_down", {h.n_ff, h.n_embd});
+}
+
+Model::~Model() {
+    for (auto& [p, n] : x4_copies_) aligned_free(p);
+}
+
+uint64_t Model::four_row_bytes() const {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    uint64_t n = 0;
+    for (auto& c : x4_copies_) n += c.second;
+    return n;
+}
+
+void Model::close_context() const {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    --open_contexts_;
+}
+
+void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n_threads) const {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    const bool alone = open_contexts_ == 0;
+    ++open_contexts_;
+    const char* off = std::getenv("EMBER_NO_REPACK");
+    if (!alone || (off && *off && std::strcmp(off, "0") != 0)) return;
+
+    std::vector<Tensor*> todo;
+    uint64_t bytes = 0;
+    for (Tensor* t : cpu_weights) {
+        if (!t || t->x4 || t->ne[1] < 4 || t->ne[2] != 1 || t->ne[3] != 1) continue;
+        if (!four_row_layout_read(t->type, isa)) continue;
+        bool seen = false;  // a tied head is also the embedding
+        for (Tensor* u : todo) seen |= u == t;
+        if (seen) continue;
+        todo.push_back(t);
+        bytes += t->n_bytes();
+    }
+    if (todo.empty()) return;
+    // The copies must stay resident (the file pages they replace need not): leave a
+    // margin of what is available, and where they do not fit read the rows as they are.
+    const MemoryLimits lim = memory_limits();
+    const uint64_t margin = 512ull << 20;
+    if (lim.available.bytes != UINT64_MAX && bytes + margin > lim.available.bytes) return;
+
+    std::vector<void*> dst(todo.size(), nullptr);
+    try {
+        for (size_t i = 0; i < todo.size(); ++i) {
+            const size_t n = todo[i]->n_bytes();
+            dst[i] = aligned_malloc(n);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+            // 2 MiB pages for the copy where the system allows them: fewer faults filling
+            // it, fewer TLB misses streaming it
+            const uintptr_t huge = 2u << 20;
+            const uintptr_t b = ((uintptr_t)dst[i] + huge - 1) & ~(huge - 1), e = ((uintptr_t)dst[i] + n) & ~(huge - 1);
+            if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
+#endif
+        }
+    } catch (const Error&) {
+        for (void* p : dst) aligned_free(p);
+        return;
+    }
+
+    // Items of up to 1024 rows, filled by n_threads threads
+    struct Item {
+        size_t t;
+        int64_t r0, r1;
+    };
+    std::vector<Item> items;
+    for (size_t i = 0; i < todo.size(); ++i)
+        for (int64_t r = 0; r < todo[i]->ne[1]; r += 1024)
+            items.push_back({i, r, std::min<int64_t>(todo[i]->ne[1], r + 1024)});
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        for (size_t k; (k = next.fetch_add(1)) < items.size();) {
+            const Tensor& t = *todo[items[k].t];
+            four_row_layout(t, dst[items[k].t], items[k].r0, items[k].r1);
+#ifndef _WIN32
+            // this process's mapping of the file pages just copied (whole pages only), as
+            // it goes, so that the copy and the mapping are not both resident at the peak
+            const uintptr_t page = 4096, from = (uintptr_t)t.data + (uintptr_t)items[k].r0 * t.nb[1],
+                            to = (uintptr_t)t.data + (uintptr_t)items[k].r1 * t.nb[1];
+            const uintptr_t b = (from + page - 1) & ~(page - 1), e = to & ~(page - 1);
+            if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+#endif
+        }
+    };
+    std::vector<std::thread> threads;
+    const int extra = std::max(0, std::min(n_threads, (int)std::thread::hardware_concurrency()) - 1);
+    try {
+        for (int i = 0; i < extra; ++i) threads.emplace_back(work);
+    } catch (const std::exception&) {
+        // fewer threads: this one does the rest
+    }
+    work();
+    for (auto& th : threads) th.join();
+
+    for (size_t i = 0; i < todo.size(); ++i) {
+        Tensor* t = todo[i];
+        x4_copies_.emplace_back(dst[i], t->n_bytes());
+        t->x4 = dst[i];
+    }
 }
 
 }  // namespace ember

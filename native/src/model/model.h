@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backend/weights.h"
 #include "core/tensor.h"
+#include "cpu/kernels.h"
 #include "gguf/gguf.h"
 #include "text/vocab.h"
 
@@ -112,6 +114,22 @@ public:
     // Copies of the weights on devices, shared by the contexts that offload layers.
     DeviceWeightCache& device_weights() const { return device_weights_; }
 
+    // Contexts open and close through these. The first context on the model (none other
+    // open, so no graph reads the weights) gives the weights its CPU computes a copy in
+    // the four-row layout its level reads (Tensor::x4, cpu/kernels.h), using n_threads
+    // threads, unless EMBER_NO_REPACK is set or the copy would not fit in available
+    // memory (then the rows are read as they are: same results, slower decoding). The
+    // copies stay until the model is freed; this process's mapping of the file pages they
+    // replace is dropped (they stay in the page cache).
+    void open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n_threads) const;
+    void close_context() const;
+    uint64_t four_row_bytes() const;  // bytes held in four-row copies
+
+    ~Model();
+    Model() = default;
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
 private:
     void read_hparams();
     void bind_weights(const LoadOptions& opts);
@@ -124,6 +142,9 @@ private:
     mutable DeviceWeightCache device_weights_;  // declared after weights_: freed first
     std::string ftype_name_;
     uint64_t n_params_ = 0;
+    mutable std::mutex contexts_mu_;
+    mutable int open_contexts_ = 0;
+    mutable std::vector<std::pair<void*, size_t>> x4_copies_;  // aligned_malloc'd
 };
 
 // Binding steps the families share: a block's attention weights (attn_norm, then fused
