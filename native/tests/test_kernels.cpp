@@ -299,6 +299,7 @@ int main() {
     std::printf("detected ISA: %s\n", isa_name(detect_isa()));
     std::printf("%-5s %-7s %-9s %-8s %9s %9s %9s %9s  %s\n", "type", "isa", "kernels", "convert", "vec_dot",
                 "gemm", "mul_mat", "ref/f64", "result");
+    int x4_checked = 0;
     for (DType t : types) {
         const TypeTraits* tt = type_traits((uint32_t)t);
         const int64_t K = 768;  // 3 K-quant super-blocks, 24 legacy blocks
@@ -429,18 +430,56 @@ int main() {
                 }
                 x.ne[1] = o.ne[1] = N;
             }
+            // The four-row layout (Tensor::x4), where this level reads it: block i of row
+            // 4g + r lies at block 4i + r of group g and the rows after the last whole group
+            // as they were; mul_mat on it gives the bits of the rows as they are, batched
+            // and alone, for every split.
+            bool x4_bad = false;
+            if (four_row_layout_read(t, isa)) {
+                ++x4_checked;
+                std::vector<uint8_t> wx4(wbuf.size());
+                four_row_layout(w, wx4.data(), 0, 16);  // in pieces, as the loader fills it
+                four_row_layout(w, wx4.data(), 16, M);
+                const size_t bb = (size_t)tt->block_bytes;
+                const int64_t nb = K / tt->block_size;
+                for (int64_t r = 0; r < M; ++r)
+                    for (int64_t i = 0; i < nb; ++i) {
+                        const size_t at = r < M / 4 * 4 ? (size_t)(r / 4 * 4) * wrow + (size_t)(4 * i + r % 4) * bb
+                                                        : (size_t)r * wrow + (size_t)i * bb;
+                        x4_bad |= std::memcmp(wx4.data() + at, wbuf.data() + (size_t)r * wrow + (size_t)i * bb, bb) != 0;
+                    }
+                Tensor w4 = w;
+                w4.x4 = wx4.data();
+                std::vector<float> plain((size_t)(M * N)), four((size_t)(M * N));
+                for (int64_t n : {N, (int64_t)1})
+                    for (int mode : {1, 2, -3}) {
+                        const int nth = mode < 0 ? -mode : mode;
+                        x.ne[1] = n;
+                        Tensor op = tensor_2d(DType::F32, M, n, plain.data()), o4 = tensor_2d(DType::F32, M, n, four.data());
+                        std::atomic<int64_t> n1{0}, n2{0};
+                        std::fill(four.begin(), four.end(), NAN);
+                        for (int ith = 0; ith < nth; ++ith) {
+                            mul_mat(&w, &x, &op, ith, nth, isa, mode < 0 ? &n1 : nullptr);
+                            mul_mat(&w4, &x, &o4, ith, nth, isa, mode < 0 ? &n2 : nullptr);
+                        }
+                        x4_bad |= std::memcmp(plain.data(), four.data(), (size_t)(M * n) * sizeof(float)) != 0;
+                    }
+                x.ne[1] = N;
+            }
             const bool ok = st.convert_exact && st.worst_ref <= 1.0 && st.worst_gemm <= 1.0 &&
-                            st.worst_mm <= 1.0 && st.worst_f64 <= 1.0 && !nan && !nan_gemm && !variant;
+                            st.worst_mm <= 1.0 && st.worst_f64 <= 1.0 && !nan && !nan_gemm && !variant && !x4_bad;
             if (!ok) ++failures;
             char gemm_s[32];
             if (st.has_gemm) std::snprintf(gemm_s, sizeof gemm_s, "%9.3f", st.worst_gemm);
             else std::snprintf(gemm_s, sizeof gemm_s, "%9s", "-");
-            std::printf("%-5s %-7s %-9s %-8s %9.3f %s %9.3f %9.3f  %s%s\n", tt->name, isa_name(isa),
+            std::printf("%-5s %-7s %-9s %-8s %9.3f %s %9.3f %9.3f  %s%s%s\n", tt->name, isa_name(isa),
                         native ? "native" : "fallback", st.convert_exact ? "exact" : "DIFFERS", st.worst_ref,
                         gemm_s, st.worst_mm, st.worst_f64, ok ? "ok" : "FAIL",
-                        variant ? " (N=1 differs from batched)" : "");
+                        variant ? " (N=1 differs from batched)" : "", x4_bad ? " (four-row layout differs)" : "");
         }
     }
+    std::printf("four-row layout (Tensor::x4): %d type/level pairs read it, checked bit for bit against the rows "
+                "as they are\n", x4_checked);
     std::printf("(columns: worst error / tolerance, pass <= 1; vec_dot/gemm/mul_mat vs scalar at 1e-5 of "
                 "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");
     failures += check_attention_kernels(levels);
