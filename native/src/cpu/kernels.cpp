@@ -152,20 +152,52 @@ bool four_row_layout_read(DType type, Isa isa) {
     return i < 32 && dot_kernels(type, isa).gemm_x4 != nullptr;
 }
 
+namespace {
+
+// groups [g0, g1) of four rows of ws bytes, nb blocks of BB bytes each (BB a constant:
+// the copies compile to a few moves instead of a call per block)
+template <size_t BB>
+void interleave_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* r0 = src + (size_t)(4 * g) * ws;
+        uint8_t* o = out + (size_t)(4 * g) * ws;
+        for (int64_t i = 0; i < nb; ++i, o += 4 * BB)
+            for (int rr = 0; rr < 4; ++rr) std::memcpy(o + rr * BB, r0 + (size_t)rr * ws + (size_t)i * BB, BB);
+    }
+}
+
+}  // namespace
+
 void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
     const TypeTraits& tt = *type_traits((uint32_t)w.type);
     const size_t bb = (size_t)tt.block_bytes, ws = w.nb[1];
     const int64_t nb = w.ne[0] / tt.block_size, full = w.ne[1] / 4 * 4;
     const uint8_t* src = static_cast<const uint8_t*>(w.data);
     uint8_t* out = static_cast<uint8_t*>(dst);
-    int64_t r = r0;
-    for (; r + 4 <= r1 && r < full; r += 4) {
-        const uint8_t* g = src + (size_t)r * ws;
-        uint8_t* o = out + (size_t)r * ws;
-        for (int64_t i = 0; i < nb; ++i)
-            for (int rr = 0; rr < 4; ++rr, o += bb) std::memcpy(o, g + (size_t)rr * ws + (size_t)i * bb, bb);
+    const int64_t g0 = r0 / 4, g1 = (r1 < full ? r1 : full) / 4;
+    if (g1 > g0) {
+        switch (bb) {
+            case sizeof(BlockQ4_0): interleave_groups<sizeof(BlockQ4_0)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ4_1): interleave_groups<sizeof(BlockQ4_1)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ5_0): interleave_groups<sizeof(BlockQ5_0)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ5_1): interleave_groups<sizeof(BlockQ5_1)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ8_0): interleave_groups<sizeof(BlockQ8_0)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ2_K): interleave_groups<sizeof(BlockQ2_K)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ3_K): interleave_groups<sizeof(BlockQ3_K)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ4_K): interleave_groups<sizeof(BlockQ4_K)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ5_K): interleave_groups<sizeof(BlockQ5_K)>(src, out, ws, nb, g0, g1); break;
+            case sizeof(BlockQ6_K): interleave_groups<sizeof(BlockQ6_K)>(src, out, ws, nb, g0, g1); break;
+            default:
+                for (int64_t g = g0; g < g1; ++g) {
+                    const uint8_t* rs = src + (size_t)(4 * g) * ws;
+                    uint8_t* o = out + (size_t)(4 * g) * ws;
+                    for (int64_t i = 0; i < nb; ++i)
+                        for (int rr = 0; rr < 4; ++rr, o += bb) std::memcpy(o, rs + (size_t)rr * ws + (size_t)i * bb, bb);
+                }
+        }
     }
-    if (r < r1) std::memcpy(out + (size_t)r * ws, src + (size_t)r * ws, (size_t)(r1 - r) * ws);
+    const int64_t t0 = r0 > full ? r0 : full;  // the rows after the last whole group, as they are
+    if (r1 > t0) std::memcpy(out + (size_t)t0 * ws, src + (size_t)t0 * ws, (size_t)(r1 - t0) * ws);
 }
 
 bool weight_type_supported(DType type) { return dot_kernels_exact(type, Isa::SCALAR) != nullptr; }

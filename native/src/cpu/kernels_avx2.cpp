@@ -1243,6 +1243,65 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
         for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);
 }
 
+// K-quant products on weights in four-row groups (Tensor::x4; nr a multiple of 4): block
+// i of the group's row r is x[4 i + r]. Decoding folds the four rows' exact integer sums
+// per super-block straight into [r0..r3 lo | r0..r3 hi] lanes (no parking) and does each
+// row's KAcc::add in its two lanes, in KAcc's order (d * da, the isum fma, then the min
+// fnma; a type without mins has a zero min term there, which changes nothing): the bits
+// of decode_k and ktile4x. Prefill packs the same KPanel4s from the interleaved blocks.
+template <class B>
+void decode4_k_x4(int64_t nbk, const B* x, const BlockQ8_K* y, float* s) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const B* b = x + 4 * i;
+        prefetch_ahead(reinterpret_cast<const uint8_t*>(b), reinterpret_cast<const uint8_t*>(b + 4));
+        const KSums k0 = k_sums(b[0], y[i]), k1 = k_sums(b[1], y[i]), k2 = k_sums(b[2], y[i]), k3 = k_sums(b[3], y[i]);
+        const __m256i is = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.isum, k1.isum), _mm256_hadd_epi32(k2.isum, k3.isum));
+        const __m256 da = _mm256_set1_ps(y[i].d);
+        const __m128i dh = pack_u16x4(b[0].d, b[1].d, b[2].d, b[3].d);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)), da), acc);
+        if constexpr (kKMins<B>) {
+            const __m256i im =
+                _mm256_hadd_epi32(_mm256_hadd_epi32(k0.imin, k1.imin), _mm256_hadd_epi32(k2.imin, k3.imin));
+            const __m128i mh = pack_u16x4(k_dmin(b[0]), k_dmin(b[1]), k_dmin(b[2]), k_dmin(b[3]));
+            acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(mh, mh)), da),
+                                   acc);
+        }
+    }
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
+template <class B>
+void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+               size_t lds) {
+    const int64_t nbk = n / QK_K;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    const int groups = nr / 4;
+    if (nc == 1) {
+        for (int g = 0; g < groups; ++g)
+            decode4_k_x4<B>(nbk, reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws),
+                            reinterpret_cast<const BlockQ8_K*>(A), s + 4 * g);
+        return;
+    }
+    thread_local std::vector<KPanel4> panel;
+    if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
+    for (int g = 0; g < groups; ++g) {
+        const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws);
+        for (int64_t i = 0; i < nbk; ++i) {
+            const B* xi[4] = {x + 4 * i, x + 4 * i + 1, x + 4 * i + 2, x + 4 * i + 3};
+            pack4<B>(xi, panel[(size_t)(g * nbk + i)]);
+        }
+    }
+    int c = 0;
+    for (; c + 4 <= nc; c += 4)
+        for (int g = 0; g < groups; ++g)
+            ktile4x<B, 4>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    for (; c < nc; ++c)
+        for (int g = 0; g < groups; ++g)
+            ktile4x<B, 1>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+}
+
 // q . k over the F16 cache with F16C: 16 values per step in two accumulators.
 float dot_f32_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -1469,11 +1528,16 @@ void register_avx2_kernels(KernelTable& t) {
                           gemm_legacy_x4<DecQ4_1, 4>};
     t[(int)DType::Q5_1] = {DType::Q8_1, quantize_row_q8_1, vec_dot_legacy<DecQ5_1>, gemm_legacy<DecQ5_1, 4>,
                           gemm_legacy_x4<DecQ5_1, 4>};
-    t[(int)DType::Q2_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ2_K>, gemm_k<BlockQ2_K>};
-    t[(int)DType::Q3_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ3_K>, gemm_k<BlockQ3_K>};
-    t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ4_K>, gemm_k<BlockQ4_K>};
-    t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ5_K>, gemm_k<BlockQ5_K>};
-    t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ6_K>, gemm_k<BlockQ6_K>};
+    t[(int)DType::Q2_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ2_K>, gemm_k<BlockQ2_K>,
+                          gemm_k_x4<BlockQ2_K>};
+    t[(int)DType::Q3_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ3_K>, gemm_k<BlockQ3_K>,
+                          gemm_k_x4<BlockQ3_K>};
+    t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ4_K>, gemm_k<BlockQ4_K>,
+                          gemm_k_x4<BlockQ4_K>};
+    t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ5_K>, gemm_k<BlockQ5_K>,
+                          gemm_k_x4<BlockQ5_K>};
+    t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ6_K>, gemm_k<BlockQ6_K>,
+                          gemm_k_x4<BlockQ6_K>};
 }
 
 }  // namespace ember

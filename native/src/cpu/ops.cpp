@@ -49,6 +49,17 @@ void op_get_rows(const Tensor* t, int ith, int nth) {
     for (int64_t i = r.begin; i < r.end; ++i) {
         const int32_t id = static_cast<const int32_t*>(ids->data)[i];
         if (id < 0 || id >= table->ne[1]) continue;  // ids are validated before decode
+        if (table->x4 && id < table->ne[1] / 4 * 4) {
+            // the four-row copy (cpu/kernels.h), block by block: the file's pages of a tied
+            // embedding then stay unmapped (a prompt's rows would map them back piecemeal)
+            const size_t bb = (size_t)tt->block_bytes;
+            const uint8_t* g = static_cast<const uint8_t*>(table->x4) + (size_t)(id / 4 * 4) * table->nb[1] +
+                               (size_t)(id % 4) * bb;
+            float* out = t->row<float>(i);
+            for (int64_t b = 0; b < table->ne[0] / tt->block_size; ++b)
+                tt->dequantize(g + (size_t)(4 * b) * bb, out + b * tt->block_size, tt->block_size);
+            continue;
+        }
         tt->dequantize(table->row(id), t->row<float>(i), table->ne[0]);
     }
 }
