@@ -448,6 +448,15 @@ inline void tile4_panel(int64_t nb, const Panel4* pw, const uint8_t* a, size_t a
         _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
 }
 
+// One prefill panel buffer per thread and type, for both layouts (new thread_local objects
+// of over-aligned elements are best avoided: one faulted in the MinGW runtime's
+// thread-exit path under wine).
+template <class D>
+std::vector<Panel4>& panel4_buffer() {
+    thread_local std::vector<Panel4> p4;
+    return p4;
+}
+
 template <class D, int C>
 void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                  size_t lds) {
@@ -458,7 +467,7 @@ void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             const uint8_t* Ac = static_cast<const uint8_t*>(a);
             // rows in fours: interleaved panels (std::vector keeps Panel4's alignment)
             const int groups = nr / 4;
-            thread_local std::vector<Panel4> p4;
+            std::vector<Panel4>& p4 = panel4_buffer<D>();
             if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
             for (int g = 0; g < groups; ++g) pack_panel4<D>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
             int c = 0;
@@ -510,7 +519,7 @@ void gemm_legacy_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const v
                 for (int g = 0; g < groups; ++g)
                     tile4_legacy<D, C, true>(nb, W + (size_t)(4 * g) * ws, ws, Ac + c * as, as, s + c * lds + 4 * g, lds);
         } else {
-            thread_local std::vector<Panel4> p4;
+            std::vector<Panel4>& p4 = panel4_buffer<D>();
             if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
             for (int g = 0; g < groups; ++g)
                 pack_panel4<D, true>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
@@ -1210,6 +1219,13 @@ void ktile4x(const KPanel4* panel, int64_t nbk, const uint8_t* a, size_t as, flo
         _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
 }
 
+// as panel4_buffer: one per thread and type, for both layouts
+template <class B>
+std::vector<KPanel4>& kpanel4_buffer() {
+    thread_local std::vector<KPanel4> panel;
+    return panel;
+}
+
 template <class B>
 void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s, size_t lds) {
     const int64_t nbk = n / QK_K;
@@ -1222,7 +1238,7 @@ void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, 
     // every four rows of the call packed first (kept in L2), then the columns stream past
     // them four at a time (kept in L1)
     const int groups = nr / 4;
-    thread_local std::vector<KPanel4> panel;  // grows to the largest call once per thread
+    std::vector<KPanel4>& panel = kpanel4_buffer<B>();  // grows to the largest call once per thread
     if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
     for (int g = 0; g < groups; ++g) {
         const B* x[4];
@@ -1284,7 +1300,7 @@ void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
                             reinterpret_cast<const BlockQ8_K*>(A), s + 4 * g);
         return;
     }
-    thread_local std::vector<KPanel4> panel;
+    std::vector<KPanel4>& panel = kpanel4_buffer<B>();
     if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
     for (int g = 0; g < groups; ++g) {
         const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws);
