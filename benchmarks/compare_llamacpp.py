@@ -10,7 +10,8 @@ Load time: llama-bench does not report it, so when the sdist's Python bindings s
 the build (``<sdist>/llama_cpp``, with ``<sdist>/build/bin/llama-bench``; they need
 ``pip install diskcache``), each round also times ``llama_cpp.Llama(...)`` plus a one-token
 eval in a fresh process, the same span as Ember's load figure (model, context, first
-decode; imports excluded on both sides).
+decode; imports excluded on both sides). Each file is read once before its rounds, so both
+programs load it from a warm page cache.
 
     python benchmarks/compare_llamacpp.py --llama-bench /path/to/llama-bench \\
         -m model-Q4_1.gguf -m model-Q4_0.gguf ... [-p 512] [-n 128] [-t 2] [--rounds 3] \\
@@ -93,6 +94,14 @@ def run_llama_load(bench: Path, model: Path, n_ctx: int, n_batch: int, t: int) -
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def warm_page_cache(model: Path) -> None:
+    """Reads the file once, so that the first program of a round does not pay for the disk
+    (the load figures are then both from a warm page cache)."""
+    with open(model, "rb") as f:
+        while f.read(16 << 20):
+            pass
+
+
 def cpu_name() -> str:
     try:
         for line in open("/proc/cpuinfo"):
@@ -122,6 +131,7 @@ def main() -> int:
     rows = []
     for model in a.model:
         ours, theirs, loads = [], [], []
+        warm_page_cache(model)
         for _ in range(a.rounds):
             ours.append(run_ember(model, a.p, a.n, a.t, a.reps, a.depth))
             theirs.append(run_llama(a.llama_bench, model, a.p, a.n, a.t, a.reps, a.depth))

@@ -457,9 +457,15 @@ std::vector<Panel4>& panel4_buffer() {
     return p4;
 }
 
-template <class D, int C>
-void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
-                 size_t lds) {
+// Rows as they are (X4 false), or in four-row groups (Tensor::x4, nr a multiple of 4): a
+// group's four rows are then one read stream, block by block. Decoding reads the rows of a
+// tile4_legacy side by side; from the row-major file that was four streams per thread,
+// which drew from memory at 0.75-0.8 of one stream's rate on Zen 3 (1B-3B models, one and
+// two threads). Same tiles, same integers and float operations: the same bits. (With X4
+// the one-row tiles, which read rows as they are, never run: no rows are left over.)
+template <class D, int C, bool X4>
+void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                      size_t lds) {
     const int64_t nb = n / QK;
     if constexpr (!std::is_same<D, DecQ8_0>::value) {  // Q8_0's blocks are bytes already
         if (nc >= C) {
@@ -469,7 +475,7 @@ void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             const int groups = nr / 4;
             std::vector<Panel4>& p4 = panel4_buffer<D>();
             if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
-            for (int g = 0; g < groups; ++g) pack_panel4<D>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
+            for (int g = 0; g < groups; ++g) pack_panel4<D, X4>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
             int c = 0;
             for (; c + C <= nc; c += C)
                 for (int g = 0; g < groups; ++g)
@@ -477,9 +483,9 @@ void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             for (; c < nc; ++c)
                 for (int g = 0; g < groups; ++g)
                     tile4_panel<D, 1>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
-            // leftover rows: one at a time, as in decoding (tile_legacy)
+            // leftover rows: one at a time, as in decoding (tile_legacy); none with X4
             const int r0 = 4 * groups;
-            if (r0 < nr) {
+            if constexpr (!X4) if (r0 < nr) {
                 using U = Unpacked<D>;
                 using UB = typename U::Block;
                 thread_local std::vector<UB> panel;
@@ -495,47 +501,21 @@ void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             return;
         }
     }
-    tile_driver<4, C, 4, tile4_legacy<D, C>, tile_legacy<D, 1, C>, tile4_legacy<D, 1>, tile_legacy<D, 1, 1>>(
+    tile_driver<4, C, 4, tile4_legacy<D, C, X4>, tile_legacy<D, 1, C>, tile4_legacy<D, 1, X4>, tile_legacy<D, 1, 1>>(
         nb, nr, nc, w, ws, a, as, s, lds);
 }
-
-// The same products on weights in four-row groups (Tensor::x4; nr a multiple of 4): a
-// group's four rows are one read stream, block by block. Decoding reads the rows of a
-// tile4_legacy side by side; from the row-major file that was four streams per thread,
-// which drew from memory at 0.75-0.8 of one stream's rate on Zen 3 (1B-3B models, one
-// and two threads). Same tiles, same integers and float operations: the bits are
-// gemm_legacy's.
+template <class D, int C>
+void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                 size_t lds) {
+    gemm_legacy_rows<D, C, false>(n, nr, nc, w, ws, a, as, s, lds);
+}
 template <class D, int C>
 void gemm_legacy_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                     size_t lds) {
-    const int64_t nb = n / QK;
-    const uint8_t* W = static_cast<const uint8_t*>(w);
-    const uint8_t* Ac = static_cast<const uint8_t*>(a);
-    const int groups = nr / 4;
-    int c = 0;
-    if (nc >= C) {
-        if constexpr (std::is_same<D, DecQ8_0>::value) {
-            for (; c + C <= nc; c += C)
-                for (int g = 0; g < groups; ++g)
-                    tile4_legacy<D, C, true>(nb, W + (size_t)(4 * g) * ws, ws, Ac + c * as, as, s + c * lds + 4 * g, lds);
-        } else {
-            std::vector<Panel4>& p4 = panel4_buffer<D>();
-            if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
-            for (int g = 0; g < groups; ++g)
-                pack_panel4<D, true>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
-            for (; c + C <= nc; c += C)
-                for (int g = 0; g < groups; ++g)
-                    tile4_panel<D, C>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
-            for (; c < nc; ++c)
-                for (int g = 0; g < groups; ++g)
-                    tile4_panel<D, 1>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
-            return;
-        }
-    }
-    for (; c < nc; ++c)
-        for (int g = 0; g < groups; ++g)
-            tile4_legacy<D, 1, true>(nb, W + (size_t)(4 * g) * ws, ws, Ac + c * as, as, s + c * lds + 4 * g, lds);
+    gemm_legacy_rows<D, C, true>(n, nr, nc, w, ws, a, as, s, lds);
 }
+
+
 
 // ---- float weights: F32 activations ---------------------------------------------------
 
@@ -1226,39 +1206,6 @@ std::vector<KPanel4>& kpanel4_buffer() {
     return panel;
 }
 
-template <class B>
-void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s, size_t lds) {
-    const int64_t nbk = n / QK_K;
-    const uint8_t* W = static_cast<const uint8_t*>(w);
-    const uint8_t* A = static_cast<const uint8_t*>(a);
-    if (nc == 1) {  // decoding: unpacking would cost more than it saves; decode_k matches ktile4x
-        decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
-        return;
-    }
-    // every four rows of the call packed first (kept in L2), then the columns stream past
-    // them four at a time (kept in L1)
-    const int groups = nr / 4;
-    std::vector<KPanel4>& panel = kpanel4_buffer<B>();  // grows to the largest call once per thread
-    if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
-    for (int g = 0; g < groups; ++g) {
-        const B* x[4];
-        for (int rr = 0; rr < 4; ++rr) x[rr] = reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws);
-        for (int64_t i = 0; i < nbk; ++i) {
-            const B* xi[4] = {x[0] + i, x[1] + i, x[2] + i, x[3] + i};
-            pack4<B>(xi, panel[(size_t)(g * nbk + i)]);
-        }
-    }
-    int c = 0;
-    for (; c + 4 <= nc; c += 4)
-        for (int g = 0; g < groups; ++g)
-            ktile4x<B, 4>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
-    for (; c < nc; ++c)
-        for (int g = 0; g < groups; ++g)
-            ktile4x<B, 1>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
-    for (int r = 4 * groups; r < nr; ++r)
-        for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);
-}
-
 // K-quant products on weights in four-row groups (Tensor::x4; nr a multiple of 4): block
 // i of the group's row r is x[4 i + r]. Decoding folds the four rows' exact integer sums
 // per super-block straight into [r0..r3 lo | r0..r3 hi] lanes (no parking) and does each
@@ -1287,25 +1234,34 @@ void decode4_k_x4(int64_t nbk, const B* x, const BlockQ8_K* y, float* s) {
     _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }
 
-template <class B>
-void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
-               size_t lds) {
+// Rows as they are (X4 false), or in four-row groups (Tensor::x4; nr a multiple of 4).
+template <class B, bool X4>
+void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                 size_t lds) {
     const int64_t nbk = n / QK_K;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
     const int groups = nr / 4;
-    if (nc == 1) {
-        for (int g = 0; g < groups; ++g)
-            decode4_k_x4<B>(nbk, reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws),
-                            reinterpret_cast<const BlockQ8_K*>(A), s + 4 * g);
+    if (nc == 1) {  // decoding: unpacking would cost more than it saves; both match ktile4x
+        if constexpr (X4) {
+            for (int g = 0; g < groups; ++g)
+                decode4_k_x4<B>(nbk, reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws),
+                                reinterpret_cast<const BlockQ8_K*>(A), s + 4 * g);
+        } else {
+            decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
+        }
         return;
     }
-    std::vector<KPanel4>& panel = kpanel4_buffer<B>();
+    // every four rows of the call packed first (kept in L2), then the columns stream past
+    // them four at a time (kept in L1)
+    std::vector<KPanel4>& panel = kpanel4_buffer<B>();  // grows to the largest call once per thread
     if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
     for (int g = 0; g < groups; ++g) {
-        const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws);
+        const uint8_t* w4 = W + (size_t)(4 * g) * ws;
         for (int64_t i = 0; i < nbk; ++i) {
-            const B* xi[4] = {x + 4 * i, x + 4 * i + 1, x + 4 * i + 2, x + 4 * i + 3};
+            const B* xi[4];
+            for (int rr = 0; rr < 4; ++rr)
+                xi[rr] = X4 ? reinterpret_cast<const B*>(w4) + 4 * i + rr : reinterpret_cast<const B*>(w4 + rr * ws) + i;
             pack4<B>(xi, panel[(size_t)(g * nbk + i)]);
         }
     }
@@ -1316,6 +1272,17 @@ void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     for (; c < nc; ++c)
         for (int g = 0; g < groups; ++g)
             ktile4x<B, 1>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    for (int r = 4 * groups; r < nr; ++r)
+        for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);
+}
+template <class B>
+void gemm_k(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s, size_t lds) {
+    gemm_k_rows<B, false>(n, nr, nc, w, ws, a, as, s, lds);
+}
+template <class B>
+void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+               size_t lds) {
+    gemm_k_rows<B, true>(n, nr, nc, w, ws, a, as, s, lds);
 }
 
 // q . k over the F16 cache with F16C: 16 values per step in two accumulators.
