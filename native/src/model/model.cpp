@@ -293,10 +293,13 @@ void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n
     }
     if (todo.empty()) return;
     // The copies must stay resident (the file pages they replace need not): leave a
-    // margin of what is available, and where they do not fit read the rows as they are.
+    // margin of what is available (and of the address space left), and where they do not
+    // fit read the rows as they are.
     const MemoryLimits lim = memory_limits();
     const uint64_t margin = 512ull << 20;
     if (lim.available.bytes != UINT64_MAX && bytes + margin > lim.available.bytes) return;
+    // nor may it take the address space later allocations (the compute buffer) need
+    if (lim.address_space.bytes != UINT64_MAX && bytes + margin > lim.address_space.bytes) return;
 
     std::vector<void*> dst(todo.size(), nullptr);
     try {
