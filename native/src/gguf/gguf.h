@@ -59,6 +59,11 @@ public:
 
     uint32_t version() const { return version_; }
     uint64_t file_size() const { return size_; }
+    // Drops this process's mapping of the file's whole pages within [p, p + length), p a
+    // pointer into the mapping (MappedFile::release)
+    void release_pages(const void* p, uint64_t length) const {
+        file_->release((uint64_t)(static_cast<const uint8_t*>(p) - base_), length);
+    }
     uint64_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }
 

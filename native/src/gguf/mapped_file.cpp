@@ -67,6 +67,14 @@ MappedFile::~MappedFile() {
 
 void MappedFile::advise_willneed(uint64_t, uint64_t) const {}
 
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+    if (!data_ || offset >= size_) return;
+    const uint64_t page = 4096, b = (offset + page - 1) & ~(page - 1);
+    const uint64_t e = (offset + length < size_ ? offset + length : size_) & ~(page - 1);
+    // unlocking pages that are not locked takes them out of the working set
+    if (e > b) VirtualUnlock(const_cast<uint8_t*>(data_) + b, (SIZE_T)(e - b));
+}
+
 #else
 
 std::unique_ptr<MappedFile> MappedFile::open(const std::string& path) {
@@ -106,6 +114,13 @@ void MappedFile::advise_willneed(uint64_t offset, uint64_t length) const {
     uint64_t start = offset & ~(page - 1);
     uint64_t end = offset + length < size_ ? offset + length : size_;
     madvise(const_cast<uint8_t*>(data_) + start, (size_t)(end - start), MADV_WILLNEED);
+}
+
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+    if (!data_ || offset >= size_) return;
+    const uint64_t page = 4096, b = (offset + page - 1) & ~(page - 1);
+    const uint64_t e = (offset + length < size_ ? offset + length : size_) & ~(page - 1);
+    if (e > b) madvise(const_cast<uint8_t*>(data_) + b, (size_t)(e - b), MADV_DONTNEED);
 }
 
 #endif

@@ -20,6 +20,9 @@ public:
     uint64_t size() const { return size_; }
     // Hint that the range will be read soon (sequential prefetch of weights).
     void advise_willneed(uint64_t offset, uint64_t length) const;
+    // Drops this process's mapping of the whole pages in the range (they stay in the page
+    // cache and map back when read): for ranges copied elsewhere.
+    void release(uint64_t offset, uint64_t length) const;
 
 private:
     MappedFile() = default;

@@ -14,12 +14,7 @@
 #include "cpu/kernels.h"
 #include "model/arch.h"
 
-#ifdef _WIN32
-#  ifndef NOMINMAX
-#    define NOMINMAX
-#  endif
-#  include <windows.h>
-#else
+#ifdef __linux__
 #  include <sys/mman.h>
 #endif
 
@@ -333,17 +328,10 @@ void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n
         for (size_t k; (k = next.fetch_add(1)) < items.size();) {
             const Tensor& t = *todo[items[k].t];
             four_row_layout(t, dst[items[k].t], items[k].r0, items[k].r1);
-            // this process's mapping of the file pages just copied (whole pages only), as
-            // it goes, so that the copy and the mapping are not both resident at the peak
-            const uintptr_t page = 4096, from = (uintptr_t)t.data + (uintptr_t)items[k].r0 * t.nb[1],
-                            to = (uintptr_t)t.data + (uintptr_t)items[k].r1 * t.nb[1];
-            const uintptr_t b = (from + page - 1) & ~(page - 1), e = to & ~(page - 1);
-#ifndef _WIN32
-            if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
-#else
-            // unlocking pages that are not locked takes them out of the working set
-            if (e > b) VirtualUnlock(reinterpret_cast<void*>(b), e - b);
-#endif
+            // this process's mapping of the file pages just copied, as it goes, so that the
+            // copy and the mapping are not both resident at the peak
+            gguf_->release_pages(static_cast<const uint8_t*>(t.data) + (size_t)items[k].r0 * t.nb[1],
+                                 (uint64_t)(items[k].r1 - items[k].r0) * t.nb[1]);
         }
     };
     std::vector<std::thread> threads;
