@@ -107,6 +107,35 @@ def test_last_token_only_prefill_gives_the_same_bits(starter_model_path):
     assert np.array_equal(m.logits(), every[2])
 
 
+def test_decoding_while_the_weights_are_copied_gives_the_bits_of_either_layout(
+        starter_model_path, monkeypatch):
+    # The first context starts a background copy of the weights into the four-row layout
+    # (model.h) and decoding reads each matrix from the copy as far as it is published,
+    # from the file past that. Both give the same bits, so token-by-token logits taken
+    # while the copy runs, after it is done, and with no copy at all must be equal.
+    def steps(m):
+        out = []
+        for i, t in enumerate(IDS):
+            m.decode([t], i)
+            out.append((m.logits().copy(), m.layout_progress()))
+        return out
+
+    monkeypatch.setenv("EMBER_NO_REPACK", "1")
+    plain = Model(starter_model_path, n_ctx=64, n_threads=2)
+    ref = steps(plain)
+    assert plain.layout_progress() == 1.0 and plain.layout_progress(wait=True) == 1.0
+    plain.close()
+    monkeypatch.delenv("EMBER_NO_REPACK")
+    m = Model(starter_model_path, n_ctx=64, n_threads=2)
+    during = steps(m)   # from the first token on, as the copy runs
+    assert m.layout_progress(wait=True) == 1.0
+    after = steps(m)
+    m.close()
+    for i, ((a, _), (b, _), (c, _)) in enumerate(zip(ref, during, after)):
+        assert np.array_equal(a, b), f"token {i}, during the copy"
+        assert np.array_equal(a, c), f"token {i}, after it"
+
+
 def test_full_context_is_an_error_and_the_context_stays_usable(starter_model_path):
     m = Model(starter_model_path, n_ctx=8, n_threads=1)
     with pytest.raises(ContextFullError) as e:

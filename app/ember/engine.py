@@ -339,6 +339,11 @@ class Model:
     def gguf_version(self) -> int:
         return int(self._lib.ember_model_gguf_version(self._model))
 
+    def layout_progress(self, wait: bool = False) -> float:
+        """How much of the background copy of the weights into the kernels' layout is done
+        (1.0 when finished or when none is made); wait: return once it is finished."""
+        return float(self._lib.ember_model_layout_progress(self._model, bool(wait)))
+
     @property
     def metadata(self) -> dict:
         """Every GGUF key and its value (arrays as lists), in file order."""

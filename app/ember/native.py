@@ -8,7 +8,7 @@ from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_float, c_int
                     c_uint32, c_uint64, c_void_p)
 from pathlib import Path
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 token_p = POINTER(c_int32)
 PROGRESS_FN = ctypes.CFUNCTYPE(c_bool, c_float, c_void_p)
@@ -118,6 +118,7 @@ _SIGNATURES = {
     "ember_model_n_ctx_train": (c_int32, [c_void_p]),
     "ember_model_n_embd": (c_int32, [c_void_p]),
     "ember_model_n_layer": (c_int32, [c_void_p]),
+    "ember_model_layout_progress": (ctypes.c_double, [c_void_p, c_bool]),
     "ember_model_meta_count": (c_int64, [c_void_p]),
     "ember_model_meta_get": (c_int32, [c_void_p, c_int64, POINTER(c_char_p), POINTER(c_int32),
                                        POINTER(c_char_p)]),

@@ -56,7 +56,7 @@
 extern "C" {
 #endif
 
-#define EMBER_ABI_VERSION 3
+#define EMBER_ABI_VERSION 4
 
 typedef int32_t ember_token;
 typedef struct ember_model ember_model;
@@ -120,6 +120,11 @@ EMBER_API int32_t ember_model_n_vocab(const ember_model *model);
 EMBER_API int32_t ember_model_n_ctx_train(const ember_model *model);
 EMBER_API int32_t ember_model_n_embd(const ember_model *model);
 EMBER_API int32_t ember_model_n_layer(const ember_model *model);
+/* When the first context opens, the weights its CPU multiplies are copied, by one thread in
+   the background below normal priority, into the layout the kernels read fastest; decoding
+   meanwhile reads the file's rows (same results, slower). How much of that copy is done: 1
+   when finished, or when none is made. wait: return only when it is finished. */
+EMBER_API double ember_model_layout_progress(const ember_model *model, bool wait);
 
 /* Metadata: every GGUF key, in file order. The value is rendered as JSON
  * (numbers, strings, booleans, nested arrays); gguf_type is the GGUF value type

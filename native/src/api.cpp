@@ -238,6 +238,10 @@ int32_t ember_model_n_layer(const ember_model* m) {
     return arch_int(m, m ? m->model->hparams().n_layer : 0, ".block_count");
 }
 
+double ember_model_layout_progress(const ember_model* m, bool wait) {
+    return m && m->model ? m->model->layout_progress(wait) : 1.0;
+}
+
 int64_t ember_model_meta_count(const ember_model* m) {
     return m ? (int64_t)m->model->gguf().metadata().size() : 0;
 }

@@ -451,19 +451,30 @@ int main() {
                 Tensor w4 = w;
                 w4.x4 = wx4.data();
                 std::vector<float> plain((size_t)(M * N)), four((size_t)(M * N));
-                for (int64_t n : {N, (int64_t)1})
-                    for (int mode : {1, 2, -3}) {
-                        const int nth = mode < 0 ? -mode : mode;
-                        x.ne[1] = n;
-                        Tensor op = tensor_2d(DType::F32, M, n, plain.data()), o4 = tensor_2d(DType::F32, M, n, four.data());
-                        std::atomic<int64_t> n1{0}, n2{0};
-                        std::fill(four.begin(), four.end(), NAN);
-                        for (int ith = 0; ith < nth; ++ith) {
-                            mul_mat(&w, &x, &op, ith, nth, isa, mode < 0 ? &n1 : nullptr);
-                            mul_mat(&w4, &x, &o4, ith, nth, isa, mode < 0 ? &n2 : nullptr);
-                        }
-                        x4_bad |= std::memcmp(plain.data(), four.data(), (size_t)(M * n) * sizeof(float)) != 0;
+                // also half filled, as the loader publishes it (Tensor::x4_filled): the
+                // rows past the count come from data, whatever the copy holds there
+                std::vector<uint8_t> half(wx4);
+                std::memset(half.data() + (size_t)16 * wrow, 0xff, half.size() - (size_t)16 * wrow);
+                const std::atomic<int64_t> sixteen{16};
+                for (int filled : {0, 1}) {
+                    if (filled) {
+                        w4.x4 = half.data();
+                        w4.x4_filled = &sixteen;
                     }
+                    for (int64_t n : {N, (int64_t)1})
+                        for (int mode : {1, 2, -3}) {
+                            const int nth = mode < 0 ? -mode : mode;
+                            x.ne[1] = n;
+                            Tensor op = tensor_2d(DType::F32, M, n, plain.data()), o4 = tensor_2d(DType::F32, M, n, four.data());
+                            std::atomic<int64_t> n1{0}, n2{0};
+                            std::fill(four.begin(), four.end(), NAN);
+                            for (int ith = 0; ith < nth; ++ith) {
+                                mul_mat(&w, &x, &op, ith, nth, isa, mode < 0 ? &n1 : nullptr);
+                                mul_mat(&w4, &x, &o4, ith, nth, isa, mode < 0 ? &n2 : nullptr);
+                            }
+                            x4_bad |= std::memcmp(plain.data(), four.data(), (size_t)(M * n) * sizeof(float)) != 0;
+                        }
+                }
                 x.ne[1] = N;
             }
             const bool ok = st.convert_exact && st.worst_ref <= 1.0 && st.worst_gemm <= 1.0 &&

@@ -8,6 +8,19 @@
 #if defined(__linux__)
 #  include <pthread.h>
 #  include <sched.h>
+#  include <sys/resource.h>
+#  include <sys/syscall.h>
+#  include <unistd.h>
+#elif defined(_WIN32)
+#  ifndef WIN32_LEAN_AND_MEAN
+#    define WIN32_LEAN_AND_MEAN
+#  endif
+#  ifndef NOMINMAX
+#    define NOMINMAX
+#  endif
+#  include <windows.h>
+#elif defined(__APPLE__)
+#  include <pthread.h>
 #endif
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
@@ -35,6 +48,19 @@ ThreadPool::ThreadPool(int n_threads, bool pin) : n_threads_(n_threads < 1 ? 1 :
     (void)pin;
 #endif
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back(&ThreadPool::worker_main, this, i);
+}
+
+void ThreadPool::lower_this_thread() {
+#if defined(__linux__)
+    // per thread on Linux; at nice 19 it takes little from busy graph threads and the
+    // idle cores between decodes (measured: decoding while it copies runs at about the
+    // speed of reading the rows as they are)
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+#elif defined(_WIN32)
+    (void)SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL);
+#elif defined(__APPLE__)
+    (void)pthread_set_qos_class_self_np(QOS_CLASS_UTILITY, 0);
+#endif
 }
 
 ThreadPool::~ThreadPool() {

@@ -29,6 +29,10 @@ public:
     // supported here, or the process may use fewer CPUs than there are threads).
     bool pinned() const { return pinned_; }
 
+    // Background work on the calling thread (the loader's four-row copy) gives way to
+    // graph threads: below normal priority where the OS allows, else unchanged.
+    static void lower_this_thread();
+
     // Physical cores where the OS tells, else the logical count.
     static int default_thread_count();
 

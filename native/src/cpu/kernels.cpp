@@ -315,8 +315,8 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
                   int64_t r_end, bool packs) {
     const int64_t K = w->ne[0], N = x->ne[1];
     if (k.gemm && w->x4 && k.gemm_x4) {
-        // the whole groups from the four-row layout, the rows after them as they are
-        const int64_t full = w->ne[1] / 4 * 4;
+        // the groups filled in the four-row layout, the rows after them as they are
+        const int64_t full = w->x4_rows();
         if (r_begin < full) {
             const int64_t mid = r_end < full ? r_end : full;
             gemm_rows(k.gemm_x4, static_cast<const uint8_t*>(w->x4), w, x, out, r_begin, mid, packs);

@@ -46,10 +46,11 @@ void op_get_rows(const Tensor* t, int ith, int nth) {
     const Tensor* ids = t->src[1];
     const TypeTraits* tt = type_traits((uint32_t)table->type);
     const Range r = split(t->ne[1], ith, nth);
+    const int64_t x4_rows = table->x4_rows();
     for (int64_t i = r.begin; i < r.end; ++i) {
         const int32_t id = static_cast<const int32_t*>(ids->data)[i];
         if (id < 0 || id >= table->ne[1]) continue;  // ids are validated before decode
-        if (table->x4 && id < table->ne[1] / 4 * 4) {
+        if (id < x4_rows) {
             // the four-row copy (cpu/kernels.h), block by block: the file's pages of a tied
             // embedding then stay unmapped (a prompt's rows would map them back piecemeal)
             const size_t bb = (size_t)tt->block_bytes;

@@ -88,7 +88,7 @@ Context::Context(const Model& model, const ContextOptions& opts)
         for (Tensor* t : {L.wq, L.wk, L.wv, L.wqkv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down}) cpu.push_back(t);
     }
     if (!offload_ || !offload_->layer_on_device(h.n_layer)) cpu.push_back(model.output);
-    model.open_context(backend_.isa(), cpu, backend_.n_threads());
+    model.open_context(backend_.isa(), cpu);
 }
 
 Context::~Context() { model_.close_context(); }

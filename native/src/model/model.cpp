@@ -11,6 +11,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/threadpool.h"
 #include "cpu/kernels.h"
 #include "model/arch.h"
 
@@ -253,14 +254,9 @@ void bind_ffn_weights(Model& m, int32_t il) {
 }
 
 Model::~Model() {
+    layout_stop_.store(true);
+    if (layout_thread_.joinable()) layout_thread_.join();
     for (auto& [p, n] : x4_copies_) aligned_free(p);
-}
-
-uint64_t Model::four_row_bytes() const {
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    uint64_t n = 0;
-    for (auto& c : x4_copies_) n += c.second;
-    return n;
 }
 
 void Model::close_context() const {
@@ -268,12 +264,19 @@ void Model::close_context() const {
     --open_contexts_;
 }
 
-void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n_threads) const {
+double Model::layout_progress(bool wait) const {
+    std::unique_lock<std::mutex> lock(layout_mu_);
+    if (wait) layout_cv_.wait(lock, [&] { return !layout_running_; });
+    if (!layout_running_ || layout_total_ == 0) return 1.0;
+    return (double)layout_done_.load() / (double)layout_total_;
+}
+
+void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     const bool alone = open_contexts_ == 0;
     ++open_contexts_;
     const char* off = std::getenv("EMBER_NO_REPACK");
-    if (!alone || (off && *off && std::strcmp(off, "0") != 0)) return;
+    if (!alone || layout_started_ || (off && *off && std::strcmp(off, "0") != 0)) return;
 
     std::vector<Tensor*> todo;
     uint64_t bytes = 0;
@@ -314,40 +317,51 @@ void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n
         return;
     }
 
-    // Items of up to 1024 rows, filled by n_threads threads
-    struct Item {
-        size_t t;
-        int64_t r0, r1;
-    };
-    std::vector<Item> items;
-    for (size_t i = 0; i < todo.size(); ++i)
-        for (int64_t r = 0; r < todo[i]->ne[1]; r += 1024)
-            items.push_back({i, r, std::min<int64_t>(todo[i]->ne[1], r + 1024)});
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-        for (size_t k; (k = next.fetch_add(1)) < items.size();) {
-            const Tensor& t = *todo[items[k].t];
-            four_row_layout(t, dst[items[k].t], items[k].r0, items[k].r1);
-            // this process's mapping of the file pages just copied, as it goes, so that the
-            // copy and the mapping are not both resident at the peak
-            gguf_->release_pages(static_cast<const uint8_t*>(t.data) + (size_t)items[k].r0 * t.nb[1],
-                                 (uint64_t)(items[k].r1 - items[k].r0) * t.nb[1]);
-        }
-    };
-    std::vector<std::thread> threads;
-    const int extra = std::max(0, std::min(n_threads, (int)std::thread::hardware_concurrency()) - 1);
-    try {
-        for (int i = 0; i < extra; ++i) threads.emplace_back(work);
-    } catch (const std::exception&) {
-        // fewer threads: this one does the rest
-    }
-    work();
-    for (auto& th : threads) th.join();
-
+    // Published here, while no graph runs: the buffers and their fill counts (0 rows, so
+    // every reader keeps to data until the copier publishes a piece).
+    layout_started_ = true;
     for (size_t i = 0; i < todo.size(); ++i) {
         Tensor* t = todo[i];
         x4_copies_.emplace_back(dst[i], t->n_bytes());
+        x4_filled_.emplace_back(0);
+        t->x4_filled = &x4_filled_.back();
         t->x4 = dst[i];
+    }
+    layout_total_ = bytes;
+    {
+        std::lock_guard<std::mutex> l(layout_mu_);
+        layout_running_ = true;
+    }
+
+    // One tensor after another, 1024 rows at a time, in order, so that each fill count
+    // only grows. Each piece is published (release: its bytes before its count) and only
+    // then is this process's mapping of its file pages dropped: a reader that took the
+    // count before still reads the file, whose pages then come back from the page cache
+    // (same bytes).
+    auto fill = [this, todo] {
+        for (size_t i = 0; i < todo.size() && !layout_stop_.load(std::memory_order_relaxed); ++i) {
+            const Tensor& t = *todo[i];
+            std::atomic<int64_t>& filled = *const_cast<std::atomic<int64_t>*>(t.x4_filled);
+            for (int64_t r = 0; r < t.ne[1] && !layout_stop_.load(std::memory_order_relaxed); r += 1024) {
+                const int64_t r1 = std::min<int64_t>(t.ne[1], r + 1024);
+                four_row_layout(t, const_cast<void*>(t.x4), r, r1);
+                filled.store(r1, std::memory_order_release);
+                gguf_->release_pages(static_cast<const uint8_t*>(t.data) + (size_t)r * t.nb[1],
+                                     (uint64_t)(r1 - r) * t.nb[1]);
+                layout_done_.fetch_add((uint64_t)(r1 - r) * t.nb[1]);
+            }
+        }
+        std::lock_guard<std::mutex> l(layout_mu_);
+        layout_running_ = false;
+        layout_cv_.notify_all();
+    };
+    try {
+        layout_thread_ = std::thread([fill] {
+            ThreadPool::lower_this_thread();  // graph threads come first
+            fill();
+        });
+    } catch (const std::exception&) {
+        fill();  // no thread to be had: filled now, before the context opens
     }
 }
 

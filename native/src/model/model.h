@@ -3,11 +3,14 @@
 // architecture has, and the graph it builds, live in its family file (model/arch.h).
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/weights.h"
@@ -115,15 +118,20 @@ public:
     DeviceWeightCache& device_weights() const { return device_weights_; }
 
     // Contexts open and close through these. The first context on the model (none other
-    // open, so no graph reads the weights) gives the weights its CPU computes a copy in
-    // the four-row layout its level reads (Tensor::x4, cpu/kernels.h), using n_threads
-    // threads, unless EMBER_NO_REPACK is set or the copy would not fit in available
-    // memory (then the rows are read as they are: same results, slower decoding). The
-    // copies stay until the model is freed; this process's mapping of the file pages they
-    // replace is dropped (they stay in the page cache).
-    void open_context(Isa isa, const std::vector<Tensor*>& cpu_weights, int n_threads) const;
+    // open, so no graph reads the weights) starts a copy of the weights its CPU computes in
+    // the four-row layout its level reads (Tensor::x4, cpu/kernels.h), unless
+    // EMBER_NO_REPACK is set or the copy would not fit in available memory (then the rows
+    // are read as they are: same results, slower decoding). One thread below normal
+    // priority fills it in the background, 1024 rows at a time, and publishes each piece
+    // (Tensor::x4_filled); decoding meanwhile reads the rows not yet copied from the file
+    // (the same bits). The copies stay until the model is freed; this process's mapping of
+    // the file pages they replace is dropped as they are published (they stay in the page
+    // cache).
+    void open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const;
     void close_context() const;
-    uint64_t four_row_bytes() const;  // bytes held in four-row copies
+    // How much of the four-row copy is filled (1 when done, or when none is made); with
+    // wait, returns when it is done.
+    double layout_progress(bool wait) const;
 
     ~Model();
     Model() = default;
@@ -144,7 +152,17 @@ private:
     uint64_t n_params_ = 0;
     mutable std::mutex contexts_mu_;
     mutable int open_contexts_ = 0;
+    mutable bool layout_started_ = false;                     // guarded by contexts_mu_
     mutable std::vector<std::pair<void*, size_t>> x4_copies_;  // aligned_malloc'd
+    mutable std::deque<std::atomic<int64_t>> x4_filled_;      // Tensor::x4_filled, one per copy
+    // the background copy: its thread, how far it is, and a stop for ~Model
+    mutable std::thread layout_thread_;
+    mutable std::atomic<bool> layout_stop_{false};
+    mutable std::atomic<uint64_t> layout_done_{0};
+    mutable uint64_t layout_total_ = 0;
+    mutable std::mutex layout_mu_;
+    mutable std::condition_variable layout_cv_;
+    mutable bool layout_running_ = false;  // guarded by layout_mu_
 };
 
 // Binding steps the families share: a block's attention weights (attn_norm, then fused
