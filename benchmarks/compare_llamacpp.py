@@ -11,7 +11,10 @@ the build (``<sdist>/llama_cpp``, with ``<sdist>/build/bin/llama-bench``; they n
 ``pip install diskcache``), each round also times ``llama_cpp.Llama(...)`` plus a one-token
 eval in a fresh process, the same span as Ember's load figure (model, context, first
 decode; imports excluded on both sides). Each file is read once before its rounds, so both
-programs load it from a warm page cache.
+programs load it from a warm page cache. Ember copies the weights its CPU multiplies into
+its kernels' layout in the background once the context is open (docs/DESIGN.md, "Four-row
+groups"); `ember bench` times its runs after that copy and reports when it was done, which
+is printed beside the load time.
 
     python benchmarks/compare_llamacpp.py --llama-bench /path/to/llama-bench \\
         -m model-Q4_1.gguf -m model-Q4_0.gguf ... [-p 512] [-n 128] [-t 2] [--rounds 3] \\
@@ -43,7 +46,8 @@ def run_ember(model: Path, p: int, n: int, t: int, reps: int, depth: int = 0) ->
     res = data["results"]
     return {"pp": res[f"pp{p}{at}"]["mean"] if p else None, "tg": res[f"tg{n}{at}"]["mean"],
             "bound": data["tg_bound_tps"], "bw": data["read_bandwidth_gbs"],
-            "load_s": data["load_seconds"], "system": data["system"],
+            "load_s": data["load_seconds"], "layout_s": data.get("layout_seconds"),
+            "system": data["system"],
             "rss": data.get("peak_rss_bytes") or 0}
 
 
@@ -146,20 +150,21 @@ def main() -> int:
                "llama_pp": med(theirs, "pp"), "llama_tg": med(theirs, "tg"),
                "bound": med(ours, "bound"), "system": ours[0]["system"],
                "ember_rss": max(x["rss"] for x in ours), "llama_rss": max(x["rss"] for x in theirs),
-               "ember_load": med(ours, "load_s"),
+               "ember_load": med(ours, "load_s"), "ember_layout": med(ours, "layout_s"),
                "llama_load": statistics.median(loads) if None not in loads else None}
         rows.append(row)
         print(f"{row['model']}: pp{a.p} {num(row['ember_pp'])} vs {num(row['llama_pp'])} "
               f"({ratio(row['ember_pp'], row['llama_pp'])}), tg{a.n} {row['ember_tg']:.1f} vs "
               f"{row['llama_tg']:.1f} ({ratio(row['ember_tg'], row['llama_tg'])}; "
               f"{100 * row['ember_tg'] / row['bound']:.0f}% / {100 * row['llama_tg'] / row['bound']:.0f}% "
-              f"of the bound), load {row['ember_load']:.2f} s vs {secs(row['llama_load'])} s", flush=True)
+              f"of the bound), load {row['ember_load']:.2f} s (weights in the kernels' layout at "
+              f"{secs(row['ember_layout'])} s) vs {secs(row['llama_load'])} s", flush=True)
 
     depth = f", depth {a.depth}" if a.depth else ""
     head = (f"\n### {datetime.date.today()} — {cpu_name()}, {a.t} threads{depth}, {rows[0]['system']}\n\n"
             f"| model | Ember pp{a.p} | llama.cpp pp{a.p} | ratio | Ember tg{a.n} | llama.cpp tg{a.n} "
             f"| ratio | tg bound | % of bound Ember / llama.cpp | peak RSS Ember / llama.cpp (MiB) "
-            f"| load s Ember / llama.cpp |\n"
+            f"| load s Ember (layout ready) / llama.cpp |\n"
             f"|---|---|---|---|---|---|---|---|---|---|---|\n")
     mib = lambda b: f"{b / 2**20:.0f}" if b else "?"  # noqa: E731
     lines = [f"| {r['model']} | {num(r['ember_pp'])} | {num(r['llama_pp'])} | "
@@ -167,7 +172,7 @@ def main() -> int:
              f"{ratio(r['ember_tg'], r['llama_tg'])} | {r['bound']:.1f} | "
              f"{100 * r['ember_tg'] / r['bound']:.0f}% / {100 * r['llama_tg'] / r['bound']:.0f}% | "
              f"{mib(r['ember_rss'])} / {mib(r['llama_rss'])} | "
-             f"{r['ember_load']:.2f} / {secs(r['llama_load'])} |" for r in rows]
+             f"{r['ember_load']:.2f} ({secs(r['ember_layout'])}) / {secs(r['llama_load'])} |" for r in rows]
     table = head + "\n".join(lines) + "\n"
     print(table)
     if a.markdown:
