@@ -62,7 +62,11 @@ public:
     // Drops this process's mapping of the file's whole pages within [p, p + length), p a
     // pointer into the mapping (MappedFile::release)
     void release_pages(const void* p, uint64_t length) const {
-        file_->release((uint64_t)(static_cast<const uint8_t*>(p) - base_), length);
+        if (file_) file_->release((uint64_t)(static_cast<const uint8_t*>(p) - base_), length);
+    }
+    // The same for the whole tensor data section
+    void release_tensor_data() const {
+        if (file_ && data_offset_ < size_) file_->release(data_offset_, size_ - data_offset_);
     }
     uint64_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }

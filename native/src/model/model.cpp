@@ -199,6 +199,16 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> sh
     for (int i = 0; i < 4; ++i) t->ne[i] = ti->ne[i];
     tensor_set_contiguous_strides(t);
     t->data = const_cast<uint8_t*>(ti->data);  // read-only mapping: kernels never write weights
+    if (ti->n_dims <= 1 && ti->n_bytes > 0) {
+        // Vectors (norms, biases, rope factors) are copied: a few KiB each, read on every
+        // token, they would keep the file's pages around them mapped (the page cache maps
+        // whole large folios, up to 2 MiB, on a fault) after the matrices are read from
+        // their four-row copies. bind_weights then drops the mapping of what it read.
+        void* copy = aligned_malloc(ti->n_bytes);
+        std::memcpy(copy, ti->data, ti->n_bytes);
+        vector_copies_.push_back(copy);
+        t->data = copy;
+    }
     t->set_name(name.c_str());
     return t;
 }
@@ -224,6 +234,7 @@ void Model::bind_weights(const LoadOptions& opts) {
         arch_->bind_layer(*this, il);
         check_cancel(opts, 0.05f + 0.95f * (float)(il + 1) / (float)hp_.n_layer);
     }
+    gguf_->release_tensor_data();  // the vectors' pages, read just now (they refault if read again)
 }
 
 void bind_attention_weights(Model& m, int32_t il) {
@@ -257,6 +268,7 @@ Model::~Model() {
     layout_stop_.store(true);
     if (layout_thread_.joinable()) layout_thread_.join();
     for (auto& [p, n] : x4_copies_) aligned_free(p);
+    for (void* p : vector_copies_) aligned_free(p);
 }
 
 void Model::close_context() const {

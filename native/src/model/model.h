@@ -152,6 +152,7 @@ private:
     uint64_t n_params_ = 0;
     mutable std::mutex contexts_mu_;
     mutable int open_contexts_ = 0;
+    std::vector<void*> vector_copies_;  // the 1-D weights (aligned_malloc'd; Model::weight)
     mutable bool layout_started_ = false;                     // guarded by contexts_mu_
     mutable std::vector<std::pair<void*, size_t>> x4_copies_;  // aligned_malloc'd
     mutable std::deque<std::atomic<int64_t>> x4_filled_;      // Tensor::x4_filled, one per copy
