@@ -38,7 +38,7 @@ WRITER = textwrap.dedent("""
             text += "".join(rng.choice("abcdefgh ") for _ in range(rng.randint(1, 30)))
             store.update_message(mid, content=text)
         store.update_message(mid, content=text, complete=True, meta={"n": len(text)})
-        sys.stdout.write(f"DONE {mid} {hashlib.sha256(text.encode()).hexdigest()}\n")  # one write
+        sys.stdout.write(f"DONE {mid} {hashlib.sha256(text.encode()).hexdigest()}\\n")  # one write
         sys.stdout.flush()
 """)
 
