@@ -6,11 +6,15 @@
 // end-to-end comparison with llama.cpp is benchmarks/compare_llamacpp.py.
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "core/fp16.h"
 #include "core/tensor.h"
@@ -43,7 +47,7 @@ int main(int argc, char** argv) {
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::printf("M=%lld K=%lld N=%lld, one thread, GOP/s\n", (long long)M, (long long)K, (long long)N);
-    std::printf("%-6s %-7s %10s %10s\n", "type", "isa", "tile", "one-col");
+    std::printf("%-6s %-7s %10s %10s %10s %10s\n", "type", "isa", "tile", "one-col", "x4 tile", "x4 col");
     const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
                            DType::Q6_K};
@@ -85,8 +89,29 @@ int main(int argc, char** argv) {
             const double s_tile = best_seconds(reps, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
             x.ne[1] = o.ne[1] = 1;
             const double s_one = best_seconds(reps * 20, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
-            std::printf("%-6s %-7s %10.1f %10.1f\n", tt->name, isa_name(isa), 2e-9 * M * K * N / s_tile,
-                        2e-9 * M * K / s_one);
+            // the same products on the four-row layout (Tensor::x4), where this level reads it
+            double x4_tile = 0.0, x4_one = 0.0;
+            if (four_row_layout_read(t, isa)) {
+                // as the loader's copy: 2 MiB pages where the system gives them (EMBER_BENCH_4K=1: not),
+                // asked for before the first touch
+                const size_t huge = 2u << 20, bytes = (wbuf.size() + huge - 1) / huge * huge;
+                std::unique_ptr<uint8_t, void (*)(void*)> wx4(static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)),
+                                                              std::free);
+                uint8_t* x4p = wx4.get();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+                const char* small = std::getenv("EMBER_BENCH_4K");
+                if (!(small && *small == '1')) madvise(x4p, bytes, MADV_HUGEPAGE);
+#endif
+                four_row_layout(w, x4p, 0, M);
+                Tensor w4 = w;
+                w4.x4 = x4p;
+                x.ne[1] = o.ne[1] = N;
+                x4_tile = 2e-9 * M * K * N / best_seconds(reps, [&] { mul_mat(&w4, &x, &o, 0, 1, isa); });
+                x.ne[1] = o.ne[1] = 1;
+                x4_one = 2e-9 * M * K / best_seconds(reps * 20, [&] { mul_mat(&w4, &x, &o, 0, 1, isa); });
+            }
+            std::printf("%-6s %-7s %10.1f %10.1f %10.1f %10.1f\n", tt->name, isa_name(isa), 2e-9 * M * K * N / s_tile,
+                        2e-9 * M * K / s_one, x4_tile, x4_one);
         }
     }
     return 0;

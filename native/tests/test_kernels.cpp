@@ -431,9 +431,10 @@ int main() {
                 x.ne[1] = o.ne[1] = N;
             }
             // The four-row layout (Tensor::x4), where this level reads it: block i of row
-            // 4g + r lies at block 4i + r of group g and the rows after the last whole group
-            // as they were; mul_mat on it gives the bits of the rows as they are, batched
-            // and alone, for every split.
+            // 4g + r lies at block 4i + r of group g (re-encoded there for Q4_0:
+            // four_row_block reads it back) and the rows after the last whole group as
+            // they were; mul_mat on it gives the bits of the rows as they are, batched and
+            // alone, for every split.
             bool x4_bad = false;
             if (four_row_layout_read(t, isa)) {
                 ++x4_checked;
@@ -442,11 +443,20 @@ int main() {
                 four_row_layout(w, wx4.data(), 16, M);
                 const size_t bb = (size_t)tt->block_bytes;
                 const int64_t nb = K / tt->block_size;
+                std::vector<uint8_t> blk(bb);
                 for (int64_t r = 0; r < M; ++r)
                     for (int64_t i = 0; i < nb; ++i) {
-                        const size_t at = r < M / 4 * 4 ? (size_t)(r / 4 * 4) * wrow + (size_t)(4 * i + r % 4) * bb
-                                                        : (size_t)r * wrow + (size_t)i * bb;
-                        x4_bad |= std::memcmp(wx4.data() + at, wbuf.data() + (size_t)r * wrow + (size_t)i * bb, bb) != 0;
+                        const uint8_t* want = wbuf.data() + (size_t)r * wrow + (size_t)i * bb;
+                        if (r < M / 4 * 4) {
+                            four_row_block(t, wx4.data() + (size_t)(r / 4 * 4) * wrow, i, (int)(r % 4), blk.data());
+                            x4_bad |= std::memcmp(blk.data(), want, bb) != 0;
+                            // the plain interleave everywhere but where the type is re-encoded
+                            if (!four_row_reencoded(t))
+                                x4_bad |= std::memcmp(wx4.data() + (size_t)(r / 4 * 4) * wrow + (size_t)(4 * i + r % 4) * bb,
+                                                      want, bb) != 0;
+                        } else {
+                            x4_bad |= std::memcmp(wx4.data() + (size_t)r * wrow + (size_t)i * bb, want, bb) != 0;
+                        }
                     }
                 Tensor w4 = w;
                 w4.x4 = wx4.data();

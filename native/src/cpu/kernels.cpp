@@ -166,7 +166,58 @@ void interleave_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, 
     }
 }
 
+// Q4_0's group block (kernels.h): value e of row r sits in step k = (e % 16) / 4, at byte
+// 16 (e / 16) + 4 r + e % 4 of it; steps 0 and 2 in the low nibbles of the two 32-byte
+// halves, 1 and 3 in their high nibbles.
+inline int q4_0_group_byte(int r, int e) { return 16 * (e / 16) + 4 * r + e % 4; }
+inline int q4_0_step(int e) { return (e % 16) / 4; }
+
+// A Q4_0 block's value e (0..31): low nibbles are values 0-15, high nibbles 16-31.
+inline uint8_t q4_0_value(const BlockQ4_0& b, int e) {
+    return e < 16 ? (uint8_t)(b.qs[e] & 0x0f) : (uint8_t)(b.qs[e - 16] >> 4);
+}
+
+void q4_0_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* rows = src + (size_t)(4 * g) * ws;
+        uint8_t* o = out + (size_t)(4 * g) * ws;
+        for (int64_t i = 0; i < nb; ++i, o += 4 * sizeof(BlockQ4_0)) {
+            uint8_t* steps = o + 8;
+            std::memset(steps, 0, 64);
+            for (int r = 0; r < 4; ++r) {
+                const auto& b = reinterpret_cast<const BlockQ4_0*>(rows + (size_t)r * ws)[i];
+                std::memcpy(o + 2 * r, &b.d, 2);
+                for (int e = 0; e < QK; ++e) {
+                    const int k = q4_0_step(e);
+                    steps[32 * (k / 2) + q4_0_group_byte(r, e)] |= (uint8_t)(q4_0_value(b, e) << (4 * (k % 2)));
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
+
+bool four_row_reencoded(DType type) { return type == DType::Q4_0; }
+
+void four_row_block(DType type, const void* group, int64_t i, int r, void* block) {
+    const TypeTraits& tt = *type_traits((uint32_t)type);
+    const size_t bb = (size_t)tt.block_bytes;
+    const uint8_t* gb = static_cast<const uint8_t*>(group) + (size_t)(4 * i) * bb;
+    if (type != DType::Q4_0) {
+        std::memcpy(block, gb + (size_t)r * bb, bb);
+        return;
+    }
+    BlockQ4_0 b;
+    std::memcpy(&b.d, gb + 2 * r, 2);
+    std::memset(b.qs, 0, sizeof b.qs);
+    for (int e = 0; e < QK; ++e) {
+        const int k = q4_0_step(e);
+        const uint8_t v = (uint8_t)((gb[8 + 32 * (k / 2) + q4_0_group_byte(r, e)] >> (4 * (k % 2))) & 0x0f);
+        b.qs[e % 16] |= (uint8_t)(e < 16 ? v : v << 4);
+    }
+    std::memcpy(block, &b, sizeof b);
+}
 
 void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
     const TypeTraits& tt = *type_traits((uint32_t)w.type);
@@ -175,7 +226,9 @@ void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
     const uint8_t* src = static_cast<const uint8_t*>(w.data);
     uint8_t* out = static_cast<uint8_t*>(dst);
     const int64_t g0 = r0 / 4, g1 = (r1 < full ? r1 : full) / 4;
-    if (g1 > g0) {
+    if (g1 > g0 && w.type == DType::Q4_0) {
+        q4_0_groups(src, out, ws, nb, g0, g1);
+    } else if (g1 > g0) {
         switch (bb) {
             case sizeof(BlockQ4_0): interleave_groups<sizeof(BlockQ4_0)>(src, out, ws, nb, g0, g1); break;
             case sizeof(BlockQ4_1): interleave_groups<sizeof(BlockQ4_1)>(src, out, ws, nb, g0, g1); break;

@@ -51,6 +51,17 @@ struct DotKernels {
 // group. Group g starts where row 4g does (byte 4g * row bytes); rows after the last whole
 // group stay as they are. Decoding then reads each thread's rows front to back, one
 // stream, where the four rows of a tile read side by side are four.
+// Q4_0 is re-encoded in it as well (four_row_reencoded): a group's block i is the four
+// rows' f16 scales (8 bytes), then their 128 values as four "steps" of 32 bytes, nibble
+// packed in two 32-byte halves (steps 0 and 1 in the low and high nibbles of the first,
+// 2 and 3 of the second): step k holds, in 32-bit lane r of each 128-bit half, row r's
+// values 4k..4k+3 (low half) and 16+4k..19+4k (high half). Decoding then takes two loads
+// and four logic operations for the four rows' values, and their products add up in the
+// rows' lanes with no horizontal adds. Same block size, so group g still starts at byte
+// 4g * row bytes.
+bool four_row_reencoded(DType weight_type);
+// Block i (in the type's own block format) of row r of the group that starts at `group`.
+void four_row_block(DType weight_type, const void* group, int64_t i, int r, void* block);
 // Whether isa's kernels read this layout for the type (its table has gemm_x4).
 bool four_row_layout_read(DType weight_type, Isa isa);
 // w's rows (2-D, contiguous) in that layout into dst (w.n_bytes() bytes), rows [r0, r1)

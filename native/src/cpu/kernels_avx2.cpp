@@ -358,6 +358,84 @@ struct Unpacked {
     }
 };
 
+// ---- Q4_0 in its re-encoded four-row groups (kernels.h: four_row_reencoded) ----
+// A group block is 72 bytes: the four rows' f16 scales, then the four steps in two
+// nibble-packed halves. Unpacking the 128 values is two loads and six logic operations,
+// where four interleaved blocks took a 128-bit load, a shift, an insert and a mask each.
+constexpr size_t kQ40Group = 4 * sizeof(BlockQ4_0);
+
+inline void q4_0_group_steps(const uint8_t* gb, __m256i S[4]) {
+    const __m256i m = _mm256_set1_epi8(0x0f);
+    const __m256i v01 = loadu256(gb + 8), v23 = loadu256(gb + 40);
+    S[0] = _mm256_and_si256(v01, m);
+    S[1] = _mm256_and_si256(_mm256_srli_epi16(v01, 4), m);
+    S[2] = _mm256_and_si256(v23, m);
+    S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
+}
+// [d0 d1 d2 d3 | d0 d1 d2 d3]
+inline __m256 q4_0_group_scales(const uint8_t* gb) {
+    int64_t d4;
+    std::memcpy(&d4, gb, 8);
+    return _mm256_cvtph_ps(_mm_set1_epi64x(d4));
+}
+
+// What decoding needs of each activation block beside its values, made once per call
+// for all the groups: 8 * the sums of its two halves (in the rows' lanes: the offset
+// term sum (u - 8) a = sum u a - 8 sum a, taken out in int32 instead of per row in
+// int16; the same integers, exactly) and its scale as a vector.
+struct Q40Pre {
+    int32_t off[8];
+    float da[8];
+};
+inline void q4_0_prepare(int64_t nb, const BlockQ8_0* y, Q40Pre* pre) {
+    for (int64_t i = 0; i < nb; ++i) {
+        __m256i q = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu256(y[i].qs)),
+                                      _mm256_set1_epi16(1));
+        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0x4e));
+        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0xb1));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(pre[i].off), _mm256_slli_epi32(q, 3));
+        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(f16(y[i].d)));
+    }
+}
+
+// One group (four rows) x one column: tile4_legacy<DecQ4_0, 1>'s int32 lanes and float
+// operations, so the bits of the rows as they are. Each step k lines up with the
+// activations' dword k broadcast in each 128-bit half (vpshufd); the four products add
+// up in int16 (8 elements of at most 15 * 128) and one madd gives the rows' 16-element
+// sums [r0 r1 r2 r3 | r0 r1 r2 r3].
+inline void q4_0_group_col(int64_t nb, const uint8_t* w, const BlockQ8_0* y, const Q40Pre* pre, float* s) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* gb = w + (size_t)i * kQ40Group;
+        prefetch_ahead(gb, gb + kQ40Group);
+        __m256i S[4];
+        q4_0_group_steps(gb, S);
+        const __m256 wd = q4_0_group_scales(gb);
+        const __m256i av = loadu256(y[i].qs);
+        __m256i t = _mm256_maddubs_epi16(S[0], _mm256_shuffle_epi32(av, 0x00));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[1], _mm256_shuffle_epi32(av, 0x55)));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[2], _mm256_shuffle_epi32(av, 0xaa)));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[3], _mm256_shuffle_epi32(av, 0xff)));
+        const __m256i h = _mm256_sub_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
+                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pre[i].off)));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_loadu_ps(pre[i].da)), acc);
+    }
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
+// Q4_0 groups x nc columns (nc small: decoding, or what is left of a batch)
+void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
+                      float* s, size_t lds) {
+    thread_local std::vector<Q40Pre> pre;  // 64-byte elements, no over-alignment (see below)
+    if (pre.size() < (size_t)nb) pre.resize((size_t)nb);
+    for (int c = 0; c < nc; ++c) {
+        const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
+        q4_0_prepare(nb, y, pre.data());
+        for (int g = 0; g < groups; ++g)
+            q4_0_group_col(nb, W + (size_t)(4 * g) * ws, y, pre.data(), s + (size_t)c * lds + 4 * g);
+    }
+}
+
 // Prefill panels for the 4- and 5-bit types: four rows' blocks interleaved, with what
 // tile4_legacy gathers from the four rows on every block (the f16 scales, as F32 vectors)
 // converted once per panel instead of once per column tile.
@@ -384,6 +462,26 @@ struct alignas(32) Panel4 {
 template <class D, bool X4 = false>
 void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
     using B = typename D::Block;
+    if constexpr (X4 && std::is_same<D, DecQ4_0>::value) {
+        // the group blocks hold the steps already: take the offset off and sum them
+        (void)ws;
+        for (int64_t j = 0; j < nb; ++j) {
+            const uint8_t* gb = w + (size_t)j * kQ40Group;
+            Panel4& p = out[j];
+            _mm256_store_ps(p.wd, q4_0_group_scales(gb));
+            __m256i S[4];
+            q4_0_group_steps(gb, S);
+            __m256i t = _mm256_setzero_si256();
+            for (int k = 0; k < 4; ++k) {
+                S[k] = _mm256_sub_epi8(S[k], _mm256_set1_epi8((char)D::kOffset));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_set1_epi8(1), S[k]));
+                _mm256_store_si256(reinterpret_cast<__m256i*>(p.qs[k]), S[k]);
+            }
+            _mm256_store_si256(reinterpret_cast<__m256i*>(p.corr),
+                               _mm256_slli_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)), 7));
+        }
+        return;
+    }
     const B* x[4];
     for (int r = 0; r < 4; ++r) x[r] = X4 ? reinterpret_cast<const B*>(w) + r : reinterpret_cast<const B*>(w + r * ws);
     for (int64_t j = 0; j < nb; ++j) {
@@ -500,6 +598,11 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
             }
             return;
         }
+    }
+    if constexpr (X4 && std::is_same<D, DecQ4_0>::value) {  // re-encoded groups, nr a multiple of 4
+        q4_0_groups_cols(nb, nr / 4, nc, static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(a), as, s,
+                         lds);
+        return;
     }
     tile_driver<4, C, 4, tile4_legacy<D, C, X4>, tile_legacy<D, 1, C>, tile4_legacy<D, 1, X4>, tile_legacy<D, 1, 1>>(
         nb, nr, nc, w, ws, a, as, s, lds);

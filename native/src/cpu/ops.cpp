@@ -53,12 +53,13 @@ void op_get_rows(const Tensor* t, int ith, int nth) {
         if (id < x4_rows) {
             // the four-row copy (cpu/kernels.h), block by block: the file's pages of a tied
             // embedding then stay unmapped (a prompt's rows would map them back piecemeal)
-            const size_t bb = (size_t)tt->block_bytes;
-            const uint8_t* g = static_cast<const uint8_t*>(table->x4) + (size_t)(id / 4 * 4) * table->nb[1] +
-                               (size_t)(id % 4) * bb;
+            const uint8_t* g = static_cast<const uint8_t*>(table->x4) + (size_t)(id / 4 * 4) * table->nb[1];
             float* out = t->row<float>(i);
-            for (int64_t b = 0; b < table->ne[0] / tt->block_size; ++b)
-                tt->dequantize(g + (size_t)(4 * b) * bb, out + b * tt->block_size, tt->block_size);
+            alignas(16) uint8_t block[512];  // one block of any type (the largest, Q8_K, is 292 bytes)
+            for (int64_t b = 0; b < table->ne[0] / tt->block_size; ++b) {
+                four_row_block(table->type, g, b, (int)(id % 4), block);
+                tt->dequantize(block, out + b * tt->block_size, tt->block_size);
+            }
             continue;
         }
         tt->dequantize(table->row(id), t->row<float>(i), table->ne[0]);

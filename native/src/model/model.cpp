@@ -311,33 +311,39 @@ void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const
     // nor may it take the address space later allocations (the compute buffer) need
     if (lim.address_space.bytes != UINT64_MAX && bytes + margin > lim.address_space.bytes) return;
 
-    std::vector<void*> dst(todo.size(), nullptr);
+    // One allocation for all the copies, its start on a 2 MiB boundary and 2 MiB pages
+    // asked for over all of it before the first touch, where the system allows them:
+    // fewer faults filling it, fewer TLB misses streaming it. (One buffer per tensor left
+    // each tensor's first and last partial 2 MiB, and every tensor under 4 MiB, on 4 KiB
+    // pages: 30% of a 1B model's copy; streaming those reads ~15% slower on Zen 3.)
+    constexpr size_t kHuge = 2u << 20;
+    std::vector<size_t> at(todo.size());
+    size_t total = 0;
+    for (size_t i = 0; i < todo.size(); ++i) {
+        at[i] = total;
+        total += (todo[i]->n_bytes() + 63) / 64 * 64;
+    }
+    const size_t span = (total + kHuge - 1) / kHuge * kHuge;  // base + span stays inside the block
+    void* block = nullptr;
     try {
-        for (size_t i = 0; i < todo.size(); ++i) {
-            const size_t n = todo[i]->n_bytes();
-            dst[i] = aligned_malloc(n);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-            // 2 MiB pages for the copy where the system allows them: fewer faults filling
-            // it, fewer TLB misses streaming it
-            const uintptr_t huge = 2u << 20;
-            const uintptr_t b = ((uintptr_t)dst[i] + huge - 1) & ~(huge - 1), e = ((uintptr_t)dst[i] + n) & ~(huge - 1);
-            if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
-#endif
-        }
+        block = aligned_malloc(span + kHuge);
     } catch (const Error&) {
-        for (void* p : dst) aligned_free(p);
         return;
     }
+    uint8_t* base = reinterpret_cast<uint8_t*>(((uintptr_t)block + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(base, span, MADV_HUGEPAGE);
+#endif
+    x4_copies_.emplace_back(block, span + kHuge);
 
     // Published here, while no graph runs: the buffers and their fill counts (0 rows, so
     // every reader keeps to data until the copier publishes a piece).
     layout_started_ = true;
     for (size_t i = 0; i < todo.size(); ++i) {
         Tensor* t = todo[i];
-        x4_copies_.emplace_back(dst[i], t->n_bytes());
         x4_filled_.emplace_back(0);
         t->x4_filled = &x4_filled_.back();
-        t->x4 = dst[i];
+        t->x4 = base + at[i];
     }
     layout_total_ = bytes;
     {
