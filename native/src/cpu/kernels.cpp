@@ -5,9 +5,11 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "cpu/kernels_ref.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #  define EMBER_X86 1
@@ -177,33 +179,138 @@ inline uint8_t q4_0_value(const BlockQ4_0& b, int e) {
     return e < 16 ? (uint8_t)(b.qs[e] & 0x0f) : (uint8_t)(b.qs[e - 16] >> 4);
 }
 
+// Byte p of a steps pair (steps 2h and 2h + 1 of a 32-value group) from the four rows'
+// values: value(r, e) for e of row r. Lane L = p / 16, row r = p % 16 / 4, byte b = p % 4
+// hold values 16 L + 8 h + b (low nibble) and 16 L + 8 h + 4 + b (high nibble).
+template <class V>
+inline void put_step_pairs(uint8_t* out, const V& value) {
+    for (int h = 0; h < 2; ++h)
+        for (int L = 0; L < 2; ++L)
+            for (int r = 0; r < 4; ++r)
+                for (int b = 0; b < 4; ++b)
+                    out[32 * h + 16 * L + 4 * r + b] =
+                        (uint8_t)(value(r, 16 * L + 8 * h + b) | (value(r, 16 * L + 8 * h + 4 + b) << 4));
+}
+
 void q4_0_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
         const uint8_t* rows = src + (size_t)(4 * g) * ws;
         uint8_t* o = out + (size_t)(4 * g) * ws;
         for (int64_t i = 0; i < nb; ++i, o += 4 * sizeof(BlockQ4_0)) {
-            uint8_t* steps = o + 8;
-            std::memset(steps, 0, 64);
             for (int r = 0; r < 4; ++r) {
-                const auto& b = reinterpret_cast<const BlockQ4_0*>(rows + (size_t)r * ws)[i];
+                const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(rows + (size_t)r * ws)[i];
                 std::memcpy(o + 2 * r, &b.d, 2);
-                for (int e = 0; e < QK; ++e) {
-                    const int k = q4_0_step(e);
-                    steps[32 * (k / 2) + q4_0_group_byte(r, e)] |= (uint8_t)(q4_0_value(b, e) << (4 * (k % 2)));
-                }
+                // put_step_pairs on Q4_0's nibbles: values 0-15 are the low nibbles of
+                // qs[0..15], 16-31 their high nibbles, so each byte pair makes two bytes
+                for (int h = 0; h < 2; ++h)
+                    for (int k = 0; k < 4; ++k) {
+                        const uint8_t x = b.qs[8 * h + k], y = b.qs[8 * h + 4 + k];
+                        o[8 + 32 * h + 4 * r + k] = (uint8_t)((x & 0x0f) | (y << 4));
+                        o[8 + 32 * h + 16 + 4 * r + k] = (uint8_t)((x >> 4) | (y & 0xf0));
+                    }
             }
         }
     }
 }
 
+// Q4_K's group super-block (kernels.h): value e of 32-group g of row r is step
+// q4_0_step(e) of group g at byte q4_0_group_byte(r, e), the steps nibble packed in pairs
+// from byte 64; scale / min j = 4g + r: low four bits in the low / high nibble of byte
+// 16 + j, top two bits (scale's, then min's above them) in the low nibble of byte 48 + j
+// (j < 16) or the high nibble of byte 48 + j - 16.
+inline uint8_t q4_k_value(const BlockQ4_K& b, int g, int e) {
+    return (uint8_t)((b.qs[32 * (g / 2) + e] >> (4 * (g % 2))) & 0x0f);
+}
+// the twelve scale bytes from the eight 6-bit scales and mins (k_scale_min_ref's inverse)
+void q4_k_pack_scales(const int sc[8], const int mn[8], uint8_t q[12]) {
+    for (int j = 0; j < 4; ++j) {
+        q[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+        q[j + 4] = (uint8_t)(mn[j] | ((mn[j + 4] >> 4) << 6));
+        q[j + 8] = (uint8_t)((sc[j + 4] & 0x0f) | ((mn[j + 4] & 0x0f) << 4));
+    }
+}
+
+// Q5_K's: Q4_K's first 576 bytes (its own qs and scales), then the fifth bits
+inline uint8_t q5_k_bit(const BlockQ5_K& b, int g, int e) { return (uint8_t)((b.qh[e] >> g) & 1); }
+inline uint8_t q4_k_value(const BlockQ5_K& b, int g, int e) {
+    return (uint8_t)((b.qs[32 * (g / 2) + e] >> (4 * (g % 2))) & 0x0f);
+}
+
+template <class B>
+void q45_k_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64_t g0, int64_t g1) {
+    for (int64_t gr = g0; gr < g1; ++gr) {
+        const uint8_t* rows = src + (size_t)(4 * gr) * ws;
+        uint8_t* o = out + (size_t)(4 * gr) * ws;
+        for (int64_t i = 0; i < nb; ++i, o += 4 * sizeof(B)) {
+            std::memset(o, 0, 4 * sizeof(B));
+            for (int r = 0; r < 4; ++r) {
+                const auto& b = reinterpret_cast<const B*>(rows + (size_t)r * ws)[i];
+                std::memcpy(o + 2 * r, &b.d, 2);
+                std::memcpy(o + 8 + 2 * r, &b.dmin, 2);
+                for (int g = 0; g < 8; ++g) {
+                    int sc, mn;
+                    k_scale_min_ref(b.scales, g, &sc, &mn);
+                    const int j = 4 * g + r;
+                    o[16 + j] = (uint8_t)((sc & 0x0f) | ((mn & 0x0f) << 4));
+                    o[48 + j % 16] |= (uint8_t)(((sc >> 4) | ((mn >> 4) << 2)) << (4 * (j / 16)));
+                }
+            }
+            const B* b4[4];
+            for (int r = 0; r < 4; ++r) b4[r] = reinterpret_cast<const B*>(rows + (size_t)r * ws) + i;
+            for (int g = 0; g < 8; ++g)
+                put_step_pairs(o + 64 + 64 * g, [&](int r, int e) { return q4_k_value(*b4[r], g, e); });
+            if constexpr (std::is_same<B, BlockQ5_K>::value)
+                for (int g = 0; g < 8; ++g)
+                    for (int r = 0; r < 4; ++r)
+                        for (int e = 0; e < 32; ++e)
+                            o[576 + 32 * (g / 2) + q4_0_group_byte(r, e)] |=
+                                (uint8_t)(q5_k_bit(*b4[r], g, e) << (4 * (g % 2) + q4_0_step(e)));
+        }
+    }
+}
+
+template <class B>
+void q45_k_block(const uint8_t* gb, int r, B& b) {
+    std::memset(&b, 0, sizeof b);
+    std::memcpy(&b.d, gb + 2 * r, 2);
+    std::memcpy(&b.dmin, gb + 8 + 2 * r, 2);
+    int sc[8], mn[8];
+    for (int g = 0; g < 8; ++g) {
+        const int j = 4 * g + r;
+        const int hi = (gb[48 + j % 16] >> (4 * (j / 16))) & 0x0f;
+        sc[g] = (gb[16 + j] & 0x0f) | ((hi & 3) << 4);
+        mn[g] = (gb[16 + j] >> 4) | ((hi >> 2) << 4);
+        for (int e = 0; e < 32; ++e) {
+            const int k = q4_0_step(e), at = q4_0_group_byte(r, e);
+            b.qs[32 * (g / 2) + e] |= (uint8_t)(((gb[64 + 64 * g + 32 * (k / 2) + at] >> (4 * (k % 2))) & 0x0f)
+                                                << (4 * (g % 2)));
+            if constexpr (std::is_same<B, BlockQ5_K>::value)
+                b.qh[e] |= (uint8_t)(((gb[576 + 32 * (g / 2) + at] >> (4 * (g % 2) + k)) & 1) << g);
+        }
+    }
+    q4_k_pack_scales(sc, mn, b.scales);
+}
+
 }  // namespace
 
-bool four_row_reencoded(DType type) { return type == DType::Q4_0; }
+bool four_row_reencoded(DType type) { return type == DType::Q4_0 || type == DType::Q4_K || type == DType::Q5_K; }
 
 void four_row_block(DType type, const void* group, int64_t i, int r, void* block) {
     const TypeTraits& tt = *type_traits((uint32_t)type);
     const size_t bb = (size_t)tt.block_bytes;
     const uint8_t* gb = static_cast<const uint8_t*>(group) + (size_t)(4 * i) * bb;
+    if (type == DType::Q4_K) {
+        BlockQ4_K b;
+        q45_k_block(gb, r, b);
+        std::memcpy(block, &b, sizeof b);
+        return;
+    }
+    if (type == DType::Q5_K) {
+        BlockQ5_K b;
+        q45_k_block(gb, r, b);
+        std::memcpy(block, &b, sizeof b);
+        return;
+    }
     if (type != DType::Q4_0) {
         std::memcpy(block, gb + (size_t)r * bb, bb);
         return;
@@ -228,6 +335,10 @@ void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
     const int64_t g0 = r0 / 4, g1 = (r1 < full ? r1 : full) / 4;
     if (g1 > g0 && w.type == DType::Q4_0) {
         q4_0_groups(src, out, ws, nb, g0, g1);
+    } else if (g1 > g0 && w.type == DType::Q4_K) {
+        q45_k_groups<BlockQ4_K>(src, out, ws, nb, g0, g1);
+    } else if (g1 > g0 && w.type == DType::Q5_K) {
+        q45_k_groups<BlockQ5_K>(src, out, ws, nb, g0, g1);
     } else if (g1 > g0) {
         switch (bb) {
             case sizeof(BlockQ4_0): interleave_groups<sizeof(BlockQ4_0)>(src, out, ws, nb, g0, g1); break;
@@ -404,6 +515,24 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
         // memory: two chunks per thread keep each thread's reads (and its prefetches)
         // in long contiguous runs while still letting a stalled thread hand work over.
         const int64_t per_thread = x->ne[1] == 1 ? 2 : 8;
+        if (x->ne[1] == 1) {
+            // Decoding, guided: each claim takes a share of what is left, so the claims
+            // shrink towards the end and the threads finish within a few row blocks of each
+            // other (equal fixed chunks left one thread waiting out the other's last chunk:
+            // the threads' read rates differ by a few per cent from moment to moment).
+            const int64_t div = per_thread * (int64_t)nth, least = 4;  // 4 blocks: 64 rows
+            int64_t b = next_chunk->load(std::memory_order_relaxed);
+            while (b < blocks) {
+                int64_t per = (blocks - b) / div;
+                if (per < least) per = least;
+                if (!next_chunk->compare_exchange_weak(b, b + per, std::memory_order_relaxed)) continue;
+                const int64_t r0 = b * kMulMatRowBlock;
+                const int64_t r1 = (b + per) * kMulMatRowBlock < M ? (b + per) * kMulMatRowBlock : M;
+                mul_mat_rows(k, w, x, out, r0, r1, packs);
+                b = next_chunk->load(std::memory_order_relaxed);
+            }
+            return;
+        }
         int64_t per = blocks / (per_thread * (int64_t)nth);
         if (per < 1) per = 1;
         for (;;) {

@@ -51,14 +51,20 @@ struct DotKernels {
 // group. Group g starts where row 4g does (byte 4g * row bytes); rows after the last whole
 // group stay as they are. Decoding then reads each thread's rows front to back, one
 // stream, where the four rows of a tile read side by side are four.
-// Q4_0 is re-encoded in it as well (four_row_reencoded): a group's block i is the four
-// rows' f16 scales (8 bytes), then their 128 values as four "steps" of 32 bytes, nibble
-// packed in two 32-byte halves (steps 0 and 1 in the low and high nibbles of the first,
-// 2 and 3 of the second): step k holds, in 32-bit lane r of each 128-bit half, row r's
-// values 4k..4k+3 (low half) and 16+4k..19+4k (high half). Decoding then takes two loads
-// and four logic operations for the four rows' values, and their products add up in the
-// rows' lanes with no horizontal adds. Same block size, so group g still starts at byte
-// 4g * row bytes.
+// Q4_0, Q4_K and Q5_K are re-encoded in it as well (four_row_reencoded), in the same
+// bytes per group (group g still starts at byte 4g * row bytes). Their values are kept as
+// "steps": for a 32-value group, step k holds in 32-bit lane r of each 128-bit half row
+// r's values 4k..4k+3 (low half) and 16+4k..19+4k (high half); steps 0 and 1 share 32
+// bytes (low and high nibbles), as do 2 and 3. Decoding then takes two loads and six logic
+// operations for the four rows' 128 values, and their products add up in the rows' lanes
+// with no horizontal adds.
+//   - Q4_0 group block i (72 bytes): the four f16 scales, then the steps (64 bytes).
+//   - Q4_K / Q5_K group super-block i (576 / 704 bytes): the four d, the four dmin (f16),
+//     the 6-bit scales and mins j = 4g + r (g the 32-group) as low nibbles in bytes 16 + j
+//     (scale low, min high) and top bits in bytes 48.. (j < 16: low nibble of 48 + j,
+//     else high nibble of 48 + j - 16; scale's two bits, then min's), then group g's steps
+//     at 64 + 64g; Q5_K's fifth bits from byte 576, two groups per 32 bytes (bit
+//     4 (g % 2) + k of byte p: group g, step k, byte p of the step).
 bool four_row_reencoded(DType weight_type);
 // Block i (in the type's own block format) of row r of the group that starts at `group`.
 void four_row_block(DType weight_type, const void* group, int64_t i, int r, void* block);

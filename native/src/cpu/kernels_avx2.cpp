@@ -246,9 +246,11 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
 // The four rows' f16 scales are gathered in registers (going through memory here
 // costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
 // for C = 4 (spilled accumulators cost a store-to-load round trip per block).
+// das: the columns' activation scales as floats (column c's block i at das[c * nb + i]),
+// converted once per call, or null to convert them here, once per block and group.
 template <class D, int C, bool X4 = false>
-inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
-                         size_t lds) {
+inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
+                            size_t lds, const float* das) {
     using B = typename D::Block;
     using A = ActBlock<D>;
     __m256 acc[C];
@@ -295,7 +297,8 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
                 h = fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
                               _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
             }
-            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_set1_ps(f16(y.d))), acc[c]);
+            const __m256 da = das ? _mm256_broadcast_ss(das + c * nb + i) : _mm256_set1_ps(f16(y.d));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[c]);
             // the min term into the same accumulator: a longer dependency chain, but the loop is
             // bound by its instruction count, and four more live registers would spill
             if constexpr (D::kMin) acc[c] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[c]);
@@ -305,6 +308,11 @@ inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t*
         const __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
         _mm_storeu_ps(s + c * lds, v);
     }
+}
+template <class D, int C, bool X4 = false>
+inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
+                         size_t lds) {
+    tile4_legacy_da<D, C, X4>(nb, w, ws, a, as, s, lds, nullptr);
 }
 
 // Covers an nr x nc tile with R x C micro-tiles, columns outermost so a few activation
@@ -604,8 +612,32 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
                          lds);
         return;
     }
-    tile_driver<4, C, 4, tile4_legacy<D, C, X4>, tile_legacy<D, 1, C>, tile4_legacy<D, 1, X4>, tile_legacy<D, 1, 1>>(
-        nb, nr, nc, w, ws, a, as, s, lds);
+    // tile_driver's order of tiles, with the activation scales converted once per call
+    // (per four rows and block, the conversion was a tenth of a Q8_0 tile's instructions)
+    using A = ActBlock<D>;
+    thread_local std::vector<float> das;
+    if (das.size() < (size_t)(nc * nb)) das.resize((size_t)(nc * nb));
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* Ac = static_cast<const uint8_t*>(a);
+    for (int c = 0; c < nc; ++c) {
+        const A* y = reinterpret_cast<const A*>(Ac + (size_t)c * as);
+        for (int64_t i = 0; i < nb; ++i) das[(size_t)(c * nb + i)] = f16(y[i].d);
+    }
+    int c = 0;
+    for (; c + C <= nc; c += C) {
+        int r = 0;
+        for (; r + 4 <= nr; r += 4)
+            tile4_legacy_da<D, C, X4>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds,
+                                      das.data() + (size_t)c * nb);
+        for (; r < nr; ++r) tile_legacy<D, 1, C>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds);
+    }
+    for (; c < nc; ++c) {
+        int r = 0;
+        for (; r + 4 <= nr; r += 4)
+            tile4_legacy_da<D, 1, X4>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds,
+                                      das.data() + (size_t)c * nb);
+        for (; r < nr; ++r) tile_legacy<D, 1, 1>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds);
+    }
 }
 template <class D, int C>
 void gemm_legacy(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
@@ -1309,6 +1341,153 @@ std::vector<KPanel4>& kpanel4_buffer() {
     return panel;
 }
 
+// ---- Q4_K and Q5_K in their re-encoded four-row groups (kernels.h: four_row_reencoded) ----
+// A group super-block (576 / 704 bytes): the rows' d and dmin (f16), their scales and mins
+// as 6-bit values j = 4 g + r in 48 bytes, each 32-group's four steps (the KPanel4
+// arrangement) nibble packed in 64 bytes, and for Q5_K the steps' fifth bits, two groups
+// per 32 bytes (bit 4 (g % 2) + k of byte p: group g, step k). Decoding takes the four
+// rows together: two loads and six logic operations per group for the values (Q5_K: one
+// more load and two operations per step for the fifth bit), one shuffle for the group's
+// scale vector, no horizontal adds and no scalar scale unpacking.
+template <class B>
+constexpr size_t kQ45Group = 4 * sizeof(B);
+template <class B>
+constexpr bool kQ45Reencoded = std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value;
+
+// bytes 4g + r: row r's scale (scb) and min (mb) of 32-group g
+inline void q4_k_group_scales(const uint8_t* gb, __m256i* scb, __m256i* mb) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    const __m256i lv = loadu256(gb + 16);
+    const __m256i hb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 48)));
+    const __m256i hv = _mm256_and_si256(_mm256_srlv_epi64(hb, _mm256_setr_epi64x(0, 0, 4, 4)), m4);
+    *scb = _mm256_or_si256(_mm256_and_si256(lv, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
+    *mb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lv, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
+}
+// int16 words [s0 s0 s1 s1 s2 s2 s3 s3] (rows' scales of group 4h + q) in both halves,
+// from scb's half h broadcast
+alignas(32) const int8_t kQ4KScale[4][32] = {
+#define EMBER_W(j) (int8_t)(j), (int8_t)0x80, (int8_t)(j), (int8_t)0x80
+#define EMBER_Q(q) EMBER_W(4 * (q)), EMBER_W(4 * (q) + 1), EMBER_W(4 * (q) + 2), EMBER_W(4 * (q) + 3)
+    {EMBER_Q(0), EMBER_Q(0)}, {EMBER_Q(1), EMBER_Q(1)}, {EMBER_Q(2), EMBER_Q(2)}, {EMBER_Q(3), EMBER_Q(3)},
+#undef EMBER_Q
+#undef EMBER_W
+};
+// int16 words [m(r, 2p) m(r, 2p + 1)] per row r in the low half, groups + 4 in the high
+alignas(32) const int8_t kQ4KMin[2][32] = {
+#define EMBER_M(a, r) (int8_t)((a) + (r)), (int8_t)0x80, (int8_t)((a) + 4 + (r)), (int8_t)0x80
+#define EMBER_P(a) EMBER_M(a, 0), EMBER_M(a, 1), EMBER_M(a, 2), EMBER_M(a, 3)
+    {EMBER_P(0), EMBER_P(0)}, {EMBER_P(8), EMBER_P(8)},
+#undef EMBER_P
+#undef EMBER_M
+};
+inline __m256i q4_k_scale_vector(__m256i scb, int g) {
+    const __m256i half = g < 4 ? _mm256_permute2x128_si256(scb, scb, 0x00) : _mm256_permute2x128_si256(scb, scb, 0x11);
+    return _mm256_shuffle_epi8(half, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KScale[g & 3])));
+}
+template <class B>
+inline void q4_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
+    const __m256i m = _mm256_set1_epi8(0x0f);
+    const __m256i v01 = loadu256(gb + 64 + 64 * g), v23 = loadu256(gb + 96 + 64 * g);
+    S[0] = _mm256_and_si256(v01, m);
+    S[1] = _mm256_and_si256(_mm256_srli_epi16(v01, 4), m);
+    S[2] = _mm256_and_si256(v23, m);
+    S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
+    if constexpr (std::is_same<B, BlockQ5_K>::value) {
+        const __m256i h = loadu256(gb + 576 + 32 * (g / 2));
+        for (int k = 0; k < 4; ++k) S[k] = _mm256_or_si256(S[k], bit_to_16(h, 4 * (g % 2) + k));
+    }
+}
+// [x0 x1 x2 x3 | x0 x1 x2 x3] from four f16 at p
+inline __m256 f16x4_twice(const uint8_t* p) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return _mm256_cvtph_ps(_mm_set1_epi64x(v));
+}
+
+// An activation super-block as decoding reads it, made once per call: each 32-group's
+// bytes with dword k broadcast in each 128-bit half (step k), the 32-group sums as the
+// min shuffles pair them ([A0 A1] x 4 | [A4 A5] x 4, then groups 2, 3 | 6, 7), its scale.
+struct Q4KPre {
+    int8_t st[8][4][32];
+    int16_t amin[2][16];
+    float da[8];
+};
+inline void q4_k_prepare(int64_t nbk, const BlockQ8_K* y, Q4KPre* pre) {
+    for (int64_t i = 0; i < nbk; ++i) {
+        Q4KPre& p = pre[i];
+        for (int g = 0; g < 8; ++g) {
+            const __m256i av = loadu256(y[i].qs + 32 * g);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][0]), _mm256_shuffle_epi32(av, 0x00));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][1]), _mm256_shuffle_epi32(av, 0x55));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][2]), _mm256_shuffle_epi32(av, 0xaa));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][3]), _mm256_shuffle_epi32(av, 0xff));
+        }
+        int16_t A[8];
+        for (int g = 0; g < 8; ++g) A[g] = (int16_t)(y[i].bsums[2 * g] + y[i].bsums[2 * g + 1]);  // |A| <= 32 * 127
+        for (int h = 0; h < 2; ++h)
+            for (int r = 0; r < 4; ++r) {
+                p.amin[h][2 * r] = A[2 * h];
+                p.amin[h][2 * r + 1] = A[2 * h + 1];
+                p.amin[h][8 + 2 * r] = A[4 + 2 * h];
+                p.amin[h][8 + 2 * r + 1] = A[4 + 2 * h + 1];
+            }
+        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
+    }
+}
+
+// One group (four rows) x one column: decode4_k_x4's int32 lanes and float operations.
+// A group's four steps add up in int16 (8 elements of at most 31 * 128), then one madd
+// by the group's scale vector gives each row's scaled 16-element sums in its lanes.
+template <class B>
+inline void q4_k_group_col(int64_t nbk, const uint8_t* w, const Q4KPre* pre, float* s) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const uint8_t* gb = w + (size_t)i * kQ45Group<B>;
+        const Q4KPre& p = pre[i];
+        prefetch_ahead(gb, gb + kQ45Group<B>);
+        __m256i scb, mb;
+        q4_k_group_scales(gb, &scb, &mb);
+        __m256i isum = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            __m256i S[4];
+            q4_k_group_steps<B>(gb, g, S);
+            __m256i t = _mm256_maddubs_epi16(S[0], loadu256(p.st[g][0]));
+            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[1], loadu256(p.st[g][1])));
+            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[2], loadu256(p.st[g][2])));
+            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[3], loadu256(p.st[g][3])));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q4_k_scale_vector(scb, g)));
+        }
+        const __m256i m01 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[0])));
+        const __m256i m23 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[1])));
+        const __m256i im = _mm256_add_epi32(_mm256_madd_epi16(m01, loadu256(p.amin[0])),
+                                            _mm256_madd_epi16(m23, loadu256(p.amin[1])));
+        const __m256 da = _mm256_loadu_ps(p.da);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc);
+        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc);
+    }
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
+// A re-encoded group super-block into the KPanel4 pack4_q45 makes from the four blocks
+template <class B>
+inline void pack4_q4_k_x4(const uint8_t* gb, KPanel4& o) {
+    __m256i scb, mb;
+    q4_k_group_scales(gb, &scb, &mb);
+    for (int g = 0; g < 8; ++g) {
+        __m256i S[4];
+        q4_k_group_steps<B>(gb, g, S);
+        for (int k = 0; k < 4; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.q[g][k]), S[k]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.sc[g]), q4_k_scale_vector(scb, g));
+    }
+    alignas(32) uint8_t m[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(m), mb);
+    for (int r = 0; r < 4; ++r)
+        for (int g = 0; g < 8; ++g) o.x[r][2 * g] = o.x[r][2 * g + 1] = m[4 * g + r];
+    _mm256_store_ps(o.d, f16x4_twice(gb));
+    _mm256_store_ps(o.dm, f16x4_twice(gb + 8));
+}
+
 // K-quant products on weights in four-row groups (Tensor::x4; nr a multiple of 4): block
 // i of the group's row r is x[4 i + r]. Decoding folds the four rows' exact integer sums
 // per super-block straight into [r0..r3 lo | r0..r3 hi] lanes (no parking) and does each
@@ -1346,7 +1525,12 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
     const uint8_t* A = static_cast<const uint8_t*>(a);
     const int groups = nr / 4;
     if (nc == 1) {  // decoding: unpacking would cost more than it saves; both match ktile4x
-        if constexpr (X4) {
+        if constexpr (X4 && kQ45Reencoded<B>) {  // re-encoded groups
+            thread_local std::vector<Q4KPre> pre;  // no over-aligned elements (see panel4_buffer)
+            if ((int64_t)pre.size() < nbk) pre.resize((size_t)nbk);
+            q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre.data());
+            for (int g = 0; g < groups; ++g) q4_k_group_col<B>(nbk, W + (size_t)(4 * g) * ws, pre.data(), s + 4 * g);
+        } else if constexpr (X4) {
             for (int g = 0; g < groups; ++g)
                 decode4_k_x4<B>(nbk, reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws),
                                 reinterpret_cast<const BlockQ8_K*>(A), s + 4 * g);
@@ -1362,6 +1546,10 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
     for (int g = 0; g < groups; ++g) {
         const uint8_t* w4 = W + (size_t)(4 * g) * ws;
         for (int64_t i = 0; i < nbk; ++i) {
+            if constexpr (X4 && kQ45Reencoded<B>) {
+                pack4_q4_k_x4<B>(w4 + (size_t)i * kQ45Group<B>, panel[(size_t)(g * nbk + i)]);
+                continue;
+            }
             const B* xi[4];
             for (int rr = 0; rr < 4; ++rr)
                 xi[rr] = X4 ? reinterpret_cast<const B*>(w4) + 4 * i + rr : reinterpret_cast<const B*>(w4 + rr * ws) + i;

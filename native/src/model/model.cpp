@@ -323,7 +323,7 @@ void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const
         at[i] = total;
         total += (todo[i]->n_bytes() + 63) / 64 * 64;
     }
-    const size_t span = (total + kHuge - 1) / kHuge * kHuge;  // base + span stays inside the block
+    const size_t span = (total + kHuge - 1) / kHuge * kHuge;  // base (< block + kHuge) + span: inside
     void* block = nullptr;
     try {
         block = aligned_malloc(span + kHuge);
@@ -332,7 +332,8 @@ void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const
     }
     uint8_t* base = reinterpret_cast<uint8_t*>(((uintptr_t)block + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(base, span, MADV_HUGEPAGE);
+    // (not the last, partial one: a 2 MiB page there would count its unused part as resident)
+    if (total >= kHuge) madvise(base, total / kHuge * kHuge, MADV_HUGEPAGE);
 #endif
     x4_copies_.emplace_back(block, span + kHuge);
 
