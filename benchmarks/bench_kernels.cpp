@@ -95,9 +95,8 @@ int main(int argc, char** argv) {
                 // as the loader's copy: 2 MiB pages where the system gives them (EMBER_BENCH_4K=1: not),
                 // asked for before the first touch
                 const size_t huge = 2u << 20, bytes = (wbuf.size() + huge - 1) / huge * huge;
-                std::unique_ptr<uint8_t, void (*)(void*)> wx4(static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)),
-                                                              std::free);
-                uint8_t* x4p = wx4.get();
+                std::unique_ptr<uint8_t[]> wx4(new uint8_t[bytes + huge]);  // not value-initialized: untouched
+                uint8_t* x4p = reinterpret_cast<uint8_t*>(((uintptr_t)wx4.get() + huge - 1) & ~(uintptr_t)(huge - 1));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
                 const char* small = std::getenv("EMBER_BENCH_4K");
                 if (!(small && *small == '1')) madvise(x4p, bytes, MADV_HUGEPAGE);

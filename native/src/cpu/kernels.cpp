@@ -231,7 +231,6 @@ void q4_k_pack_scales(const int sc[8], const int mn[8], uint8_t q[12]) {
 }
 
 // Q5_K's: Q4_K's first 576 bytes (its own qs and scales), then the fifth bits
-inline uint8_t q5_k_bit(const BlockQ5_K& b, int g, int e) { return (uint8_t)((b.qh[e] >> g) & 1); }
 inline uint8_t q4_k_value(const BlockQ5_K& b, int g, int e) {
     return (uint8_t)((b.qs[32 * (g / 2) + e] >> (4 * (g % 2))) & 0x0f);
 }
@@ -260,11 +259,17 @@ void q45_k_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64
             for (int g = 0; g < 8; ++g)
                 put_step_pairs(o + 64 + 64 * g, [&](int r, int e) { return q4_k_value(*b4[r], g, e); });
             if constexpr (std::is_same<B, BlockQ5_K>::value)
-                for (int g = 0; g < 8; ++g)
-                    for (int r = 0; r < 4; ++r)
-                        for (int e = 0; e < 32; ++e)
-                            o[576 + 32 * (g / 2) + q4_0_group_byte(r, e)] |=
-                                (uint8_t)(q5_k_bit(*b4[r], g, e) << (4 * (g % 2) + q4_0_step(e)));
+                for (int r = 0; r < 4; ++r)
+                    for (int e = 0; e < 32; ++e) {
+                        // qh[e] holds value e's fifth bit of every group g (bit g): groups
+                        // 2v and 2v + 1 go to bits k and 4 + k of byte 576 + 32 v + p
+                        const unsigned x = b4[r]->qh[e];
+                        const int k = q4_0_step(e);
+                        uint8_t* at = o + 576 + q4_0_group_byte(r, e);
+                        for (int v = 0; v < 4; ++v)
+                            at[32 * v] = (uint8_t)(at[32 * v] | (((x >> (2 * v)) & 1) << k) |
+                                                   (((x >> (2 * v + 1)) & 1) << (4 + k)));
+                    }
         }
     }
 }
