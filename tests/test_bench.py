@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import statistics
+import sys
 
 import pytest
 from ember import cli
@@ -111,3 +112,26 @@ def test_json_summary_of_one_run_still_works(starter_model_path):
                             "--json").splitlines()[-1])
     assert set(data["results"]) == {"pp8", "tg2"}
     assert data["tg_bound_tps"] > 0 and data["read_bandwidth_gbs"] > 0
+
+
+def test_bandwidth_probe_outgrows_the_last_level_cache(tmp_path):
+    """The decode bound is a DRAM figure: the probe's buffer must be at least twice the
+    largest cache (a Xeon here reports a 480 MiB L3), read from sysfs sizes in their own
+    units."""
+    for i, (level, size) in enumerate([(1, "48K"), (2, "2048K"), (3, "491520K")]):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "size").write_text(f"{size}\n")
+    (tmp_path / "uevent").write_text("")
+    llc = cli._last_level_cache_bytes(str(tmp_path))
+    assert llc == 491520 * 1024
+    assert cli._probe_bytes(llc) >= 2 * llc
+    assert cli._probe_bytes(llc) % (64 << 20) == 0
+    (tmp_path / "index2" / "size").write_text("1G\n")
+    assert cli._last_level_cache_bytes(str(tmp_path)) == 1 << 30
+    assert cli._probe_bytes(0) == 256 << 20  # a machine that does not say, or a small cache
+    assert cli._probe_bytes(8 << 20) == 256 << 20
+    assert cli._probe_bytes(64 << 30) == 4 << 30  # bounded
+    if sys.platform != "darwin":  # macOS asks sysctl instead
+        assert cli._last_level_cache_bytes(str(tmp_path / "missing")) == 0

@@ -3,7 +3,10 @@
 // where the int8 multiply-adds are the bottleneck. The integer sums are the AVX2 tiles'
 // (exact), and the float operations after them are the same ones in the same order, so a
 // column gets the same bits from a tile here as from the AVX2 decode path: one-token
-// decoding, which reads memory rather than computes, keeps the AVX2 kernels.
+// decoding, which reads memory rather than computes, keeps the AVX2 kernels, on the
+// four-row copy (Tensor::x4) as at the AVX2 level. The tiles read that copy too: its
+// blocks are unpacked into the same panels as the rows as they are (for the re-encoded
+// Q4_0, Q4_K and Q5_K straight from their steps), so the bits do not change.
 #include "cpu/kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
@@ -29,22 +32,36 @@ namespace {
 
 KernelTable avx2_table;  // filled once by register_avx512_kernels, before any use
 
-// Offset taken back out of the Q3_K/Q6_K panels' signed values so maddubs can read them
-// as unsigned bytes (u = q + off); zero for the unsigned types.
-template <class B>
-constexpr int kPanelOffset = std::is_same<B, BlockQ3_K>::value ? 4 : std::is_same<B, BlockQ6_K>::value ? 32 : 0;
-
 // Four unpacked rows x C columns of Q8_K, the AVX2 ktile4x's results bit for bit. Per
 // super-block each (row, column) accumulates its 256 products in one int32 register with
 // VNNI (maddubs pairs times the int16 scales, vpdpwssd), 64 elements per instruction,
-// and only then folds them into ktile4x's [r0..r3 lo | r0..r3 hi] lanes. With the
-// offset types, (u - off) a pairs come out as maddubs(u, a) - maddubs(off, a), exact in
-// int16 (|pair| <= 2 * 63 * 128).
+// and only then folds them into ktile4x's [r0..r3 lo | r0..r3 hi] lanes. Q3_K's and
+// Q6_K's signed values are kept as u = q + off (offset_panel): sum sc (u - off) a =
+// sum sc u a - off sum sc bsum, the second term taken out in int32 once per (row,
+// column) and super-block, from the activation's sixteen-element sums (where a
+// subtraction per (row, column) pair and 64 elements made these tiles 25-30% slower
+// than AVX2's). The same integers, so the same bits.
+template <class B>
+constexpr int kPanelOffset = std::is_same<B, BlockQ3_K>::value ? 4 : std::is_same<B, BlockQ6_K>::value ? 32 : 0;
+
+// After unpack_panel, for the offset types: the values as u = q + off, and in `mn` (unused
+// by them) off * the sixteen scales, even groups first, then odd: the order in which a
+// madd with the permuted activation sums (kEvenOdd) leaves [even sums | odd sums] in the
+// 128-bit halves, i.e. the tile's lo and hi lanes.
+template <class B>
+void offset_panel(KPanel& p) {
+    constexpr int kOff = kPanelOffset<B>;
+    for (int k = 0; k < QK_K; k += 64)
+        _mm512_storeu_si512(p.q + k, _mm512_add_epi8(_mm512_loadu_si512(p.q + k), _mm512_set1_epi8((char)kOff)));
+    int16_t m[16];
+    for (int j = 0; j < 16; ++j) m[j % 2 * 8 + j / 2] = (int16_t)(kOff * p.scv[j / 2][j % 2 * 8]);
+    std::memcpy(p.mn, m, sizeof m);
+}
+const __m256i kEvenOdd = _mm256_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+
 template <class B, int C>
 void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
-    constexpr int kOff = kPanelOffset<B>;
-    constexpr bool kMins = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ4_K>::value ||
-                           std::is_same<B, BlockQ5_K>::value;
+    constexpr bool kOffset = kPanelOffset<B> != 0;  // else unsigned values with mins
     __m256 acc[C];
     for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
@@ -58,18 +75,12 @@ void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, flo
             __m512i q[4], sc[4];
             for (int r = 0; r < 4; ++r) {
                 q[r] = _mm512_loadu_si512(P[r]->q + 64 * h);
-                if constexpr (kOff != 0) q[r] = _mm512_add_epi8(q[r], _mm512_set1_epi8((char)kOff));
                 sc[r] = _mm512_loadu_si512(P[r]->scv[2 * h]);  // scv[2h] and scv[2h + 1]
             }
             for (int c = 0; c < C; ++c) {
                 const __m512i av = _mm512_loadu_si512(y[c]->qs + 64 * h);
-                __m512i off = _mm512_setzero_si512();
-                if constexpr (kOff != 0) off = _mm512_maddubs_epi16(_mm512_set1_epi8((char)kOff), av);
-                for (int r = 0; r < 4; ++r) {
-                    __m512i pairs = _mm512_maddubs_epi16(q[r], av);
-                    if constexpr (kOff != 0) pairs = _mm512_sub_epi16(pairs, off);
-                    isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], pairs, sc[r]);
-                }
+                for (int r = 0; r < 4; ++r)
+                    isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_maddubs_epi16(q[r], av), sc[r]);
             }
         }
         // 128-bit lanes 0 and 2 hold first halves of 32-groups ("lo"), 1 and 3 second halves
@@ -80,28 +91,82 @@ void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, flo
             __m256i v[4];
             for (int r = 0; r < 4; ++r)
                 v[r] = _mm256_add_epi32(_mm512_castsi512_si256(isum[r][c]), _mm512_extracti64x4_epi64(isum[r][c], 1));
-            const __m256i is = hadd4(v[0], v[1], v[2], v[3]);
+            __m256i is = hadd4(v[0], v[1], v[2], v[3]);
             const __m256 da = _mm256_set1_ps(y[c]->d);
+            __m256i bs = loadu256(y[c]->bsums);
+            if constexpr (kOffset) bs = _mm256_permutexvar_epi16(kEvenOdd, bs);
+            const __m256i mins =
+                hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
+                      _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
+            if constexpr (kOffset) is = _mm256_sub_epi32(is, mins);  // the offsets' term
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, da), acc[c]);
-            __m256i mins = _mm256_setzero_si256();
-            if constexpr (kMins) {
-                const __m256i bs = loadu256(y[c]->bsums);
-                mins = hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
-                             _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
-            }
-            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
+            if constexpr (!kOffset) acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
         }
     }
     for (int c = 0; c < C; ++c)
         _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
 }
 
-template <class B, DType T>
+// The four rows' panels of super-block i of a four-row group (four_row_layout) that
+// starts at w4: blocks of the plain interleave unpacked as they are; Q4_K's and Q5_K's
+// re-encoded groups straight from their steps. Step k of a 32-group holds row r's values
+// 4k..4k+3 in dword r of the low 128 bits and 16+4k..19+4k in dword 4 + r; a 64-byte load
+// of the group has steps 0 and 2 in its low nibbles, 1 and 3 in its high ones, so one
+// two-source dword permute gathers two rows' 32 values in element order.
+template <class B>
+void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
+    if constexpr (!(std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
+        for (int r = 0; r < 4; ++r) unpack_panel(reinterpret_cast<const B*>(w4)[4 * i + r], *p[r]);
+    } else {
+        constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
+        const uint8_t* gb = w4 + (size_t)i * 4 * sizeof(B);
+        const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+        const __m512i rows01 = _mm512_setr_epi32(0, 16, 8, 24, 4, 20, 12, 28, 1, 17, 9, 25, 5, 21, 13, 29);
+        const __m512i rows23 = _mm512_add_epi32(rows01, _mm512_set1_epi32(2));
+        for (int g = 0; g < 8; ++g) {
+            const __m512i v = _mm512_loadu_si512(gb + 64 + 64 * g);
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if constexpr (kQ5) {
+                // fifth bits: bit 4 (g % 2) + k of each byte of the group pair's 32 bytes is step k's
+                const __m512i h = _mm512_broadcast_i64x4(loadu256(gb + 576 + 32 * (g / 2)));
+                const long long b = 4 * (g % 2);
+                const __m512i sh = _mm512_setr_epi64(b, b, b, b, b + 2, b + 2, b + 2, b + 2);  // steps 0 | 2
+                const __m512i h02 = _mm512_and_si512(_mm512_srlv_epi64(h, sh), one);
+                const __m512i h13 = _mm512_and_si512(_mm512_srlv_epi64(h, _mm512_add_epi64(sh, _mm512_set1_epi64(1))), one);
+                lo = _mm512_or_si512(lo, _mm512_slli_epi16(h02, 4));
+                hi = _mm512_or_si512(hi, _mm512_slli_epi16(h13, 4));
+            }
+            const __m512i r01 = _mm512_permutex2var_epi32(lo, rows01, hi);
+            const __m512i r23 = _mm512_permutex2var_epi32(lo, rows23, hi);
+            store32(p[0]->q + 32 * g, _mm512_castsi512_si256(r01));
+            store32(p[1]->q + 32 * g, _mm512_extracti64x4_epi64(r01, 1));
+            store32(p[2]->q + 32 * g, _mm512_castsi512_si256(r23));
+            store32(p[3]->q + 32 * g, _mm512_extracti64x4_epi64(r23, 1));
+        }
+        for (int r = 0; r < 4; ++r) {
+            int sc[16], mn[16];
+            for (int g = 0; g < 8; ++g) {  // j = 4g + r: low nibbles at 16 + j, top bits at 48..
+                const int j = 4 * g + r;
+                const int top = (gb[48 + j % 16] >> (4 * (j / 16))) & 0x0f;
+                sc[2 * g] = sc[2 * g + 1] = (gb[16 + j] & 0x0f) | ((top & 3) << 4);
+                mn[2 * g] = mn[2 * g + 1] = (gb[16 + j] >> 4) | ((top >> 2) << 4);
+            }
+            put_scales(*p[r], sc, mn);
+            uint16_t d, dmin;
+            std::memcpy(&d, gb + 2 * r, 2);
+            std::memcpy(&dmin, gb + 8 + 2 * r, 2);
+            p[r]->d = f16(d);
+            p[r]->dmin = f16(dmin);
+        }
+    }
+}
+
+template <class B, DType T, bool X4>
 void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                size_t lds) {
     const DotKernels& avx2 = avx2_table[(int)T];
     if (nc == 1) {  // decoding: the AVX2 path, whose bits the tiles reproduce
-        avx2.gemm(n, nr, nc, w, ws, a, as, s, lds);
+        (X4 ? avx2.gemm_x4 : avx2.gemm)(n, nr, nc, w, ws, a, as, s, lds);
         return;
     }
     const int64_t nbk = n / QK_K;
@@ -112,11 +177,22 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     const int groups = nr / 4;
     thread_local std::vector<KPanel> panel;  // grows to the largest call once per thread
     if ((int64_t)panel.size() < 4 * groups * nbk) panel.resize((size_t)(4 * groups * nbk));
-    for (int g = 0; g < groups; ++g)
-        for (int rr = 0; rr < 4; ++rr) {
-            const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws);
-            for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)((4 * g + rr) * nbk + i)]);
+    for (int g = 0; g < groups; ++g) {
+        if constexpr (X4) {  // nr is a multiple of 4: no rows are left over
+            for (int64_t i = 0; i < nbk; ++i) {
+                KPanel* const p[4] = {&panel[(size_t)(4 * g * nbk + i)], &panel[(size_t)((4 * g + 1) * nbk + i)],
+                                      &panel[(size_t)((4 * g + 2) * nbk + i)], &panel[(size_t)((4 * g + 3) * nbk + i)]};
+                unpack_panels_x4<B>(W + (size_t)(4 * g) * ws, i, p);
+            }
+        } else {
+            for (int rr = 0; rr < 4; ++rr) {
+                const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws);
+                for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)((4 * g + rr) * nbk + i)]);
+            }
         }
+        if constexpr (kPanelOffset<B> != 0)
+            for (int64_t k = 4 * g * nbk; k < 4 * (g + 1) * nbk; ++k) offset_panel<B>(panel[(size_t)k]);
+    }
     int c = 0;
     for (; c + 4 <= nc; c += 4)
         for (int g = 0; g < groups; ++g)
@@ -151,7 +227,9 @@ struct alignas(64) Panel8 {
 // Eight rows' block i into the step layout. Rows go in pairs into 512-bit registers
 // (row 2k in dwords 0-7, row 2k + 1 in 8-15); two rounds of two-source permutes pick each
 // step's dwords. The lane sums of the weights (for `corr`) come from vpdpbusd by ones.
-template <class D>
+// X4: the rows are two four-row groups of the copy (row r's block i is block 4 i + r % 4
+// of group r / 4); Q4_0's re-encoded groups give the steps directly (below).
+template <class D, bool X4 = false>
 void pack_panel8(const uint8_t* w, size_t ws, int64_t nb, Panel8* out) {
     using B = typename D::Block;
     // first round: from rows (0,1) and (2,3) [or (4,5), (6,7)], lanes r*2 + half for r < 4:
@@ -170,10 +248,42 @@ void pack_panel8(const uint8_t* w, size_t ws, int64_t nb, Panel8* out) {
         place[st] = _mm512_loadu_si512(p2);
     }
     const __m512i ones = _mm512_set1_epi8(1);
+    if constexpr (X4 && std::is_same<D, DecQ4_0>::value) {
+        // a group block: the four f16 scales, then steps 0 | 2 in the low nibbles of 64
+        // bytes and 1 | 3 in the high ones, dword 4h + r of a step holding row r's values
+        // of group 4h + step; two groups side by side are the panel's step
+        const __m512i m4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+        const __m512i st02 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+        const __m512i st13 = _mm512_add_epi32(st02, _mm512_set1_epi32(8));
+        for (int64_t i = 0; i < nb; ++i) {
+            Panel8& p = out[i];
+            const uint8_t* ga = w + (size_t)i * 4 * sizeof(BlockQ4_0);
+            const uint8_t* gb = ga + 4 * ws;
+            const __m512i va = _mm512_loadu_si512(ga + 8), vb = _mm512_loadu_si512(gb + 8);
+            const __m512i la = _mm512_and_si512(va, m4), ha = _mm512_and_si512(_mm512_srli_epi16(va, 4), m4);
+            const __m512i lb = _mm512_and_si512(vb, m4), hb = _mm512_and_si512(_mm512_srli_epi16(vb, 4), m4);
+            const __m512i v[4] = {_mm512_permutex2var_epi32(la, st02, lb), _mm512_permutex2var_epi32(ha, st02, hb),
+                                  _mm512_permutex2var_epi32(la, st13, lb), _mm512_permutex2var_epi32(ha, st13, hb)};
+            __m512i sums = _mm512_setzero_si512();
+            for (int st = 0; st < 4; ++st) {
+                const __m512i q = _mm512_sub_epi8(v[st], eight);
+                _mm512_store_si512(p.w[st], q);
+                sums = _mm512_dpbusd_epi32(sums, ones, q);
+            }
+            _mm512_store_si512(p.corr, _mm512_slli_epi32(sums, 7));
+            int64_t da, db;
+            std::memcpy(&da, ga, 8);
+            std::memcpy(&db, gb, 8);
+            _mm512_store_ps(p.wd, _mm512_broadcast_f32x8(_mm256_cvtph_ps(_mm_set_epi64x(db, da))));
+        }
+        return;
+    }
     for (int64_t i = 0; i < nb; ++i) {
         Panel8& p = out[i];
         const B* x[8];
-        for (int r = 0; r < 8; ++r) x[r] = reinterpret_cast<const B*>(w + r * ws) + i;
+        for (int r = 0; r < 8; ++r)
+            x[r] = X4 ? reinterpret_cast<const B*>(w + (size_t)(4 * (r / 4)) * ws) + 4 * i + r % 4
+                      : reinterpret_cast<const B*>(w + r * ws) + i;
         __m512i pair[4];
         for (int k = 0; k < 4; ++k)
             pair[k] = _mm512_inserti64x4(_mm512_castsi256_si512(D::dec(*x[2 * k])), D::dec(*x[2 * k + 1]), 1);
@@ -231,14 +341,15 @@ void tile8_legacy(int64_t nb, const Panel8* pw, const uint8_t* a, size_t as, flo
         _mm256_storeu_ps(s + c * lds, _mm256_add_ps(_mm512_castps512_ps256(acc[c]), _mm512_extractf32x8_ps(acc[c], 1)));
 }
 
-template <class D, DType T>
+template <class D, DType T, bool X4>
 void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                     size_t lds) {
     constexpr int C = 4;
     const DotKernels& avx2 = avx2_table[(int)T];
+    const GemmFn rest = X4 ? avx2.gemm_x4 : avx2.gemm;
     const int groups = nr / 8;
     if (nc < C || groups == 0) {  // decoding (and slivers): the AVX2 path, whose bits the tiles reproduce
-        avx2.gemm(n, nr, nc, w, ws, a, as, s, lds);
+        rest(n, nr, nc, w, ws, a, as, s, lds);
         return;
     }
     const int64_t nb = n / QK;
@@ -246,7 +357,7 @@ void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const v
     const uint8_t* A = static_cast<const uint8_t*>(a);
     thread_local std::vector<Panel8> panel;  // std::vector keeps Panel8's alignment (C++17)
     if (panel.size() < (size_t)(groups * nb)) panel.resize((size_t)(groups * nb));
-    for (int g = 0; g < groups; ++g) pack_panel8<D>(W + (size_t)(8 * g) * ws, ws, nb, panel.data() + g * nb);
+    for (int g = 0; g < groups; ++g) pack_panel8<D, X4>(W + (size_t)(8 * g) * ws, ws, nb, panel.data() + g * nb);
     int c = 0;
     for (; c + C <= nc; c += C)
         for (int g = 0; g < groups; ++g)
@@ -255,29 +366,30 @@ void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const v
         for (int g = 0; g < groups; ++g)
             tile8_legacy<D, 1>(nb, panel.data() + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
     const int r0 = 8 * groups;
-    if (r0 < nr) avx2.gemm(n, nr - r0, nc, W + (size_t)r0 * ws, ws, a, as, s + r0, lds);
+    if (r0 < nr) rest(n, nr - r0, nc, W + (size_t)r0 * ws, ws, a, as, s + r0, lds);  // X4: one group
 }
 
 }  // namespace
 
 void register_avx512_kernels(KernelTable& t) {
     register_avx2_kernels(avx2_table);
-    // the rest of a row (activation format, converter, one-column dot) is AVX2's
-    auto tile = [&](DType type, GemmFn gemm) {
+    // the rest of a row (activation format, converter, one-column dot) is AVX2's; the
+    // products on the four-row copy read it as the AVX2 level lays it out
+    auto tile = [&](DType type, GemmFn gemm, GemmFn gemm_x4) {
         t[(int)type] = avx2_table[(int)type];
         t[(int)type].gemm = gemm;
-        t[(int)type].gemm_x4 = nullptr;  // its tiles read rows as they are (AVX2's x4 bits differ)
+        t[(int)type].gemm_x4 = avx2_table[(int)type].gemm_x4 ? gemm_x4 : nullptr;
     };
-    tile(DType::Q2_K, gemm_k512<BlockQ2_K, DType::Q2_K>);
-    tile(DType::Q3_K, gemm_k512<BlockQ3_K, DType::Q3_K>);
-    tile(DType::Q4_K, gemm_k512<BlockQ4_K, DType::Q4_K>);
-    tile(DType::Q5_K, gemm_k512<BlockQ5_K, DType::Q5_K>);
-    tile(DType::Q6_K, gemm_k512<BlockQ6_K, DType::Q6_K>);
-    tile(DType::Q4_0, gemm_legacy512<DecQ4_0, DType::Q4_0>);
-    tile(DType::Q4_1, gemm_legacy512<DecQ4_1, DType::Q4_1>);
-    tile(DType::Q5_0, gemm_legacy512<DecQ5_0, DType::Q5_0>);
-    tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1>);
-    tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0>);
+    tile(DType::Q2_K, gemm_k512<BlockQ2_K, DType::Q2_K, false>, gemm_k512<BlockQ2_K, DType::Q2_K, true>);
+    tile(DType::Q3_K, gemm_k512<BlockQ3_K, DType::Q3_K, false>, gemm_k512<BlockQ3_K, DType::Q3_K, true>);
+    tile(DType::Q6_K, gemm_k512<BlockQ6_K, DType::Q6_K, false>, gemm_k512<BlockQ6_K, DType::Q6_K, true>);
+    tile(DType::Q4_K, gemm_k512<BlockQ4_K, DType::Q4_K, false>, gemm_k512<BlockQ4_K, DType::Q4_K, true>);
+    tile(DType::Q5_K, gemm_k512<BlockQ5_K, DType::Q5_K, false>, gemm_k512<BlockQ5_K, DType::Q5_K, true>);
+    tile(DType::Q4_0, gemm_legacy512<DecQ4_0, DType::Q4_0, false>, gemm_legacy512<DecQ4_0, DType::Q4_0, true>);
+    tile(DType::Q4_1, gemm_legacy512<DecQ4_1, DType::Q4_1, false>, gemm_legacy512<DecQ4_1, DType::Q4_1, true>);
+    tile(DType::Q5_0, gemm_legacy512<DecQ5_0, DType::Q5_0, false>, gemm_legacy512<DecQ5_0, DType::Q5_0, true>);
+    tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1, false>, gemm_legacy512<DecQ5_1, DType::Q5_1, true>);
+    tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0, false>, gemm_legacy512<DecQ8_0, DType::Q8_0, true>);
 }
 
 }  // namespace ember
