@@ -161,11 +161,88 @@ void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
     }
 }
 
+// Decoding Q6_K on the four-row copy (the plain interleave: a group's four blocks of a
+// super-block side by side), two rows per 512-bit register: each value-extraction,
+// maddubs and madd covers two rows' 32 values, where AVX2's decode4_k_x4 runs its
+// 256-bit k_sums once per row (about 1.5x the instructions). Per row the same integers
+// as k_sums (the sum over the even and over the odd sixteen-element groups of
+// sc (q - 32) a, the -32 through the activation sums), folded and scaled by the same
+// float operations: the same bits.
+void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* s) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3);
+    const __m512i even_mask = _mm512_set1_epi32(0x0000ffff), odd_mask = _mm512_set1_epi32((int)0xffff0000u);
+    // scales of chunk c, step k: [row a: sc[8c + 2k] x 8, sc[8c + 2k + 1] x 8 | row b: the same]
+    __m512i pick[2][4];
+    for (int c = 0; c < 2; ++c)
+        for (int k = 0; k < 4; ++k) {
+            alignas(64) int16_t idx[32];
+            for (int l = 0; l < 32; ++l) idx[l] = (int16_t)(16 * (l / 16) + 8 * c + 2 * k + (l % 16) / 8);
+            pick[c][k] = _mm512_load_si512(idx);
+        }
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const BlockQ6_K* b = x + 4 * i;
+        const BlockQ8_K& a = y[i];
+        __m512i av[2][4];
+        for (int c = 0; c < 2; ++c)
+            for (int k = 0; k < 4; ++k) av[c][k] = _mm512_broadcast_i64x4(loadu256(a.qs + 128 * c + 32 * k));
+        const __m512i bs = _mm512_broadcast_i64x4(loadu256(a.bsums));
+        __m256i v[4];
+        for (int pr = 0; pr < 2; ++pr) {
+            const BlockQ6_K& r0 = b[2 * pr];
+            const BlockQ6_K& r1 = b[2 * pr + 1];
+            const __m512i sc = _mm512_cvtepi8_epi16(
+                _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1.scales)),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0.scales))));
+            __m512i isum = _mm512_setzero_si512();
+            for (int c = 0; c < 2; ++c) {
+                const __m512i l0 = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.ql + 64 * c)),
+                                                      loadu256(r1.ql + 64 * c), 1);
+                const __m512i l1 = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.ql + 64 * c + 32)),
+                                                      loadu256(r1.ql + 64 * c + 32), 1);
+                const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.qh + 32 * c)),
+                                                     loadu256(r1.qh + 32 * c), 1);
+                const __m512i q[4] = {
+                    _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m3), 4)),
+                    _mm512_or_si512(_mm512_and_si512(l1, m4),
+                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m3), 4)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
+                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m3), 4)),
+                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m3), 4))};
+                for (int k = 0; k < 4; ++k)
+                    isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q[k], av[c][k]),
+                                                                    _mm512_permutexvar_epi16(pick[c][k], sc)));
+            }
+            // 32 x the even / odd groups' sc x bsum, in each row's [lo 4 lanes | hi 4 lanes]
+            const __m512i e = _mm512_madd_epi16(_mm512_and_si512(sc, even_mask), bs);
+            const __m512i o = _mm512_madd_epi16(_mm512_and_si512(sc, odd_mask), bs);
+            const __m512i eo = _mm512_add_epi32(_mm512_shuffle_i64x2(e, o, 0x88), _mm512_shuffle_i64x2(e, o, 0xdd));
+            const __m512i corr = _mm512_shuffle_i64x2(eo, eo, 0xd8);  // [e r0 | o r0 | e r1 | o r1]
+            isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(corr, 5));
+            v[2 * pr] = _mm512_castsi512_si256(isum);
+            v[2 * pr + 1] = _mm512_extracti64x4_epi64(isum, 1);
+        }
+        const __m256i is = hadd4(v[0], v[1], v[2], v[3]);
+        const __m256 da = _mm256_set1_ps(a.d);
+        const __m128i dh = _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(b[0].d), b[1].d, 1),
+                                                             b[2].d, 2), b[3].d, 3);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)), da), acc);
+    }
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
 template <class B, DType T, bool X4>
 void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                size_t lds) {
     const DotKernels& avx2 = avx2_table[(int)T];
     if (nc == 1) {  // decoding: the AVX2 path, whose bits the tiles reproduce
+        if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
+            for (int g = 0; g < nr / 4; ++g)
+                q6_k_decode_x4(n / QK_K, reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws),
+                               static_cast<const BlockQ8_K*>(a), s + 4 * g);
+            return;
+        }
         (X4 ? avx2.gemm_x4 : avx2.gemm)(n, nr, nc, w, ws, a, as, s, lds);
         return;
     }
