@@ -232,6 +232,103 @@ void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* 
     _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }
 
+// Decoding Q4_K / Q5_K on their re-encoded four-row groups (four_row_layout), a 32-group
+// per 512-bit register: one 64-byte load holds steps 0 | 2 in its low nibbles and 1 | 3
+// in its high ones, so two maddubs (against the activation's step broadcasts, paired
+// the same way once per call) cover the group's four rows, where AVX2's q4_k_group_col
+// takes two loads and four. The int16 sums of two steps stay within bounds (2 x 2 x 31
+// x 128), one madd by the rows' scales (in both halves) makes int32 lanes [h][r] in each
+// half, and the halves are added once per super-block: q4_k_group_col's integers and
+// float operations, so the same bits.
+struct Q4KPre512 {
+    int8_t st[8][2][64];  // group g: [step 0 | step 2], [step 1 | step 3] broadcasts
+    int16_t amin[2][16];  // as Q4KPre (the min shuffles' pairing)
+    float da[8];
+};
+inline void q4_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q4KPre512* pre) {
+    for (int64_t i = 0; i < nbk; ++i) {
+        Q4KPre512& p = pre[i];
+        for (int g = 0; g < 8; ++g) {
+            const __m512i av = _mm512_broadcast_i64x4(loadu256(y[i].qs + 32 * g));
+            // dword k of each 128-bit lane broadcast: k = 0 | 2 and 1 | 3 in the two 256-bit halves
+            const __m512i k02 = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 2, 2, 2, 2, 6, 6, 6, 6);
+            const __m512i k13 = _mm512_add_epi32(k02, _mm512_set1_epi32(1));
+            _mm512_storeu_si512(p.st[g][0], _mm512_permutexvar_epi32(k02, av));
+            _mm512_storeu_si512(p.st[g][1], _mm512_permutexvar_epi32(k13, av));
+        }
+        int16_t A[8];
+        for (int g = 0; g < 8; ++g) A[g] = (int16_t)(y[i].bsums[2 * g] + y[i].bsums[2 * g + 1]);  // |A| <= 32 * 127
+        for (int h = 0; h < 2; ++h)
+            for (int r = 0; r < 4; ++r) {
+                p.amin[h][2 * r] = A[2 * h];
+                p.amin[h][2 * r + 1] = A[2 * h + 1];
+                p.amin[h][8 + 2 * r] = A[4 + 2 * h];
+                p.amin[h][8 + 2 * r + 1] = A[4 + 2 * h + 1];
+            }
+        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
+    }
+}
+
+template <class B>
+void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* s) {
+    constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+    // int16 words [s0 s0 s1 s1 s2 s2 s3 s3] of group 4h + q from a 128-bit lane holding
+    // bytes 4g + r (high bytes zeroed), the same in every lane
+    __m512i scale_pick[4];
+    for (int q = 0; q < 4; ++q) {
+        alignas(64) int8_t idx[64];
+        for (int l = 0; l < 64; ++l) idx[l] = (l % 2) ? (int8_t)0x80 : (int8_t)(4 * q + (l % 16) / 4);
+        scale_pick[q] = _mm512_load_si512(idx);
+    }
+    // Q5_K: bit 4 (g % 2) + k of each byte is step k's fifth bit; lo holds steps 0 | 2, hi 1 | 3
+    const __m512i k_lo = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), k_hi = _mm512_setr_epi64(1, 1, 1, 1, 3, 3, 3, 3);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const uint8_t* gb = w + (size_t)i * 4 * sizeof(B);
+        const Q4KPre512& p = pre[i];
+        // scales and mins: bytes 4g + r (as q4_k_group_scales)
+        const __m256i lv = loadu256(gb + 16);
+        const __m256i hb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 48)));
+        const __m256i hv = _mm256_and_si256(_mm256_srlv_epi64(hb, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
+        const __m256i scb = _mm256_or_si256(_mm256_and_si256(lv, _mm256_set1_epi8(0x0f)),
+                                            _mm256_slli_epi16(_mm256_and_si256(hv, _mm256_set1_epi8(3)), 4));
+        const __m256i mb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lv, 4), _mm256_set1_epi8(0x0f)),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), _mm256_set1_epi8(3)), 4));
+        const __m512i sc_lo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
+        const __m512i sc_hi = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
+        __m512i isum = _mm512_setzero_si512();
+        for (int g = 0; g < 8; ++g) {
+            const __m512i v = _mm512_loadu_si512(gb + 64 + 64 * g);
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            if constexpr (kQ5) {
+                const __m512i h = _mm512_broadcast_i64x4(loadu256(gb + 576 + 32 * (g / 2)));
+                const __m512i b = _mm512_set1_epi64(4 * (g % 2));
+                lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(h, _mm512_add_epi64(b, k_lo)), one), 4));
+                hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(h, _mm512_add_epi64(b, k_hi)), one), 4));
+            }
+            const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, _mm512_loadu_si512(p.st[g][0])),
+                                               _mm512_maddubs_epi16(hi, _mm512_loadu_si512(p.st[g][1])));
+            const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo : sc_hi, scale_pick[g & 3]);
+            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(t, sv));
+        }
+        const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+        const __m256i m01 = _mm256_shuffle_epi8(mb, _mm256_setr_epi8(0, -128, 4, -128, 1, -128, 5, -128, 2, -128, 6, -128, 3, -128, 7, -128,
+                                                                     0, -128, 4, -128, 1, -128, 5, -128, 2, -128, 6, -128, 3, -128, 7, -128));
+        const __m256i m23 = _mm256_shuffle_epi8(mb, _mm256_setr_epi8(8, -128, 12, -128, 9, -128, 13, -128, 10, -128, 14, -128, 11, -128, 15, -128,
+                                                                     8, -128, 12, -128, 9, -128, 13, -128, 10, -128, 14, -128, 11, -128, 15, -128));
+        const __m256i im = _mm256_add_epi32(_mm256_madd_epi16(m01, loadu256(p.amin[0])),
+                                            _mm256_madd_epi16(m23, loadu256(p.amin[1])));
+        int64_t d4, m4v;
+        std::memcpy(&d4, gb, 8);
+        std::memcpy(&m4v, gb + 8, 8);
+        const __m256 da = _mm256_loadu_ps(p.da);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi64x(d4)), da), acc);
+        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi64x(m4v)), da), acc);
+    }
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
 template <class B, DType T, bool X4>
 void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                size_t lds) {
@@ -241,6 +338,15 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             for (int g = 0; g < nr / 4; ++g)
                 q6_k_decode_x4(n / QK_K, reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws),
                                static_cast<const BlockQ8_K*>(a), s + 4 * g);
+            return;
+        }
+        if constexpr (X4 && (std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
+            const int64_t nbk = n / QK_K;
+            thread_local std::vector<Q4KPre512> pre;  // no over-aligned elements
+            if ((int64_t)pre.size() < nbk) pre.resize((size_t)nbk);
+            q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre.data());
+            for (int g = 0; g < nr / 4; ++g)
+                q4_k_decode512<B>(nbk, static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws, pre.data(), s + 4 * g);
             return;
         }
         (X4 ? avx2.gemm_x4 : avx2.gemm)(n, nr, nc, w, ws, a, as, s, lds);
