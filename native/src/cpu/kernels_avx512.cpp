@@ -177,7 +177,7 @@ void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* 
         for (int k = 0; k < 4; ++k) {
             alignas(64) int16_t idx[32];
             for (int l = 0; l < 32; ++l) idx[l] = (int16_t)(16 * (l / 16) + 8 * c + 2 * k + (l % 16) / 8);
-            pick[c][k] = _mm512_load_si512(idx);
+            pick[c][k] = _mm512_loadu_si512(idx);
         }
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
@@ -279,7 +279,7 @@ void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* 
     for (int q = 0; q < 4; ++q) {
         alignas(64) int8_t idx[64];
         for (int l = 0; l < 64; ++l) idx[l] = (l % 2) ? (int8_t)0x80 : (int8_t)(4 * q + (l % 16) / 4);
-        scale_pick[q] = _mm512_load_si512(idx);
+        scale_pick[q] = _mm512_loadu_si512(idx);
     }
     // Q5_K: bit 4 (g % 2) + k of each byte is step k's fifth bit; lo holds steps 0 | 2, hi 1 | 3
     const __m512i k_lo = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), k_hi = _mm512_setr_epi64(1, 1, 1, 1, 3, 3, 3, 3);
