@@ -1423,15 +1423,7 @@ inline void q4_k_prepare(int64_t nbk, const BlockQ8_K* y, Q4KPre* pre) {
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][2]), _mm256_shuffle_epi32(av, 0xaa));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][3]), _mm256_shuffle_epi32(av, 0xff));
         }
-        int16_t A[8];
-        for (int g = 0; g < 8; ++g) A[g] = (int16_t)(y[i].bsums[2 * g] + y[i].bsums[2 * g + 1]);  // |A| <= 32 * 127
-        for (int h = 0; h < 2; ++h)
-            for (int r = 0; r < 4; ++r) {
-                p.amin[h][2 * r] = A[2 * h];
-                p.amin[h][2 * r + 1] = A[2 * h + 1];
-                p.amin[h][8 + 2 * r] = A[4 + 2 * h];
-                p.amin[h][8 + 2 * r + 1] = A[4 + 2 * h + 1];
-            }
+        q4_k_min_pairs(y[i], p.amin);
         _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
     }
 }

@@ -211,6 +211,21 @@ inline void unpack_panel(const BlockQ6_K& b, KPanel& p) {
     p.dmin = 0.0f;
 }
 
+// Q4_K/Q5_K decoding of the re-encoded groups: an activation super-block's 32-group sums
+// (|A| <= 32 * 127) as the min shuffles pair them, [A0 A1] x 4 | [A4 A5] x 4 in amin[0],
+// groups 2, 3 | 6, 7 in amin[1]
+inline void q4_k_min_pairs(const BlockQ8_K& y, int16_t amin[2][16]) {
+    int16_t A[8];
+    for (int g = 0; g < 8; ++g) A[g] = (int16_t)(y.bsums[2 * g] + y.bsums[2 * g + 1]);
+    for (int h = 0; h < 2; ++h)
+        for (int r = 0; r < 4; ++r) {
+            amin[h][2 * r] = A[2 * h];
+            amin[h][2 * r + 1] = A[2 * h + 1];
+            amin[h][8 + 2 * r] = A[4 + 2 * h];
+            amin[h][8 + 2 * r + 1] = A[4 + 2 * h + 1];
+        }
+}
+
 inline __m256i hadd4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
     return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
 }
