@@ -1354,16 +1354,6 @@ constexpr size_t kQ45Group = 4 * sizeof(B);
 template <class B>
 constexpr bool kQ45Reencoded = std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value;
 
-// bytes 4g + r: row r's scale (scb) and min (mb) of 32-group g
-inline void q4_k_group_scales(const uint8_t* gb, __m256i* scb, __m256i* mb) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
-    const __m256i lv = loadu256(gb + 16);
-    const __m256i hb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 48)));
-    const __m256i hv = _mm256_and_si256(_mm256_srlv_epi64(hb, _mm256_setr_epi64x(0, 0, 4, 4)), m4);
-    *scb = _mm256_or_si256(_mm256_and_si256(lv, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
-    *mb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lv, 4), m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
-}
 // int16 words [s0 s0 s1 s1 s2 s2 s3 s3] (rows' scales of group 4h + q) in both halves,
 // from scb's half h broadcast
 alignas(32) const int8_t kQ4KScale[4][32] = {
@@ -1372,14 +1362,6 @@ alignas(32) const int8_t kQ4KScale[4][32] = {
     {EMBER_Q(0), EMBER_Q(0)}, {EMBER_Q(1), EMBER_Q(1)}, {EMBER_Q(2), EMBER_Q(2)}, {EMBER_Q(3), EMBER_Q(3)},
 #undef EMBER_Q
 #undef EMBER_W
-};
-// int16 words [m(r, 2p) m(r, 2p + 1)] per row r in the low half, groups + 4 in the high
-alignas(32) const int8_t kQ4KMin[2][32] = {
-#define EMBER_M(a, r) (int8_t)((a) + (r)), (int8_t)0x80, (int8_t)((a) + 4 + (r)), (int8_t)0x80
-#define EMBER_P(a) EMBER_M(a, 0), EMBER_M(a, 1), EMBER_M(a, 2), EMBER_M(a, 3)
-    {EMBER_P(0), EMBER_P(0)}, {EMBER_P(8), EMBER_P(8)},
-#undef EMBER_P
-#undef EMBER_M
 };
 inline __m256i q4_k_scale_vector(__m256i scb, int g) {
     const __m256i half = g < 4 ? _mm256_permute2x128_si256(scb, scb, 0x00) : _mm256_permute2x128_si256(scb, scb, 0x11);
@@ -1397,12 +1379,6 @@ inline void q4_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
         const __m256i h = loadu256(gb + 576 + 32 * (g / 2));
         for (int k = 0; k < 4; ++k) S[k] = _mm256_or_si256(S[k], bit_to_16(h, 4 * (g % 2) + k));
     }
-}
-// [x0 x1 x2 x3 | x0 x1 x2 x3] from four f16 at p
-inline __m256 f16x4_twice(const uint8_t* p) {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return _mm256_cvtph_ps(_mm_set1_epi64x(v));
 }
 
 // An activation super-block as decoding reads it, made once per call: each 32-group's
@@ -1450,10 +1426,7 @@ inline void q4_k_group_col(int64_t nbk, const uint8_t* w, const Q4KPre* pre, flo
             t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[3], loadu256(p.st[g][3])));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q4_k_scale_vector(scb, g)));
         }
-        const __m256i m01 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[0])));
-        const __m256i m23 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[1])));
-        const __m256i im = _mm256_add_epi32(_mm256_madd_epi16(m01, loadu256(p.amin[0])),
-                                            _mm256_madd_epi16(m23, loadu256(p.amin[1])));
+        const __m256i im = q4_k_min_sum(mb, p.amin);
         const __m256 da = _mm256_loadu_ps(p.da);
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc);
         acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc);

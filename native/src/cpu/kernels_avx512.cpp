@@ -161,6 +161,29 @@ void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
     }
 }
 
+// Index tables of the decode kernels below, made at compile time (not per call).
+// q6_k_decode_x4: the scales of chunk c, step k for vpermw from a row pair's sixteen int16
+// scales each, [row a: sc[8c + 2k] x 8, sc[8c + 2k + 1] x 8 | row b: the same].
+struct Q6Pick {
+    int16_t idx[2][4][32];
+    constexpr Q6Pick() : idx() {
+        for (int c = 0; c < 2; ++c)
+            for (int k = 0; k < 4; ++k)
+                for (int l = 0; l < 32; ++l) idx[c][k][l] = (int16_t)(16 * (l / 16) + 8 * c + 2 * k + (l % 16) / 8);
+    }
+};
+constexpr Q6Pick kQ6Pick{};
+// q4_k_decode512: int16 words [s0 s0 s1 s1 s2 s2 s3 s3] of group 4h + q from a 128-bit
+// lane holding bytes 4g + r (high bytes zeroed), the same in every lane
+struct Q4KScalePick {
+    int8_t idx[4][64];
+    constexpr Q4KScalePick() : idx() {
+        for (int q = 0; q < 4; ++q)
+            for (int l = 0; l < 64; ++l) idx[q][l] = (l % 2) ? (int8_t)-128 : (int8_t)(4 * q + (l % 16) / 4);
+    }
+};
+constexpr Q4KScalePick kQ4KScalePick{};
+
 // Decoding Q6_K on the four-row copy (the plain interleave: a group's four blocks of a
 // super-block side by side), two rows per 512-bit register: each value-extraction,
 // maddubs and madd covers two rows' 32 values, where AVX2's decode4_k_x4 runs its
@@ -171,14 +194,6 @@ void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
 void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* s) {
     const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3);
     const __m512i even_mask = _mm512_set1_epi32(0x0000ffff), odd_mask = _mm512_set1_epi32((int)0xffff0000u);
-    // scales of chunk c, step k: [row a: sc[8c + 2k] x 8, sc[8c + 2k + 1] x 8 | row b: the same]
-    __m512i pick[2][4];
-    for (int c = 0; c < 2; ++c)
-        for (int k = 0; k < 4; ++k) {
-            alignas(64) int16_t idx[32];
-            for (int l = 0; l < 32; ++l) idx[l] = (int16_t)(16 * (l / 16) + 8 * c + 2 * k + (l % 16) / 8);
-            pick[c][k] = _mm512_loadu_si512(idx);
-        }
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const BlockQ6_K* b = x + 4 * i;
@@ -212,7 +227,7 @@ void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* 
                                     _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m3), 4))};
                 for (int k = 0; k < 4; ++k)
                     isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q[k], av[c][k]),
-                                                                    _mm512_permutexvar_epi16(pick[c][k], sc)));
+                                                                    _mm512_permutexvar_epi16(_mm512_loadu_si512(kQ6Pick.idx[c][k]), sc)));
             }
             // 32 x the even / odd groups' sc x bsum, in each row's [lo 4 lanes | hi 4 lanes]
             const __m512i e = _mm512_madd_epi16(_mm512_and_si512(sc, even_mask), bs);
@@ -265,28 +280,14 @@ template <class B>
 void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* s) {
     constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
     const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
-    // int16 words [s0 s0 s1 s1 s2 s2 s3 s3] of group 4h + q from a 128-bit lane holding
-    // bytes 4g + r (high bytes zeroed), the same in every lane
-    __m512i scale_pick[4];
-    for (int q = 0; q < 4; ++q) {
-        alignas(64) int8_t idx[64];
-        for (int l = 0; l < 64; ++l) idx[l] = (l % 2) ? (int8_t)0x80 : (int8_t)(4 * q + (l % 16) / 4);
-        scale_pick[q] = _mm512_loadu_si512(idx);
-    }
     // Q5_K: bit 4 (g % 2) + k of each byte is step k's fifth bit; lo holds steps 0 | 2, hi 1 | 3
     const __m512i k_lo = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), k_hi = _mm512_setr_epi64(1, 1, 1, 1, 3, 3, 3, 3);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const uint8_t* gb = w + (size_t)i * 4 * sizeof(B);
         const Q4KPre512& p = pre[i];
-        // scales and mins: bytes 4g + r (as q4_k_group_scales)
-        const __m256i lv = loadu256(gb + 16);
-        const __m256i hb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 48)));
-        const __m256i hv = _mm256_and_si256(_mm256_srlv_epi64(hb, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
-        const __m256i scb = _mm256_or_si256(_mm256_and_si256(lv, _mm256_set1_epi8(0x0f)),
-                                            _mm256_slli_epi16(_mm256_and_si256(hv, _mm256_set1_epi8(3)), 4));
-        const __m256i mb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lv, 4), _mm256_set1_epi8(0x0f)),
-                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), _mm256_set1_epi8(3)), 4));
+        __m256i scb, mb;  // bytes 4g + r: row r's scale and min of 32-group g
+        q4_k_group_scales(gb, &scb, &mb);
         const __m512i sc_lo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
         const __m512i sc_hi = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
         __m512i isum = _mm512_setzero_si512();
@@ -301,22 +302,14 @@ void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* 
             }
             const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, _mm512_loadu_si512(p.st[g][0])),
                                                _mm512_maddubs_epi16(hi, _mm512_loadu_si512(p.st[g][1])));
-            const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo : sc_hi, scale_pick[g & 3]);
+            const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo : sc_hi, _mm512_loadu_si512(kQ4KScalePick.idx[g & 3]));
             isum = _mm512_add_epi32(isum, _mm512_madd_epi16(t, sv));
         }
         const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-        const __m256i m01 = _mm256_shuffle_epi8(mb, _mm256_setr_epi8(0, -128, 4, -128, 1, -128, 5, -128, 2, -128, 6, -128, 3, -128, 7, -128,
-                                                                     0, -128, 4, -128, 1, -128, 5, -128, 2, -128, 6, -128, 3, -128, 7, -128));
-        const __m256i m23 = _mm256_shuffle_epi8(mb, _mm256_setr_epi8(8, -128, 12, -128, 9, -128, 13, -128, 10, -128, 14, -128, 11, -128, 15, -128,
-                                                                     8, -128, 12, -128, 9, -128, 13, -128, 10, -128, 14, -128, 11, -128, 15, -128));
-        const __m256i im = _mm256_add_epi32(_mm256_madd_epi16(m01, loadu256(p.amin[0])),
-                                            _mm256_madd_epi16(m23, loadu256(p.amin[1])));
-        int64_t d4, m4v;
-        std::memcpy(&d4, gb, 8);
-        std::memcpy(&m4v, gb + 8, 8);
+        const __m256i im = q4_k_min_sum(mb, p.amin);
         const __m256 da = _mm256_loadu_ps(p.da);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi64x(d4)), da), acc);
-        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(_mm256_cvtph_ps(_mm_set1_epi64x(m4v)), da), acc);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb), da), acc);
+        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc);
     }
     _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }

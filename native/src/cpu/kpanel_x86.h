@@ -211,6 +211,39 @@ inline void unpack_panel(const BlockQ6_K& b, KPanel& p) {
     p.dmin = 0.0f;
 }
 
+// Q4_K/Q5_K re-encoded groups (four_row_layout), shared by the AVX2 and AVX-512 decode
+// kernels.
+// bytes 4g + r: row r's scale (scb) and min (mb) of 32-group g
+inline void q4_k_group_scales(const uint8_t* gb, __m256i* scb, __m256i* mb) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
+    const __m256i lv = loadu256(gb + 16);
+    const __m256i hb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 48)));
+    const __m256i hv = _mm256_and_si256(_mm256_srlv_epi64(hb, _mm256_setr_epi64x(0, 0, 4, 4)), m4);
+    *scb = _mm256_or_si256(_mm256_and_si256(lv, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
+    *mb = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lv, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
+}
+// int16 words [m(r, 2p) m(r, 2p + 1)] per row r in the low half, groups + 4 in the high
+alignas(32) const int8_t kQ4KMin[2][32] = {
+#define EMBER_M(a, r) (int8_t)((a) + (r)), (int8_t)0x80, (int8_t)((a) + 4 + (r)), (int8_t)0x80
+#define EMBER_P(a) EMBER_M(a, 0), EMBER_M(a, 1), EMBER_M(a, 2), EMBER_M(a, 3)
+    {EMBER_P(0), EMBER_P(0)}, {EMBER_P(8), EMBER_P(8)},
+#undef EMBER_P
+#undef EMBER_M
+};
+// the min term's int32 lanes [r0..r3 | r0..r3] from mb and q4_k_min_pairs' amin
+inline __m256i q4_k_min_sum(__m256i mb, const int16_t amin[2][16]) {
+    const __m256i m01 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[0])));
+    const __m256i m23 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[1])));
+    return _mm256_add_epi32(_mm256_madd_epi16(m01, loadu256(amin[0])), _mm256_madd_epi16(m23, loadu256(amin[1])));
+}
+// [x0 x1 x2 x3 | x0 x1 x2 x3] from four f16 at p
+inline __m256 f16x4_twice(const uint8_t* p) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return _mm256_cvtph_ps(_mm_set1_epi64x(v));
+}
+
 // Q4_K/Q5_K decoding of the re-encoded groups: an activation super-block's 32-group sums
 // (|A| <= 32 * 127) as the min shuffles pair them, [A0 A1] x 4 | [A4 A5] x 4 in amin[0],
 // groups 2, 3 | 6, 7 in amin[1]
