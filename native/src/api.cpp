@@ -16,6 +16,7 @@
 
 #include "backend/registry.h"
 #include "core/error.h"
+#include "core/thread_state.h"
 #include "core/threadpool.h"
 #include "cpu/kernels.h"
 #include "model/arch.h"
@@ -82,8 +83,6 @@ struct ember_sampler {
 
 namespace {
 
-thread_local std::string t_last_error;
-
 template <typename F>
 ember_status guarded(HandleErrors* handle_error, F&& body) {
     ember_status status = EMBER_OK;
@@ -103,7 +102,7 @@ ember_status guarded(HandleErrors* handle_error, F&& body) {
         status = EMBER_ERR_INTERNAL;
         message = "internal error";
     }
-    t_last_error = message;
+    thread_last_error() = message;
     if (handle_error) handle_error->set(message);
     return status;
 }
@@ -143,7 +142,7 @@ const char* ember_system_info(void) {
     return info.c_str();
 }
 
-const char* ember_last_error(void) { return t_last_error.c_str(); }
+const char* ember_last_error(void) { return thread_last_error().c_str(); }
 
 const char* ember_status_name(ember_status s) {
     switch (s) {

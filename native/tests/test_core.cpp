@@ -15,6 +15,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/thread_state.h"
 #include "core/threadpool.h"
 #include "cpu/ops.h"
 
@@ -174,6 +175,45 @@ static void test_thread_pool() {
     CHECK(caught);
 }
 
+// Per-thread scratch (core/thread_state.h): aligned, zeroed when it grows, kept per call
+// site and per thread, and freed when the thread exits (no thread_local destructors).
+struct SiteA;
+struct SiteB;
+static void test_thread_scratch() {
+    float* a = thread_scratch<float, SiteA>(10);
+    CHECK(reinterpret_cast<uintptr_t>(a) % 64 == 0);
+    for (int i = 0; i < 10; ++i) CHECK(a[i] == 0.0f);
+    for (int i = 0; i < 10; ++i) a[i] = (float)i;
+    float* again = thread_scratch<float, SiteA>(5);  // smaller: the same array, as left
+    CHECK(again == a && again[9] == 9.0f);
+    int* b = thread_scratch<int, SiteB>(10);
+    CHECK(reinterpret_cast<void*>(b) != reinterpret_cast<void*>(a));
+    float* big = thread_scratch<float, SiteA>(1 << 18);  // grows: zero-filled again
+    CHECK(reinterpret_cast<uintptr_t>(big) % 64 == 0);
+    bool zero = true;
+    for (int i = 0; i < (1 << 18); ++i) zero = zero && big[i] == 0.0f;
+    CHECK(zero);
+    thread_last_error() = "main thread's error";
+    const int live = detail::live_thread_states();
+    float* other = nullptr;
+    std::thread t([&] {
+        other = thread_scratch<float, SiteA>(10);
+        CHECK(other != big && other[0] == 0.0f);
+        CHECK(thread_last_error().empty());
+        thread_last_error() = std::string(1000, 'x');  // on the heap: freed at exit
+        CHECK(detail::live_thread_states() == live + 1);
+    });
+    t.join();
+    CHECK(detail::live_thread_states() == live);  // the thread's state went with it
+    CHECK(thread_last_error() == "main thread's error");
+    {
+        ThreadPool pool(4);
+        pool.run([&](int, int) { thread_scratch<float, SiteB>(1000)[999] = 1.0f; });
+        CHECK(detail::live_thread_states() == live + 3);  // the caller's state was there already
+    }
+    CHECK(detail::live_thread_states() == live);
+}
+
 static void test_elementwise_ops() {
     std::mt19937 rng(7);
     std::normal_distribution<float> nd;
@@ -236,6 +276,7 @@ int main() {
     test_memory_plan();
     test_in_place_needs_sole_reader();
     test_thread_pool();
+    test_thread_scratch();
     test_thread_pinning();
     test_elementwise_ops();
     std::printf("%s (%d failures)\n", g_failures ? "FAILED" : "ok", g_failures);

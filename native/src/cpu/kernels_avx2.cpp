@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/fp16.h"
+#include "core/thread_state.h"
 #include "cpu/kernels_ref.h"
 #include "cpu/kpanel_x86.h"
 #include "quant/types.h"
@@ -434,13 +435,13 @@ inline void q4_0_group_col(int64_t nb, const uint8_t* w, const BlockQ8_0* y, con
 // Q4_0 groups x nc columns (nc small: decoding, or what is left of a batch)
 void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
                       float* s, size_t lds) {
-    thread_local std::vector<Q40Pre> pre;  // 64-byte elements, no over-alignment (see below)
-    if (pre.size() < (size_t)nb) pre.resize((size_t)nb);
+    struct Site;
+    Q40Pre* const pre = thread_scratch<Q40Pre, Site>((size_t)nb);
     for (int c = 0; c < nc; ++c) {
         const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
-        q4_0_prepare(nb, y, pre.data());
+        q4_0_prepare(nb, y, pre);
         for (int g = 0; g < groups; ++g)
-            q4_0_group_col(nb, W + (size_t)(4 * g) * ws, y, pre.data(), s + (size_t)c * lds + 4 * g);
+            q4_0_group_col(nb, W + (size_t)(4 * g) * ws, y, pre, s + (size_t)c * lds + 4 * g);
     }
 }
 
@@ -554,13 +555,11 @@ inline void tile4_panel(int64_t nb, const Panel4* pw, const uint8_t* a, size_t a
         _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
 }
 
-// One prefill panel buffer per thread and type, for both layouts (new thread_local objects
-// of over-aligned elements are best avoided: one faulted in the MinGW runtime's
-// thread-exit path under wine).
+// One prefill panel buffer per thread and type, for both layouts
 template <class D>
-std::vector<Panel4>& panel4_buffer() {
-    thread_local std::vector<Panel4> p4;
-    return p4;
+Panel4* panel4_buffer(size_t n) {
+    struct Site;
+    return thread_scratch<Panel4, Site>(n);
 }
 
 // Rows as they are (X4 false), or in four-row groups (Tensor::x4, nr a multiple of 4): a
@@ -579,30 +578,29 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
             const uint8_t* Ac = static_cast<const uint8_t*>(a);
             // rows in fours: interleaved panels (std::vector keeps Panel4's alignment)
             const int groups = nr / 4;
-            std::vector<Panel4>& p4 = panel4_buffer<D>();
-            if (p4.size() < (size_t)(groups * nb)) p4.resize((size_t)(groups * nb));
-            for (int g = 0; g < groups; ++g) pack_panel4<D, X4>(W + (size_t)(4 * g) * ws, ws, nb, p4.data() + g * nb);
+            Panel4* const p4 = panel4_buffer<D>((size_t)(groups * nb));
+            for (int g = 0; g < groups; ++g) pack_panel4<D, X4>(W + (size_t)(4 * g) * ws, ws, nb, p4 + g * nb);
             int c = 0;
             for (; c + C <= nc; c += C)
                 for (int g = 0; g < groups; ++g)
-                    tile4_panel<D, C>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
+                    tile4_panel<D, C>(nb, p4 + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
             for (; c < nc; ++c)
                 for (int g = 0; g < groups; ++g)
-                    tile4_panel<D, 1>(nb, p4.data() + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
+                    tile4_panel<D, 1>(nb, p4 + g * nb, Ac + c * as, as, s + c * lds + 4 * g, lds);
             // leftover rows: one at a time, as in decoding (tile_legacy); none with X4
             const int r0 = 4 * groups;
             if constexpr (!X4) if (r0 < nr) {
                 using U = Unpacked<D>;
                 using UB = typename U::Block;
-                thread_local std::vector<UB> panel;
+                struct Site;
                 const int left = nr - r0;
-                if (panel.size() < (size_t)(left * nb)) panel.resize((size_t)(left * nb));
+                UB* const panel = thread_scratch<UB, Site>((size_t)(left * nb));
                 for (int r = 0; r < left; ++r) {
                     const auto* x = reinterpret_cast<const typename D::Block*>(W + (size_t)(r0 + r) * ws);
                     for (int64_t i = 0; i < nb; ++i) U::unpack(x[i], panel[(size_t)(r * nb + i)]);
                 }
                 tile_driver<4, C, 4, tile4_legacy<U, C>, tile_legacy<U, 1, C>, tile4_legacy<U, 1>, tile_legacy<U, 1, 1>>(
-                    nb, left, nc, panel.data(), (size_t)nb * sizeof(UB), a, as, s + r0, lds);
+                    nb, left, nc, panel, (size_t)nb * sizeof(UB), a, as, s + r0, lds);
             }
             return;
         }
@@ -615,8 +613,8 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
     // tile_driver's order of tiles, with the activation scales converted once per call
     // (per four rows and block, the conversion was a tenth of a Q8_0 tile's instructions)
     using A = ActBlock<D>;
-    thread_local std::vector<float> das;
-    if (das.size() < (size_t)(nc * nb)) das.resize((size_t)(nc * nb));
+    struct Site;
+    float* const das = thread_scratch<float, Site>((size_t)(nc * nb));
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* Ac = static_cast<const uint8_t*>(a);
     for (int c = 0; c < nc; ++c) {
@@ -628,14 +626,14 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
         int r = 0;
         for (; r + 4 <= nr; r += 4)
             tile4_legacy_da<D, C, X4>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds,
-                                      das.data() + (size_t)c * nb);
+                                      das + (size_t)c * nb);
         for (; r < nr; ++r) tile_legacy<D, 1, C>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds);
     }
     for (; c < nc; ++c) {
         int r = 0;
         for (; r + 4 <= nr; r += 4)
             tile4_legacy_da<D, 1, X4>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds,
-                                      das.data() + (size_t)c * nb);
+                                      das + (size_t)c * nb);
         for (; r < nr; ++r) tile_legacy<D, 1, 1>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds);
     }
 }
@@ -789,10 +787,10 @@ void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void*
             // Decoding: widen the one activation row to F32 first (exact, so the bits are
             // those of the batched tiles); converting it again for every four rows would
             // make the converts, not the weight stream, the limit.
-            thread_local std::vector<float> wide;
-            if (wide.size() < (size_t)n) wide.resize((size_t)n);
-            widen_row<A>(static_cast<const uint8_t*>(a), wide.data(), n);
-            gemm_float<L, R, C, LoadF32>(n, nr, 1, w, ws, wide.data(), (size_t)n * sizeof(float), s, lds);
+            struct Site;
+            float* const wide = thread_scratch<float, Site>((size_t)n);
+            widen_row<A>(static_cast<const uint8_t*>(a), wide, n);
+            gemm_float<L, R, C, LoadF32>(n, nr, 1, w, ws, wide, (size_t)n * sizeof(float), s, lds);
             return;
         }
     }
@@ -813,15 +811,15 @@ void gemm_wide(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     }
     // eight rows at a time: with their F32 copy (and a few activation columns) in L1
     constexpr int kRows = 8;
-    thread_local std::vector<float> wide;
-    if (wide.size() < (size_t)(kRows * n)) wide.resize((size_t)(kRows * n));
+    struct Site;
+    float* const wide = thread_scratch<float, Site>((size_t)(kRows * n));
     const uint8_t* W = static_cast<const uint8_t*>(w);
     for (int r0 = 0; r0 < nr; r0 += kRows) {
         const int rows = nr - r0 < kRows ? nr - r0 : kRows;
         for (int r = 0; r < rows; ++r) {
-            widen_row<L>(W + (size_t)(r0 + r) * ws, wide.data() + (size_t)r * (size_t)n, n);
+            widen_row<L>(W + (size_t)(r0 + r) * ws, wide + (size_t)r * (size_t)n, n);
         }
-        gemm_float<LoadF32, 4, 3>(n, rows, nc, wide.data(), (size_t)n * sizeof(float), a, as, s + r0, lds);
+        gemm_float<LoadF32, 4, 3>(n, rows, nc, wide, (size_t)n * sizeof(float), a, as, s + r0, lds);
     }
 }
 
@@ -1072,8 +1070,8 @@ void decode_k(int64_t nbk, int nr, const uint8_t* W, size_t ws, const BlockQ8_K*
         __m256i isum[8], imin[8];
         alignas(16) uint16_t d[8], dmin[8];
     };
-    thread_local std::vector<Parked> park;  // grows to the longest row once per thread
-    if ((int64_t)park.size() < nbk) park.resize((size_t)nbk);
+    struct Site;
+    Parked* const park = thread_scratch<Parked, Site>((size_t)nbk);  // the longest row so far
     const size_t row = (size_t)nbk * sizeof(B);
     int r = 0;
     for (; r + 8 <= nr; r += 8) {
@@ -1336,9 +1334,9 @@ void ktile4x(const KPanel4* panel, int64_t nbk, const uint8_t* a, size_t as, flo
 
 // as panel4_buffer: one per thread and type, for both layouts
 template <class B>
-std::vector<KPanel4>& kpanel4_buffer() {
-    thread_local std::vector<KPanel4> panel;
-    return panel;
+KPanel4* kpanel4_buffer(size_t n) {
+    struct Site;
+    return thread_scratch<KPanel4, Site>(n);
 }
 
 // ---- Q4_K and Q5_K in their re-encoded four-row groups (kernels.h: four_row_reencoded) ----
@@ -1491,10 +1489,10 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
     const int groups = nr / 4;
     if (nc == 1) {  // decoding: unpacking would cost more than it saves; both match ktile4x
         if constexpr (X4 && kQ45Reencoded<B>) {  // re-encoded groups
-            thread_local std::vector<Q4KPre> pre;  // no over-aligned elements (see panel4_buffer)
-            if ((int64_t)pre.size() < nbk) pre.resize((size_t)nbk);
-            q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre.data());
-            for (int g = 0; g < groups; ++g) q4_k_group_col<B>(nbk, W + (size_t)(4 * g) * ws, pre.data(), s + 4 * g);
+            struct Site;
+            Q4KPre* const pre = thread_scratch<Q4KPre, Site>((size_t)nbk);
+            q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
+            for (int g = 0; g < groups; ++g) q4_k_group_col<B>(nbk, W + (size_t)(4 * g) * ws, pre, s + 4 * g);
         } else if constexpr (X4) {
             for (int g = 0; g < groups; ++g)
                 decode4_k_x4<B>(nbk, reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws),
@@ -1506,8 +1504,7 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
     }
     // every four rows of the call packed first (kept in L2), then the columns stream past
     // them four at a time (kept in L1)
-    std::vector<KPanel4>& panel = kpanel4_buffer<B>();  // grows to the largest call once per thread
-    if ((int64_t)panel.size() < groups * nbk) panel.resize((size_t)(groups * nbk));
+    KPanel4* const panel = kpanel4_buffer<B>((size_t)(groups * nbk));  // the largest call so far
     for (int g = 0; g < groups; ++g) {
         const uint8_t* w4 = W + (size_t)(4 * g) * ws;
         for (int64_t i = 0; i < nbk; ++i) {
@@ -1524,10 +1521,10 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
     int c = 0;
     for (; c + 4 <= nc; c += 4)
         for (int g = 0; g < groups; ++g)
-            ktile4x<B, 4>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+            ktile4x<B, 4>(panel + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
     for (; c < nc; ++c)
         for (int g = 0; g < groups; ++g)
-            ktile4x<B, 1>(panel.data() + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+            ktile4x<B, 1>(panel + g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
     for (int r = 4 * groups; r < nr; ++r)
         for (int c = 0; c < nc; ++c) vec_dot_k<B>(n, s + c * lds + r, W + r * ws, A + c * as);
 }

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/thread_state.h"
 #include "cpu/kpanel_x86.h"
 #include "quant/types.h"
 
@@ -327,11 +328,11 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         }
         if constexpr (X4 && (std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
             const int64_t nbk = n / QK_K;
-            thread_local std::vector<Q4KPre512> pre;  // no over-aligned elements
-            if ((int64_t)pre.size() < nbk) pre.resize((size_t)nbk);
-            q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre.data());
+            struct Site;
+            Q4KPre512* const pre = thread_scratch<Q4KPre512, Site>((size_t)nbk);
+            q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             for (int g = 0; g < nr / 4; ++g)
-                q4_k_decode512<B>(nbk, static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws, pre.data(), s + 4 * g);
+                q4_k_decode512<B>(nbk, static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws, pre, s + 4 * g);
             return;
         }
         (X4 ? avx2.gemm_x4 : avx2.gemm)(n, nr, nc, w, ws, a, as, s, lds);
@@ -343,8 +344,8 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     // every four rows of the call unpacked first (kept in L2), then the columns stream
     // past them four at a time, as the AVX2 gemm_k does
     const int groups = nr / 4;
-    thread_local std::vector<KPanel> panel;  // grows to the largest call once per thread
-    if ((int64_t)panel.size() < 4 * groups * nbk) panel.resize((size_t)(4 * groups * nbk));
+    struct Site;
+    KPanel* const panel = thread_scratch<KPanel, Site>((size_t)(4 * groups * nbk));  // the largest call so far
     for (int g = 0; g < groups; ++g) {
         if constexpr (X4) {  // nr is a multiple of 4: no rows are left over
             for (int64_t i = 0; i < nbk; ++i) {
@@ -364,10 +365,10 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     int c = 0;
     for (; c + 4 <= nc; c += 4)
         for (int g = 0; g < groups; ++g)
-            ktile512<B, 4>(panel.data() + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+            ktile512<B, 4>(panel + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
     for (; c < nc; ++c)
         for (int g = 0; g < groups; ++g)
-            ktile512<B, 1>(panel.data() + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+            ktile512<B, 1>(panel + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
     for (int r = 4 * groups; r < nr; ++r)
         for (int c = 0; c < nc; ++c) avx2.vec_dot(n, s + c * lds + r, W + r * ws, A + c * as);
 }
@@ -523,16 +524,16 @@ void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const v
     const int64_t nb = n / QK;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
-    thread_local std::vector<Panel8> panel;  // std::vector keeps Panel8's alignment (C++17)
-    if (panel.size() < (size_t)(groups * nb)) panel.resize((size_t)(groups * nb));
-    for (int g = 0; g < groups; ++g) pack_panel8<D, X4>(W + (size_t)(8 * g) * ws, ws, nb, panel.data() + g * nb);
+    struct Site;
+    Panel8* const panel = thread_scratch<Panel8, Site>((size_t)(groups * nb));
+    for (int g = 0; g < groups; ++g) pack_panel8<D, X4>(W + (size_t)(8 * g) * ws, ws, nb, panel + g * nb);
     int c = 0;
     for (; c + C <= nc; c += C)
         for (int g = 0; g < groups; ++g)
-            tile8_legacy<D, C>(nb, panel.data() + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
+            tile8_legacy<D, C>(nb, panel + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
     for (; c < nc; ++c)
         for (int g = 0; g < groups; ++g)
-            tile8_legacy<D, 1>(nb, panel.data() + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
+            tile8_legacy<D, 1>(nb, panel + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
     const int r0 = 8 * groups;
     if (r0 < nr) rest(n, nr - r0, nc, W + (size_t)r0 * ws, ws, a, as, s + r0, lds);  // X4: one group
 }
