@@ -262,6 +262,98 @@ int check_extreme_sums(const Isa* levels) {
     return failures;
 }
 
+// AMX (the AVX-512 level's K-quant prefill tiles on the tile unit, where the CPU and OS
+// have it): every output of mul_mat with the tile unit has the bits of the 512-bit tiles
+// and of each column decoded alone, on the rows as they are and on the four-row copy, for
+// random rows and for the extreme blocks (largest scales and values against +-127
+// activations: the 256 h + l split and the int32 sums at their bounds). M = 48 rows are
+// three sixteen-row tile blocks; N = 37 columns two sixteen-column blocks and 5 left over.
+int check_amx() {
+    if (!isa_supported(Isa::AVX512) || !amx_supported()) {
+        std::printf("AMX tiles: skipped (%s)\n", isa_supported(Isa::AVX512) ? "this CPU or OS gives no AMX-INT8"
+                                                                             : "no AVX-512 level on this CPU");
+        return 0;
+    }
+    int failures = 0, checked = 0;
+    const bool was = amx_enabled();
+    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const TypeTraits* tt = type_traits((uint32_t)t);
+        const int64_t K = 4 * tt->block_size, M = 48, N = 37;
+        const size_t wrow = (size_t)row_bytes(*tt, K);
+        for (int variant = 0; variant < 4; ++variant) {
+            std::vector<uint8_t> w;
+            std::vector<float> xs((size_t)(K * N));
+            if (variant == 0) {
+                for (int64_t r = 0; r < M; ++r) {
+                    auto row = rand_row(t, K);
+                    w.insert(w.end(), row.begin(), row.end());
+                }
+                for (int64_t c = 0; c < N; ++c) {
+                    auto v = rand_acts(K);
+                    std::copy(v.begin(), v.end(), xs.begin() + c * K);
+                }
+            } else {
+                // every byte 0xff (largest values and scales) or 0x81, d = dmin = 1
+                w.assign(wrow * M, variant == 2 ? 0x81 : 0xff);
+                for (int64_t b = 0; b < M * K / tt->block_size; ++b) {
+                    uint8_t* blk = w.data() + b * tt->block_bytes;
+                    const uint16_t one = fp32_to_fp16(1.0f);
+                    size_t d_at = 0, dmin_at = SIZE_MAX;
+                    switch (t) {
+                        case DType::Q2_K: d_at = offsetof(BlockQ2_K, d); dmin_at = offsetof(BlockQ2_K, dmin); break;
+                        case DType::Q3_K: d_at = offsetof(BlockQ3_K, d); break;
+                        case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
+                        case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
+                        case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
+                        default: break;
+                    }
+                    std::memcpy(blk + d_at, &one, 2);
+                    if (dmin_at != SIZE_MAX) std::memcpy(blk + dmin_at, &one, 2);
+                }
+                for (int64_t i = 0; i < K * N; ++i) xs[(size_t)i] = variant == 3 ? -1.0f : (i % 3 ? 1.0f : -1.0f);
+            }
+            const DotKernels& k = dot_kernels(t, Isa::AVX512);
+            const size_t arow = (size_t)row_bytes(*type_traits((uint32_t)k.act_type), K);
+            std::vector<uint8_t> act(arow * N);
+            for (int64_t c = 0; c < N; ++c) k.convert(xs.data() + c * K, act.data() + c * arow, K);
+            std::vector<uint8_t> wx4(w.size());
+            const Tensor wt = tensor_2d(t, K, M, w.data());
+            four_row_layout(wt, wx4.data(), 0, M);
+            for (int four = 0; four < 2; ++four) {
+                if (four && !four_row_layout_read(t, Isa::AVX512)) continue;
+                Tensor wl = wt;
+                if (four) wl.x4 = wx4.data();
+                std::vector<float> want((size_t)(M * N), NAN), got((size_t)(M * N), NAN), one((size_t)M, NAN);
+                Tensor x = tensor_2d(k.act_type, K, N, act.data());
+                Tensor ow = tensor_2d(DType::F32, M, N, want.data()), og = tensor_2d(DType::F32, M, N, got.data());
+                set_amx_enabled(false);
+                mul_mat(&wl, &x, &ow, 0, 1, Isa::AVX512);
+                set_amx_enabled(true);
+                for (int nth : {1, 2})
+                    for (int ith = 0; ith < nth; ++ith) mul_mat(&wl, &x, &og, ith, nth, Isa::AVX512);
+                bool bad = std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0;
+                // each column alone (the decode path) against the batch
+                for (int64_t c = 0; c < N && !bad; ++c) {
+                    Tensor x1 = tensor_2d(k.act_type, K, 1, act.data() + c * arow);
+                    Tensor o1 = tensor_2d(DType::F32, M, 1, one.data());
+                    mul_mat(&wl, &x1, &o1, 0, 1, Isa::AVX512);
+                    bad |= std::memcmp(one.data(), got.data() + c * M, (size_t)M * sizeof(float)) != 0;
+                }
+                for (float v : got) bad |= std::isnan(v);
+                ++checked;
+                if (bad) {
+                    ++failures;
+                    std::printf("AMX tiles: %s variant %d%s: not the bits of the 512-bit tiles / decode  FAIL\n",
+                                tt->name, variant, four ? " (four-row copy)" : "");
+                }
+            }
+        }
+    }
+    set_amx_enabled(was);
+    std::printf("AMX tiles: %d cases, %s\n", checked, failures ? "FAIL" : "bit for bit ok");
+    return failures;
+}
+
 int main() {
     const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
                            DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
@@ -505,6 +597,7 @@ int main() {
                 "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");
     failures += check_attention_kernels(levels);
     failures += check_extreme_sums(levels);
+    failures += check_amx();
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

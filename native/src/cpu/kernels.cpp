@@ -22,6 +22,10 @@
 #if defined(__aarch64__) || defined(_M_ARM64)
 #  define EMBER_ARM64 1
 #endif
+#if defined(EMBER_X86) && defined(__linux__)
+#  include <sys/syscall.h>
+#  include <unistd.h>
+#endif
 
 namespace ember {
 
@@ -84,6 +88,42 @@ Isa detect_isa() {
     return Isa::SCALAR;
 #endif
 }
+
+bool amx_supported() {
+    static const bool ok = [] {
+#if defined(EMBER_X86) && defined(__linux__) && defined(SYS_arch_prctl)
+        if (detect_isa() != Isa::AVX512) return false;
+        unsigned r[4];
+        cpuid(7, 0, r);
+        const bool tile = (r[3] >> 24) & 1, int8 = (r[3] >> 25) & 1;
+        if (!tile || !int8) return false;
+        const unsigned long long xcr0 = xgetbv0();
+        if ((xcr0 & (3ull << 17)) != (3ull << 17)) return false;  // XTILECFG, XTILEDATA
+        // Linux 5.16+: a process must ask for the tile data state before its first tile
+        // instruction (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA = 18); without it they fault
+        return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+        return false;  // other systems: not enabled here (Windows would need no request, untested)
+#endif
+    }();
+    return ok;
+}
+
+namespace {
+std::atomic<int> g_amx_on{-1};  // -1: not decided yet (the environment decides)
+}  // namespace
+
+bool amx_enabled() {
+    int on = g_amx_on.load(std::memory_order_relaxed);
+    if (on < 0) {
+        const char* env = std::getenv("EMBER_AMX");
+        on = amx_supported() && !(env && std::string(env) == "0") ? 1 : 0;
+        g_amx_on.store(on, std::memory_order_relaxed);
+    }
+    return on == 1;
+}
+
+void set_amx_enabled(bool on) { g_amx_on.store(on && amx_supported() ? 1 : 0, std::memory_order_relaxed); }
 
 bool isa_supported(Isa isa) {
     const Isa best = detect_isa();

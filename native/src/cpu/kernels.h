@@ -25,6 +25,17 @@ Isa detect_isa();
 Isa active_isa();
 bool isa_supported(Isa isa);
 
+// AMX (Sapphire Rapids and later): the tile unit's int8 products, used by the AVX-512
+// level's K-quant prefill tiles when the CPU has AMX-TILE and AMX-INT8, the OS saves the
+// tile state (XCR0) and grants it to this process (Linux: arch_prctl, asked once). The
+// tiles compute the same integers as the 512-bit ones and the same float operations after
+// them, so the bits do not depend on it. EMBER_AMX=0 in the environment turns it off.
+bool amx_supported();
+// Whether the tiles use it now: amx_supported() and not turned off (EMBER_AMX=0, or
+// set_amx_enabled(false): tests compare both).
+bool amx_enabled();
+void set_amx_enabled(bool on);
+
 // Converts n activations (one row) to a kernel's activation format.
 using ConvertRowFn = void (*)(const float* x, void* y, int64_t n);
 // s = dot(w, a) over n elements: w one weight row, a one converted activation row.

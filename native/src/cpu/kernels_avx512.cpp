@@ -20,6 +20,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -315,6 +316,230 @@ void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* 
     _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }
 
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+#  define EMBER_AMX 1
+#endif
+
+#ifdef EMBER_AMX
+// ---- AMX: the K-quant prefill tiles on the tile unit -----------------------------------
+//
+// The 512-bit tiles above end each super-block with, per (row, column), two exact int32
+// sums: "lo" over the first sixteen elements of every 32-group and "hi" over the second,
+// of sc16 * q * a (sc16 the sixteen-element scale, q the signed value), and for the types
+// with mins two more (groups 0-3 and 4-7, min * activation group sums); then the same
+// float operations per super-block. Here the tile unit computes those integers:
+//   - the activations are the A tiles as they lie in their Q8_K rows (sixteen columns x
+//     64 bytes of one super-block, the row stride apart: nothing is repacked);
+//   - the weights w = sc16 * q (int16, |w| <= 4096) are the B tiles, split as w = 256 h
+//     + l (l unsigned, h signed) so that each is an 8-bit operand (TDPBSUD for l,
+//     TDPBSSD for h) and lo = L + 256 H exactly; a B tile holds sixteen rows' four-element
+//     quads (row r in dword r of each tile row), with the other half's elements zero, so
+//     the lo and hi sums land in tiles of their own;
+//   - the min sums come from the activation's sixteen-element sums (bsums) as in the
+//     512-bit tiles.
+// Sixteen rows by sixteen columns per step; the float operations run lane by lane on the
+// stored C tiles, in the 512-bit tiles' order, so the bits are theirs.
+template <class B>
+constexpr bool kAmxType = std::is_same<B, BlockQ3_K>::value || std::is_same<B, BlockQ4_K>::value ||
+                          std::is_same<B, BlockQ5_K>::value || std::is_same<B, BlockQ6_K>::value;
+
+// One super-block of sixteen rows, B-tile ready: b[c][kind] for 64-element chunk c
+// (elements 64c..64c+63), kind 0 l-lo, 1 l-hi, 2 h-lo, 3 h-hi; tile row j holds elements
+// 64c + 4j..4j+3 of row r in dword r.
+struct alignas(64) AmxPanel {
+    uint8_t b[4][4][16][64];
+    float d[16], dmin[16];
+    int32_t mp[4][16];  // row r's min pair (groups 2p, 2p + 1) as two int16 (Q4_K, Q5_K)
+};
+
+struct alignas(64) AmxTileConfig {
+    uint8_t palette = 1, start_row = 0;
+    uint8_t reserved[14] = {};
+    uint16_t colsb[16] = {};
+    uint8_t rows[16] = {};
+};
+
+// 16 x 16 dwords transposed in place: r[j] lane i <- r[i] lane j
+inline void transpose16x16_epi32(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // r[4i + e], 128-bit lane L: rows 4i..4i+3 of element 4L + e
+    for (int e = 0; e < 4; ++e) {
+        const __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x88), x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xdd);
+        const __m512i y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88),
+                      y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xdd);
+        t[e] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        t[8 + e] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+        t[4 + e] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        t[12 + e] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+    }
+    for (int j = 0; j < 16; ++j) r[j] = t[j];
+}
+
+// Sixteen rows' unpacked panels of one super-block (p[r], before offset_panel) into an
+// AmxPanel
+template <class B>
+void amx_panel(const KPanel* const p[16], AmxPanel& out) {
+    alignas(64) uint8_t lv[2][4][16][64];  // [l, h][chunk][row][64 bytes]
+    for (int r = 0; r < 16; ++r) {
+        const KPanel& P = *p[r];
+        for (int c = 0; c < 4; ++c) {
+            __m256i l8[2], h8[2];
+            for (int s = 0; s < 2; ++s) {
+                const int g = 2 * c + s;  // 32-group
+                const __m512i q = _mm512_cvtepi8_epi16(loadu256(P.q + 32 * g));
+                const __m512i sc = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(P.scv[g][0])),
+                                                      _mm256_set1_epi16(P.scv[g][8]), 1);
+                const __m512i w = _mm512_mullo_epi16(q, sc);
+                l8[s] = _mm512_cvtepi16_epi8(w);
+                h8[s] = _mm512_cvtepi16_epi8(_mm512_srai_epi16(w, 8));
+            }
+            _mm512_store_si512(lv[0][c][r], _mm512_inserti64x4(_mm512_castsi256_si512(l8[0]), l8[1], 1));
+            _mm512_store_si512(lv[1][c][r], _mm512_inserti64x4(_mm512_castsi256_si512(h8[0]), h8[1], 1));
+        }
+        out.d[r] = P.d;
+        out.dmin[r] = P.dmin;
+        for (int q = 0; q < 4; ++q)
+            out.mp[q][r] = (int32_t)((uint32_t)(uint16_t)P.mn[4 * q] | ((uint32_t)(uint16_t)P.mn[4 * q + 2] << 16));
+    }
+    const __m512i zero = _mm512_setzero_si512();
+    for (int k = 0; k < 2; ++k)
+        for (int c = 0; c < 4; ++c) {
+            __m512i v[16];
+            for (int r = 0; r < 16; ++r) v[r] = _mm512_load_si512(lv[k][c][r]);
+            transpose16x16_epi32(v);  // v[j]: dword j (elements 4j..4j+3 of the chunk) of each row
+            for (int j = 0; j < 16; ++j) {
+                const bool lo = j % 8 < 4;  // elements 0-15 / 32-47 of the chunk: first halves of 32-groups
+                _mm512_store_si512(out.b[c][2 * k][j], lo ? v[j] : zero);
+                _mm512_store_si512(out.b[c][2 * k + 1][j], lo ? zero : v[j]);
+            }
+        }
+}
+
+// The four C tiles of one step (L lo, L hi, H lo, H hi), as stored
+struct alignas(64) AmxC {
+    int32_t c[4][16][16];
+};
+
+// C tiles 0-3, A tile 4, B tiles 5-7; every tile 16 rows of 64 bytes
+inline void amx_configure() {
+    AmxTileConfig cfg;
+    for (int t = 0; t < 8; ++t) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    _tile_loadconfig(&cfg);
+}
+
+// sums of super-block i for the sixteen columns at a (stride as) against panel pb
+inline void amx_step(const AmxPanel& pb, const uint8_t* a, size_t as, AmxC& out) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int c = 0; c < 4; ++c) {
+        _tile_loadd(4, a + 64 * c, (long)as);
+        _tile_loadd(5, pb.b[c][0], 64);
+        _tile_loadd(6, pb.b[c][1], 64);
+        _tile_dpbsud(0, 4, 5);
+        _tile_loadd(7, pb.b[c][2], 64);
+        _tile_dpbsud(1, 4, 6);
+        _tile_loadd(5, pb.b[c][3], 64);
+        _tile_dpbssd(2, 4, 7);
+        _tile_dpbssd(3, 4, 5);
+    }
+    _tile_stored(0, out.c[0], 64);
+    _tile_stored(1, out.c[1], 64);
+    _tile_stored(2, out.c[2], 64);
+    _tile_stored(3, out.c[3], 64);
+}
+
+// the float operations of ktile512 for super-block i of sixteen columns (y: their blocks
+// i, `as` apart), lanes = the sixteen rows; acc: [column][lo, hi] accumulators
+template <class B>
+inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, size_t as, __m512 (*acc)[2]) {
+    constexpr bool kMins = kPanelOffset<B> == 0;
+    const __m512 d = _mm512_load_ps(pb.d);
+    for (int m = 0; m < 16; ++m) {
+        const BlockQ8_K& y = *reinterpret_cast<const BlockQ8_K*>(y0 + m * as);
+        const __m512 da = _mm512_set1_ps(y.d);
+        const __m512i lo = _mm512_add_epi32(_mm512_load_si512(cs.c[0][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[2][m]), 8));
+        const __m512i hi = _mm512_add_epi32(_mm512_load_si512(cs.c[1][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[3][m]), 8));
+        const __m512 dd = _mm512_mul_ps(d, da);
+        __m512 alo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), dd, acc[m][0]);
+        __m512 ahi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), dd, acc[m][1]);
+        if constexpr (kMins) {
+            // the activation's 32-group sums A_g as int16 pairs (A_2p, A_2p+1)
+            const __m256i bs = loadu256(y.bsums);
+            const __m256i ag = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));  // A_0..A_3 | A_4..A_7
+            const __m256i pk = _mm256_packs_epi32(ag, ag);  // per 128 bits: A pairs twice
+            alignas(32) int32_t ap[8];
+            _mm256_store_si256(reinterpret_cast<__m256i*>(ap), pk);  // ap[0], ap[1] | ap[4], ap[5]
+            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[0]), _mm512_set1_epi32(ap[0])),
+                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[1]), _mm512_set1_epi32(ap[1])));
+            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[2]), _mm512_set1_epi32(ap[4])),
+                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[3]), _mm512_set1_epi32(ap[5])));
+            const __m512 dm = _mm512_mul_ps(_mm512_load_ps(pb.dmin), da);
+            alo = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mlo), dm, alo);
+            ahi = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mhi), dm, ahi);
+        }
+        acc[m][0] = alo;
+        acc[m][1] = ahi;
+    }
+}
+
+// Rows 0..15 (panels: 16 x nbk KPanels, row-major, before offset_panel) against columns
+// 0 .. 16 * (nc / 16): s[c * lds + r]
+template <class B>
+void gemm_k_amx(int64_t nbk, const KPanel* panel, int nc, const uint8_t* A, size_t as, float* s, size_t lds) {
+    const int cb = nc / 16;
+    struct SitePanel;
+    struct SiteAcc;
+    AmxPanel* const ap = thread_scratch<AmxPanel, SitePanel>((size_t)nbk);
+    __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)cb * 32);
+    for (int64_t i = 0; i < nbk; ++i) {
+        const KPanel* p[16];
+        for (int r = 0; r < 16; ++r) p[r] = &panel[(size_t)(r * nbk + i)];
+        amx_panel<B>(p, ap[i]);
+    }
+    for (size_t k = 0; k < (size_t)cb * 32; ++k) accv[k] = _mm512_setzero_ps();
+    auto acc = reinterpret_cast<__m512(*)[2]>(accv);
+    amx_configure();
+    // super-blocks outer (a panel's 16 KiB stays in L1 across the columns), column
+    // blocks inner; the tile unit's step t + 1 is issued before step t's float work
+    alignas(64) AmxC cs[2];
+    int64_t pi = -1;
+    int pc = 0, buf = 0;
+    const size_t qs_off = offsetof(BlockQ8_K, qs);
+    for (int64_t i = 0; i < nbk; ++i)
+        for (int c = 0; c < cb; ++c) {
+            const uint8_t* a = A + (size_t)(16 * c) * as + (size_t)i * sizeof(BlockQ8_K);
+            amx_step(ap[i], a + qs_off, as, cs[buf]);
+            if (pi >= 0)
+                amx_epilogue<B>(ap[pi], cs[buf ^ 1], A + (size_t)(16 * pc) * as + (size_t)pi * sizeof(BlockQ8_K), as,
+                                acc + 16 * pc);
+            pi = i;
+            pc = c;
+            buf ^= 1;
+        }
+    if (pi >= 0)
+        amx_epilogue<B>(ap[pi], cs[buf ^ 1], A + (size_t)(16 * pc) * as + (size_t)pi * sizeof(BlockQ8_K), as,
+                        acc + 16 * pc);
+    _tile_release();
+    for (int c = 0; c < 16 * cb; ++c)
+        _mm512_storeu_ps(s + (size_t)c * lds, _mm512_add_ps(acc[c][0], acc[c][1]));
+}
+#endif  // EMBER_AMX
+
 template <class B, DType T, bool X4>
 void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                size_t lds) {
@@ -359,10 +584,21 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
                 for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)((4 * g + rr) * nbk + i)]);
             }
         }
-        if constexpr (kPanelOffset<B> != 0)
-            for (int64_t k = 4 * g * nbk; k < 4 * (g + 1) * nbk; ++k) offset_panel<B>(panel[(size_t)k]);
     }
     int c = 0;
+#ifdef EMBER_AMX
+    // the tile unit, sixteen rows by sixteen columns at a time (the columns past the last
+    // sixteen and the calls with fewer rows: the tiles below, with the same bits)
+    if constexpr (kAmxType<B>) {
+        if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {
+            for (int rb = 0; rb < nr / 16; ++rb)
+                gemm_k_amx<B>(nbk, panel + (size_t)(16 * rb) * nbk, nc, A, as, s + 16 * rb, lds);
+            c = nc / 16 * 16;
+        }
+    }
+#endif
+    if constexpr (kPanelOffset<B> != 0)
+        for (int64_t k = 0; k < 4 * groups * nbk; ++k) offset_panel<B>(panel[(size_t)k]);
     for (; c + 4 <= nc; c += 4)
         for (int g = 0; g < groups; ++g)
             ktile512<B, 4>(panel + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
