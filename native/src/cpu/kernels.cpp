@@ -484,7 +484,7 @@ namespace {
 
 // rows [r_begin, r_end) of w, whose bytes start at base (w->data, or w->x4 for gemm_x4)
 void gemm_rows(GemmFn gemm, const uint8_t* base, const Tensor* w, const Tensor* x, const Tensor* out,
-               int64_t r_begin, int64_t r_end, bool packs) {
+               int64_t r_begin, int64_t r_end, bool packs, int64_t row_block) {
     const int64_t K = w->ne[0], N = x->ne[1];
     const size_t lds = out->nb[1] / sizeof(float);
     const size_t ws = w->nb[1];
@@ -511,8 +511,8 @@ void gemm_rows(GemmFn gemm, const uint8_t* base, const Tensor* w, const Tensor* 
         }
         for (int64_t c0 = 0; c0 < N; c0 += kColChunk) {
             const int nc = (int)(N - c0 < kColChunk ? N - c0 : kColChunk);
-            for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {
-                const int nr = (int)(r_end - r0 < kMulMatRowBlock ? r_end - r0 : kMulMatRowBlock);
+            for (int64_t r0 = r_begin; r0 < r_end; r0 += row_block) {
+                const int nr = (int)(r_end - r0 < row_block ? r_end - r0 : row_block);
                 gemm(K, nr, nc, base + (size_t)r0 * ws, ws, x->row(c0), x->nb[1], out->row<float>(c0) + r0, lds);
             }
         }
@@ -523,18 +523,19 @@ void gemm_rows(GemmFn gemm, const uint8_t* base, const Tensor* w, const Tensor* 
 void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
                   int64_t r_end, bool packs) {
     const int64_t K = w->ne[0], N = x->ne[1];
+    const int64_t row_block = N > 1 && k.batch_rows ? k.batch_rows() : kMulMatRowBlock;
     if (k.gemm && w->x4 && k.gemm_x4) {
         // the groups filled in the four-row layout, the rows after them as they are
         const int64_t full = w->x4_rows();
         if (r_begin < full) {
             const int64_t mid = r_end < full ? r_end : full;
-            gemm_rows(k.gemm_x4, static_cast<const uint8_t*>(w->x4), w, x, out, r_begin, mid, packs);
+            gemm_rows(k.gemm_x4, static_cast<const uint8_t*>(w->x4), w, x, out, r_begin, mid, packs, row_block);
             r_begin = mid;
         }
         if (r_begin >= r_end) return;
     }
     if (k.gemm) {
-        gemm_rows(k.gemm, static_cast<const uint8_t*>(w->data), w, x, out, r_begin, r_end, packs);
+        gemm_rows(k.gemm, static_cast<const uint8_t*>(w->data), w, x, out, r_begin, r_end, packs, row_block);
         return;
     }
     for (int64_t r0 = r_begin; r0 < r_end; r0 += kMulMatRowBlock) {

@@ -55,6 +55,10 @@ struct DotKernels {
     // gemm on weights in four-row groups (Tensor::x4, four_row_layout), nr a multiple of
     // 4, with gemm's bits; null where this level does not read that layout
     GemmFn gemm_x4 = nullptr;
+    // rows per gemm call in a batched product (a multiple of kMulMatRowBlock), where the
+    // level's tiles reuse each activation block across more rows than one row block (the
+    // AMX tiles: 64); null: kMulMatRowBlock. A row's bits do not depend on it.
+    int (*batch_rows)() = nullptr;
 };
 
 // Four-row groups: a weight matrix of a block type (QK-element blocks) rearranged so that

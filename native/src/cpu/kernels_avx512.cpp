@@ -463,31 +463,38 @@ inline void amx_step(const AmxPanel& pb, const uint8_t* a, size_t as, AmxC& out)
     _tile_stored(3, out.c[3], 64);
 }
 
-// the float operations of ktile512 for super-block i of sixteen columns (y: their blocks
-// i, `as` apart), lanes = the sixteen rows; acc: [column][lo, hi] accumulators
+// the activation's 32-group sums A_g of the sixteen columns' blocks at y0 (`as` apart) as
+// int16 pairs: ap[m][p] = (A_2p, A_2p+1), the min terms' other factor
+inline void amx_min_pairs(const uint8_t* y0, size_t as, int32_t (*ap)[4]) {
+    for (int m = 0; m < 16; ++m) {
+        const BlockQ8_K& y = *reinterpret_cast<const BlockQ8_K*>(y0 + m * as);
+        const __m256i ag = _mm256_madd_epi16(loadu256(y.bsums), _mm256_set1_epi16(1));  // A_0..A_3 | A_4..A_7
+        const __m256i pk = _mm256_packs_epi32(ag, ag);  // |A_g| <= 32 * 128: no saturation
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(ap[m]),
+                         _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08)));  // qwords 0 and 2
+    }
+}
+
+// the float operations of ktile512 for super-block i of sixteen columns (y0: their blocks
+// i, `as` apart; ap: their min pairs), lanes = the sixteen rows; acc: [column][lo, hi]
 template <class B>
-inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, size_t as, __m512 (*acc)[2]) {
+inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, size_t as, const int32_t (*ap)[4],
+                         __m512 (*acc)[2]) {
     constexpr bool kMins = kPanelOffset<B> == 0;
     const __m512 d = _mm512_load_ps(pb.d);
     for (int m = 0; m < 16; ++m) {
-        const BlockQ8_K& y = *reinterpret_cast<const BlockQ8_K*>(y0 + m * as);
-        const __m512 da = _mm512_set1_ps(y.d);
+        const float yd = reinterpret_cast<const BlockQ8_K*>(y0 + m * as)->d;
+        const __m512 da = _mm512_set1_ps(yd);
         const __m512i lo = _mm512_add_epi32(_mm512_load_si512(cs.c[0][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[2][m]), 8));
         const __m512i hi = _mm512_add_epi32(_mm512_load_si512(cs.c[1][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[3][m]), 8));
         const __m512 dd = _mm512_mul_ps(d, da);
         __m512 alo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), dd, acc[m][0]);
         __m512 ahi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), dd, acc[m][1]);
         if constexpr (kMins) {
-            // the activation's 32-group sums A_g as int16 pairs (A_2p, A_2p+1)
-            const __m256i bs = loadu256(y.bsums);
-            const __m256i ag = _mm256_madd_epi16(bs, _mm256_set1_epi16(1));  // A_0..A_3 | A_4..A_7
-            const __m256i pk = _mm256_packs_epi32(ag, ag);  // per 128 bits: A pairs twice
-            alignas(32) int32_t ap[8];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(ap), pk);  // ap[0], ap[1] | ap[4], ap[5]
-            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[0]), _mm512_set1_epi32(ap[0])),
-                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[1]), _mm512_set1_epi32(ap[1])));
-            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[2]), _mm512_set1_epi32(ap[4])),
-                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[3]), _mm512_set1_epi32(ap[5])));
+            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[0]), _mm512_set1_epi32(ap[m][0])),
+                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[1]), _mm512_set1_epi32(ap[m][1])));
+            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[2]), _mm512_set1_epi32(ap[m][2])),
+                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[3]), _mm512_set1_epi32(ap[m][3])));
             const __m512 dm = _mm512_mul_ps(_mm512_load_ps(pb.dmin), da);
             alo = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mlo), dm, alo);
             ahi = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mhi), dm, ahi);
@@ -497,46 +504,59 @@ inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, 
     }
 }
 
-// Rows 0..15 (panels: 16 x nbk KPanels, row-major, before offset_panel) against columns
-// 0 .. 16 * (nc / 16): s[c * lds + r]
+// Rows 0 .. 16 R - 1 (panels: 16 R x nbk KPanels, row-major, before offset_panel) against
+// columns 0 .. 16 * (nc / 16): s[c * lds + r]. Loops: super-blocks, then sixteen-column
+// blocks, then the R sixteen-row blocks, so an activation block is read from memory once
+// per R row blocks and its tiles reloaded from L1, and a super-block's R panels (16 KiB
+// each) stay in L2; the tile unit's step t + 1 is issued before step t's float work.
 template <class B>
-void gemm_k_amx(int64_t nbk, const KPanel* panel, int nc, const uint8_t* A, size_t as, float* s, size_t lds) {
+void gemm_k_amx(int64_t nbk, const KPanel* panel, int R, int nc, const uint8_t* A, size_t as, float* s, size_t lds) {
     const int cb = nc / 16;
     struct SitePanel;
     struct SiteAcc;
-    AmxPanel* const ap = thread_scratch<AmxPanel, SitePanel>((size_t)nbk);
-    __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)cb * 32);
-    for (int64_t i = 0; i < nbk; ++i) {
-        const KPanel* p[16];
-        for (int r = 0; r < 16; ++r) p[r] = &panel[(size_t)(r * nbk + i)];
-        amx_panel<B>(p, ap[i]);
-    }
-    for (size_t k = 0; k < (size_t)cb * 32; ++k) accv[k] = _mm512_setzero_ps();
+    struct SitePairs;
+    AmxPanel* const ap = thread_scratch<AmxPanel, SitePanel>((size_t)(R * nbk));  // [rb][i]
+    __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)(R * cb * 32));  // [rb][c][lo, hi]
+    int32_t(*const mp)[4] = reinterpret_cast<int32_t(*)[4]>(thread_scratch<int32_t, SitePairs>((size_t)(2 * 16 * cb * 4)));
+    for (int rb = 0; rb < R; ++rb)
+        for (int64_t i = 0; i < nbk; ++i) {
+            const KPanel* p[16];
+            for (int r = 0; r < 16; ++r) p[r] = &panel[(size_t)((16 * rb + r) * nbk + i)];
+            amx_panel<B>(p, ap[(size_t)(rb * nbk + i)]);
+        }
+    for (size_t k = 0; k < (size_t)(R * cb * 32); ++k) accv[k] = _mm512_setzero_ps();
     auto acc = reinterpret_cast<__m512(*)[2]>(accv);
+    constexpr bool kMins = kPanelOffset<B> == 0;
     amx_configure();
-    // super-blocks outer (a panel's 16 KiB stays in L1 across the columns), column
-    // blocks inner; the tile unit's step t + 1 is issued before step t's float work
     alignas(64) AmxC cs[2];
-    int64_t pi = -1;
-    int pc = 0, buf = 0;
+    struct Step {
+        int64_t i;
+        int c, rb;
+    } prev{-1, 0, 0};
+    int buf = 0;
+    auto finish = [&](const Step& t, const AmxC& sums) {
+        amx_epilogue<B>(ap[(size_t)(t.rb * nbk + t.i)], sums, A + (size_t)(16 * t.c) * as + (size_t)t.i * sizeof(BlockQ8_K), as,
+                        mp + (size_t)((t.i & 1) * cb + t.c) * 16, acc + (size_t)(t.rb * cb + t.c) * 16);
+    };
     const size_t qs_off = offsetof(BlockQ8_K, qs);
     for (int64_t i = 0; i < nbk; ++i)
         for (int c = 0; c < cb; ++c) {
             const uint8_t* a = A + (size_t)(16 * c) * as + (size_t)i * sizeof(BlockQ8_K);
-            amx_step(ap[i], a + qs_off, as, cs[buf]);
-            if (pi >= 0)
-                amx_epilogue<B>(ap[pi], cs[buf ^ 1], A + (size_t)(16 * pc) * as + (size_t)pi * sizeof(BlockQ8_K), as,
-                                acc + 16 * pc);
-            pi = i;
-            pc = c;
-            buf ^= 1;
+            if (kMins) amx_min_pairs(a, as, mp + (size_t)((i & 1) * cb + c) * 16);
+            for (int rb = 0; rb < R; ++rb) {
+                amx_step(ap[(size_t)(rb * nbk + i)], a + qs_off, as, cs[buf]);
+                if (prev.i >= 0) finish(prev, cs[buf ^ 1]);
+                prev = {i, c, rb};
+                buf ^= 1;
+            }
         }
-    if (pi >= 0)
-        amx_epilogue<B>(ap[pi], cs[buf ^ 1], A + (size_t)(16 * pc) * as + (size_t)pi * sizeof(BlockQ8_K), as,
-                        acc + 16 * pc);
+    if (prev.i >= 0) finish(prev, cs[buf ^ 1]);
     _tile_release();
-    for (int c = 0; c < 16 * cb; ++c)
-        _mm512_storeu_ps(s + (size_t)c * lds, _mm512_add_ps(acc[c][0], acc[c][1]));
+    for (int rb = 0; rb < R; ++rb)
+        for (int c = 0; c < 16 * cb; ++c) {
+            const __m512* a2 = acc[(size_t)rb * cb * 16 + c];
+            _mm512_storeu_ps(s + (size_t)c * lds + 16 * rb, _mm512_add_ps(a2[0], a2[1]));
+        }
 }
 #endif  // EMBER_AMX
 
@@ -591,8 +611,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     // sixteen and the calls with fewer rows: the tiles below, with the same bits)
     if constexpr (kAmxType<B>) {
         if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {
-            for (int rb = 0; rb < nr / 16; ++rb)
-                gemm_k_amx<B>(nbk, panel + (size_t)(16 * rb) * nbk, nc, A, as, s + 16 * rb, lds);
+            gemm_k_amx<B>(nbk, panel, nr / 16, nc, A, as, s, lds);
             c = nc / 16 * 16;
         }
     }
@@ -795,6 +814,10 @@ void register_avx512_kernels(KernelTable& t) {
     tile(DType::Q5_0, gemm_legacy512<DecQ5_0, DType::Q5_0, false>, gemm_legacy512<DecQ5_0, DType::Q5_0, true>);
     tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1, false>, gemm_legacy512<DecQ5_1, DType::Q5_1, true>);
     tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0, false>, gemm_legacy512<DecQ8_0, DType::Q8_0, true>);
+#ifdef EMBER_AMX
+    for (DType type : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+        t[(int)type].batch_rows = [] { return amx_enabled() ? 64 : (int)kMulMatRowBlock; };
+#endif
 }
 
 }  // namespace ember
