@@ -481,7 +481,11 @@ template <class B>
 inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, size_t as, const int32_t (*ap)[4],
                          __m512 (*acc)[2]) {
     constexpr bool kMins = kPanelOffset<B> == 0;
-    const __m512 d = _mm512_load_ps(pb.d);
+    // held in registers: the stores to acc (a may_alias vector type) would otherwise
+    // make the compiler load them again for every column
+    const __m512 d = _mm512_load_ps(pb.d), dmin = _mm512_load_ps(pb.dmin);
+    const __m512i mp0 = _mm512_load_si512(pb.mp[0]), mp1 = _mm512_load_si512(pb.mp[1]),
+                  mp2 = _mm512_load_si512(pb.mp[2]), mp3 = _mm512_load_si512(pb.mp[3]);
     for (int m = 0; m < 16; ++m) {
         const float yd = reinterpret_cast<const BlockQ8_K*>(y0 + m * as)->d;
         const __m512 da = _mm512_set1_ps(yd);
@@ -491,11 +495,11 @@ inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, 
         __m512 alo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), dd, acc[m][0]);
         __m512 ahi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), dd, acc[m][1]);
         if constexpr (kMins) {
-            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[0]), _mm512_set1_epi32(ap[m][0])),
-                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[1]), _mm512_set1_epi32(ap[m][1])));
-            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(_mm512_load_si512(pb.mp[2]), _mm512_set1_epi32(ap[m][2])),
-                                                 _mm512_madd_epi16(_mm512_load_si512(pb.mp[3]), _mm512_set1_epi32(ap[m][3])));
-            const __m512 dm = _mm512_mul_ps(_mm512_load_ps(pb.dmin), da);
+            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(mp0, _mm512_set1_epi32(ap[m][0])),
+                                                 _mm512_madd_epi16(mp1, _mm512_set1_epi32(ap[m][1])));
+            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(mp2, _mm512_set1_epi32(ap[m][2])),
+                                                 _mm512_madd_epi16(mp3, _mm512_set1_epi32(ap[m][3])));
+            const __m512 dm = _mm512_mul_ps(dmin, da);
             alo = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mlo), dm, alo);
             ahi = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mhi), dm, ahi);
         }
