@@ -267,7 +267,8 @@ int check_extreme_sums(const Isa* levels) {
 // and of each column decoded alone, on the rows as they are and on the four-row copy, for
 // random rows and for the extreme blocks (largest scales and values against +-127
 // activations: the 256 h + l split and the int32 sums at their bounds). M = 48 rows are
-// three sixteen-row tile blocks; N = 37 columns two sixteen-column blocks and 5 left over.
+// three sixteen-row tile blocks; N = 37 columns two sixteen-column blocks and 5 left over;
+// K = 10 super-blocks a whole block of eight (the tiles' panels are made per block) and two.
 int check_amx() {
     if (!isa_supported(Isa::AVX512) || !amx_supported()) {
         std::printf("AMX tiles: skipped (%s)\n", isa_supported(Isa::AVX512) ? "this CPU or OS gives no AMX-INT8"
@@ -278,7 +279,7 @@ int check_amx() {
     const bool was = amx_enabled();
     for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
-        const int64_t K = 4 * tt->block_size, M = 48, N = 37;
+        const int64_t K = 10 * tt->block_size, M = 48, N = 37;  // K: a block of 8 super-blocks and 2
         const size_t wrow = (size_t)row_bytes(*tt, K);
         for (int variant = 0; variant < 4; ++variant) {
             std::vector<uint8_t> w;

@@ -508,54 +508,79 @@ inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, 
     }
 }
 
-// Rows 0 .. 16 R - 1 (panels: 16 R x nbk KPanels, row-major, before offset_panel) against
-// columns 0 .. 16 * (nc / 16): s[c * lds + r]. Loops: super-blocks, then sixteen-column
-// blocks, then the R sixteen-row blocks, so an activation block is read from memory once
-// per R row blocks and its tiles reloaded from L1, and a super-block's R panels (16 KiB
-// each) stay in L2; the tile unit's step t + 1 is issued before step t's float work.
-template <class B>
-void gemm_k_amx(int64_t nbk, const KPanel* panel, int R, int nc, const uint8_t* A, size_t as, float* s, size_t lds) {
+// Super-block i of rows 16 rb .. 16 rb + 15 of the call's weights (the four-row copy when
+// X4, else the rows as they are) into an AmxPanel
+template <class B, bool X4>
+void amx_fill(const uint8_t* W, size_t ws, int rb, int64_t i, AmxPanel& out) {
+    KPanel tmp[16];
+    const KPanel* p[16];
+    for (int g = 0; g < 4; ++g) {
+        const int r0 = 16 * rb + 4 * g;
+        if constexpr (X4) {
+            KPanel* const q[4] = {&tmp[4 * g], &tmp[4 * g + 1], &tmp[4 * g + 2], &tmp[4 * g + 3]};
+            unpack_panels_x4<B>(W + (size_t)r0 * ws, i, q);
+        } else {
+            for (int r = 0; r < 4; ++r) unpack_panel(reinterpret_cast<const B*>(W + (size_t)(r0 + r) * ws)[i], tmp[4 * g + r]);
+        }
+    }
+    for (int r = 0; r < 16; ++r) p[r] = &tmp[r];
+    amx_panel<B>(p, out);
+}
+
+// Rows 0 .. 16 R - 1 of the call's weights against columns 0 .. 16 * (nc / 16):
+// s[c * lds + r]. Loops: blocks of kAmxKBlock super-blocks (their R panels, 16 KiB each,
+// made per block: the scratch stays at R x 8 panels whatever K is), then super-blocks,
+// then sixteen-column blocks, then the R sixteen-row blocks, so an activation block is
+// read from memory once per R row blocks and its tiles reloaded from L1; the tile unit's
+// step t + 1 is issued before step t's float work.
+constexpr int64_t kAmxKBlock = 8;
+template <class B, bool X4>
+void gemm_k_amx(int64_t nbk, const uint8_t* W, size_t ws, int R, int nc, const uint8_t* A, size_t as, float* s,
+                size_t lds) {
     const int cb = nc / 16;
+    const int64_t kb = nbk < kAmxKBlock ? nbk : kAmxKBlock;
     struct SitePanel;
     struct SiteAcc;
     struct SitePairs;
-    AmxPanel* const ap = thread_scratch<AmxPanel, SitePanel>((size_t)(R * nbk));  // [rb][i]
+    AmxPanel* const ap = thread_scratch<AmxPanel, SitePanel>((size_t)(R * kb));  // [rb][i - i0]
     __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)(R * cb * 32));  // [rb][c][lo, hi]
     int32_t(*const mp)[4] = reinterpret_cast<int32_t(*)[4]>(thread_scratch<int32_t, SitePairs>((size_t)(2 * 16 * cb * 4)));
-    for (int rb = 0; rb < R; ++rb)
-        for (int64_t i = 0; i < nbk; ++i) {
-            const KPanel* p[16];
-            for (int r = 0; r < 16; ++r) p[r] = &panel[(size_t)((16 * rb + r) * nbk + i)];
-            amx_panel<B>(p, ap[(size_t)(rb * nbk + i)]);
-        }
     for (size_t k = 0; k < (size_t)(R * cb * 32); ++k) accv[k] = _mm512_setzero_ps();
     auto acc = reinterpret_cast<__m512(*)[2]>(accv);
     constexpr bool kMins = kPanelOffset<B> == 0;
-    amx_configure();
     alignas(64) AmxC cs[2];
     struct Step {
         int64_t i;
         int c, rb;
     } prev{-1, 0, 0};
     int buf = 0;
+    int64_t i0 = 0;
     auto finish = [&](const Step& t, const AmxC& sums) {
-        amx_epilogue<B>(ap[(size_t)(t.rb * nbk + t.i)], sums, A + (size_t)(16 * t.c) * as + (size_t)t.i * sizeof(BlockQ8_K), as,
+        amx_epilogue<B>(ap[(size_t)(t.rb * kb + (t.i - i0))], sums,
+                        A + (size_t)(16 * t.c) * as + (size_t)t.i * sizeof(BlockQ8_K), as,
                         mp + (size_t)((t.i & 1) * cb + t.c) * 16, acc + (size_t)(t.rb * cb + t.c) * 16);
     };
     const size_t qs_off = offsetof(BlockQ8_K, qs);
-    for (int64_t i = 0; i < nbk; ++i)
-        for (int c = 0; c < cb; ++c) {
-            const uint8_t* a = A + (size_t)(16 * c) * as + (size_t)i * sizeof(BlockQ8_K);
-            if (kMins) amx_min_pairs(a, as, mp + (size_t)((i & 1) * cb + c) * 16);
-            for (int rb = 0; rb < R; ++rb) {
-                amx_step(ap[(size_t)(rb * nbk + i)], a + qs_off, as, cs[buf]);
-                if (prev.i >= 0) finish(prev, cs[buf ^ 1]);
-                prev = {i, c, rb};
-                buf ^= 1;
+    for (; i0 < nbk; i0 += kb) {
+        const int64_t i1 = i0 + kb < nbk ? i0 + kb : nbk;
+        for (int rb = 0; rb < R; ++rb)
+            for (int64_t i = i0; i < i1; ++i) amx_fill<B, X4>(W, ws, rb, i, ap[(size_t)(rb * kb + (i - i0))]);
+        amx_configure();
+        for (int64_t i = i0; i < i1; ++i)
+            for (int c = 0; c < cb; ++c) {
+                const uint8_t* a = A + (size_t)(16 * c) * as + (size_t)i * sizeof(BlockQ8_K);
+                if (kMins) amx_min_pairs(a, as, mp + (size_t)((i & 1) * cb + c) * 16);
+                for (int rb = 0; rb < R; ++rb) {
+                    amx_step(ap[(size_t)(rb * kb + (i - i0))], a + qs_off, as, cs[buf]);
+                    if (prev.i >= 0) finish(prev, cs[buf ^ 1]);
+                    prev = {i, c, rb};
+                    buf ^= 1;
+                }
             }
-        }
-    if (prev.i >= 0) finish(prev, cs[buf ^ 1]);
-    _tile_release();
+        if (prev.i >= 0) finish(prev, cs[buf ^ 1]);  // before the next block's panels replace its own
+        prev.i = -1;
+        _tile_release();
+    }
     for (int rb = 0; rb < R; ++rb)
         for (int c = 0; c < 16 * cb; ++c) {
             const __m512* a2 = acc[(size_t)rb * cb * 16 + c];
@@ -590,6 +615,18 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     const int64_t nbk = n / QK_K;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
+    int c = 0;
+#ifdef EMBER_AMX
+    // the tile unit, sixteen rows by sixteen columns at a time (the columns past the last
+    // sixteen and the calls with other row counts: the tiles below, with the same bits)
+    if constexpr (kAmxType<B>) {
+        if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {
+            gemm_k_amx<B, X4>(nbk, W, ws, nr / 16, nc, A, as, s, lds);
+            c = nc / 16 * 16;
+            if (c == nc) return;
+        }
+    }
+#endif
     // every four rows of the call unpacked first (kept in L2), then the columns stream
     // past them four at a time, as the AVX2 gemm_k does
     const int groups = nr / 4;
@@ -609,17 +646,6 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             }
         }
     }
-    int c = 0;
-#ifdef EMBER_AMX
-    // the tile unit, sixteen rows by sixteen columns at a time (the columns past the last
-    // sixteen and the calls with fewer rows: the tiles below, with the same bits)
-    if constexpr (kAmxType<B>) {
-        if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {
-            gemm_k_amx<B>(nbk, panel, nr / 16, nc, A, as, s, lds);
-            c = nc / 16 * 16;
-        }
-    }
-#endif
     if constexpr (kPanelOffset<B> != 0)
         for (int64_t k = 0; k < 4 * groups * nbk; ++k) offset_panel<B>(panel[(size_t)k]);
     for (; c + 4 <= nc; c += 4)
