@@ -74,3 +74,52 @@ def test_avx512_legacy_blocks_equal_avx2_bits(model_variants, variant):
         wide = _logits(path, "avx512", ids, one_by_one)
         base = _logits(path, "avx2", ids, one_by_one)
         assert np.array_equal(wide.view(np.uint32), base.view(np.uint32)), one_by_one
+
+
+def _cpu_has_amx() -> bool:
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return "amx_tile" in flags and "amx_int8" in flags
+
+
+needs_amx = pytest.mark.skipif(
+    "avx512" not in supported_isas() or not _cpu_has_amx(),
+    reason="this CPU (or OS) has no AMX-INT8: the AMX tiles of the avx512 level were NOT exercised here")
+
+_AMX_OFF_PROBE = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from ember.engine import Model
+ids = [int(t) for t in sys.argv[3].split(",")]
+m = Model(sys.argv[2], n_ctx=512, n_threads=2, n_batch=64, isa="avx512")
+np.save(sys.argv[4], m.eval_logits(ids))
+m.close()
+"""
+
+
+@needs_amx
+def test_amx_tiles_equal_512bit_tiles_bits(gemma_model_path, tmp_path):
+    """The K-quant prefill on the tile unit (AMX) against the 512-bit tiles: the same
+    Gemma-3-270M Q4_K_M prompt in batches of 64 (its Q4_K and Q6_K matrices on the tile
+    unit here), and in a process with EMBER_AMX=0: the logits have the same bits."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    m = Model(gemma_model_path, n_ctx=512, n_threads=1)
+    ids = m.tokenize("The orchard keeper counted the apples that fell in the storm, "
+                     "and sold the bruised ones to the cider maker. " * 8)[:150]
+    m.close()
+    with_amx = _logits(gemma_model_path, "avx512", ids, one_by_one=False)
+    app = Path(__file__).resolve().parent.parent / "app"
+    out = tmp_path / "off.npy"
+    env = {**os.environ, "EMBER_AMX": "0"}
+    subprocess.run([sys.executable, "-c", _AMX_OFF_PROBE, str(app), str(gemma_model_path),
+                    ",".join(map(str, ids)), str(out)], env=env, check=True)
+    without = np.load(out)
+    assert without.shape == with_amx.shape
+    assert np.array_equal(with_amx.view(np.uint32), without.view(np.uint32))

@@ -262,13 +262,13 @@ int check_extreme_sums(const Isa* levels) {
     return failures;
 }
 
-// AMX (the AVX-512 level's K-quant prefill tiles on the tile unit, where the CPU and OS
-// have it): every output of mul_mat with the tile unit has the bits of the 512-bit tiles
+// AMX (the AVX-512 level's prefill tiles on the tile unit, where the CPU and OS have it):
+// every output of mul_mat with the tile unit has the bits of the 512-bit tiles
 // and of each column decoded alone, on the rows as they are and on the four-row copy, for
 // random rows and for the extreme blocks (largest scales and values against +-127
 // activations: the 256 h + l split and the int32 sums at their bounds). M = 48 rows are
 // three sixteen-row tile blocks; N = 37 columns two sixteen-column blocks and 5 left over;
-// K = 10 super-blocks a whole block of eight (the tiles' panels are made per block) and two.
+// K a whole panel block and part of another (the tiles' panels are made per block).
 int check_amx() {
     if (!isa_supported(Isa::AVX512) || !amx_supported()) {
         std::printf("AMX tiles: skipped (%s)\n", isa_supported(Isa::AVX512) ? "this CPU or OS gives no AMX-INT8"
@@ -277,9 +277,12 @@ int check_amx() {
     }
     int failures = 0, checked = 0;
     const bool was = amx_enabled();
-    for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                    DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
-        const int64_t K = 10 * tt->block_size, M = 48, N = 37;  // K: a block of 8 super-blocks and 2
+        const bool kq = tt->block_size == 256;
+        // K: a whole panel block and part of one (8 super-blocks, 64 32-element blocks)
+        const int64_t K = (kq ? 10 : 80) * tt->block_size, M = 48, N = 37;
         const size_t wrow = (size_t)row_bytes(*tt, K);
         for (int variant = 0; variant < 4; ++variant) {
             std::vector<uint8_t> w;
@@ -301,6 +304,7 @@ int check_amx() {
                     const uint16_t one = fp32_to_fp16(1.0f);
                     size_t d_at = 0, dmin_at = SIZE_MAX;
                     switch (t) {
+                        case DType::Q4_1: case DType::Q5_1: dmin_at = 2; break;
                         case DType::Q2_K: d_at = offsetof(BlockQ2_K, d); dmin_at = offsetof(BlockQ2_K, dmin); break;
                         case DType::Q3_K: d_at = offsetof(BlockQ3_K, d); break;
                         case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;

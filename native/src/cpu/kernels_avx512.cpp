@@ -795,6 +795,204 @@ void tile8_legacy(int64_t nb, const Panel8* pw, const uint8_t* a, size_t as, flo
         _mm256_storeu_ps(s + c * lds, _mm256_add_ps(_mm512_castps512_ps256(acc[c]), _mm512_extractf32x8_ps(acc[c], 1)));
 }
 
+#ifdef EMBER_AMX
+// ---- AMX for the 32-element block types ------------------------------------------------
+//
+// tile8_legacy ends each block with, per (row, column), exact int32 sums over elements
+// 0-15 ("lo") and 16-31 ("hi") of w x a (w the signed value, or the unsigned one for the
+// min types), then per block acc = fma(sum, d x da, acc) (+ m x s for the min types).
+// Here the tile unit computes those sums with K = 16 tiles (a TDP costs the same at any
+// K, and these need no zero halves): A = sixteen columns' sixteen activations straight
+// from their blocks, B = sixteen rows' values as 4-element quads (row r in dword r).
+struct alignas(64) AmxLegacyPanel {
+    int8_t b[2][4][64];  // [lo, hi][quad j][row r x 4 + element]
+    float d[16], m[16];
+};
+
+// block i of rows 16 rb .. 16 rb + 15 into a panel; X4: the four-row copy (Q4_0's
+// re-encoded steps, the other types' plain interleave)
+template <class D, bool X4>
+void amx_legacy_fill(const uint8_t* W, size_t ws, int rb, int64_t i, AmxLegacyPanel& out) {
+    using B = typename D::Block;
+    if constexpr (X4 && std::is_same<D, DecQ4_0>::value) {
+        // a group block: four f16 scales, then steps 0 | 1 (low | high nibbles of 32
+        // bytes) and 2 | 3; step k's low 128 bits hold row r's values 4k..4k+3 in dword r,
+        // its high 128 bits values 16+4k..19+4k
+        const __m256i m4 = _mm256_set1_epi8(0x0f), eight = _mm256_set1_epi8(8);
+        __m256i st[4][4];  // [group][step]
+        for (int g = 0; g < 4; ++g) {
+            const uint8_t* gb = W + (size_t)(16 * rb + 4 * g) * ws + (size_t)i * 4 * sizeof(BlockQ4_0);
+            const __m256i s01 = loadu256(gb + 8), s23 = loadu256(gb + 40);
+            st[g][0] = _mm256_sub_epi8(_mm256_and_si256(s01, m4), eight);
+            st[g][1] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(s01, 4), m4), eight);
+            st[g][2] = _mm256_sub_epi8(_mm256_and_si256(s23, m4), eight);
+            st[g][3] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(s23, 4), m4), eight);
+            for (int r = 0; r < 4; ++r) {
+                uint16_t h;
+                std::memcpy(&h, gb + 2 * r, 2);
+                out.d[4 * g + r] = f16(h);
+                out.m[4 * g + r] = 0.0f;
+            }
+        }
+        for (int k = 0; k < 4; ++k)
+            for (int half = 0; half < 2; ++half) {
+                __m512i v = _mm512_setzero_si512();
+                for (int g = 0; g < 4; ++g)
+                    v = _mm512_inserti32x4(v, half ? _mm256_extracti128_si256(st[g][k], 1) : _mm256_castsi256_si128(st[g][k]), g);
+                _mm512_store_si512(out.b[half][k], v);
+            }
+        return;
+    }
+    __m512i v[16];
+    for (int r = 0; r < 16; ++r) {
+        const int row = 16 * rb + r;
+        const B& x = X4 ? reinterpret_cast<const B*>(W + (size_t)(row / 4 * 4) * ws)[4 * i + row % 4]
+                        : reinterpret_cast<const B*>(W + (size_t)row * ws)[i];
+        v[r] = _mm512_castsi256_si512(D::dec(x));  // signed values, or the min types' unsigned ones
+        v[r] = _mm512_inserti64x4(v[r], _mm256_setzero_si256(), 1);
+        out.d[r] = f16(x.d);
+        if constexpr (D::kMin) out.m[r] = f16(x.m);
+        else out.m[r] = 0.0f;
+    }
+    transpose16x16_epi32(v);  // v[j]: dword j (elements 4j..4j+3) of every row
+    for (int j = 0; j < 4; ++j) {
+        _mm512_store_si512(out.b[0][j], v[j]);
+        _mm512_store_si512(out.b[1][j], v[4 + j]);
+    }
+}
+
+// C tiles 0, 1 (lo, hi sums), A tiles 2, 3 (sixteen columns x sixteen activations), B
+// tiles 4, 5 (four quads x sixteen rows)
+inline void amx_legacy_configure() {
+    AmxTileConfig cfg;
+    for (int t = 0; t < 2; ++t) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+        cfg.colsb[2 + t] = 16;
+        cfg.rows[2 + t] = 16;
+        cfg.colsb[4 + t] = 64;
+        cfg.rows[4 + t] = 4;
+    }
+    _tile_loadconfig(&cfg);
+}
+
+struct alignas(64) AmxLegacyC {
+    int32_t c[2][16][16];
+};
+
+template <class D>
+inline void amx_legacy_step(const AmxLegacyPanel& pb, const int8_t* qs, size_t as, AmxLegacyC& out) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_loadd(2, qs, (long)as);
+    _tile_loadd(4, pb.b[0], 64);
+    _tile_loadd(3, qs + 16, (long)as);
+    _tile_loadd(5, pb.b[1], 64);
+    if constexpr (D::kMin) {
+        _tile_dpbsud(0, 2, 4);
+        _tile_dpbsud(1, 3, 5);
+    } else {
+        _tile_dpbssd(0, 2, 4);
+        _tile_dpbssd(1, 3, 5);
+    }
+    _tile_stored(0, out.c[0], 64);
+    _tile_stored(1, out.c[1], 64);
+}
+
+// tile8_legacy's float operations for block i of sixteen columns (y0: their blocks i,
+// `as` apart), lanes = the sixteen rows; acc: [column][lo, hi]
+// the sixteen columns' activation scales (and sums, min types) of one block as floats
+struct alignas(64) AmxLegacyAct {
+    float d[16], s[16];
+};
+template <class D>
+inline void amx_legacy_act(const uint8_t* y0, size_t as, AmxLegacyAct& out) {
+    using A = typename std::conditional<D::kMin, BlockQ8_1, BlockQ8_0>::type;
+    alignas(32) uint16_t h[2][16];
+    for (int m = 0; m < 16; ++m) {
+        const A& y = *reinterpret_cast<const A*>(y0 + m * as);
+        h[0][m] = y.d;
+        if constexpr (D::kMin) h[1][m] = y.s;
+    }
+    _mm512_store_ps(out.d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h[0]))));
+    if constexpr (D::kMin) _mm512_store_ps(out.s, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h[1]))));
+}
+
+template <class D>
+inline void amx_legacy_epilogue(const AmxLegacyPanel& pb, const AmxLegacyC& cs, const AmxLegacyAct& ya,
+                                __m512 (*acc)[2]) {
+    const __m512 wd = _mm512_load_ps(pb.d), wm = _mm512_load_ps(pb.m), zero = _mm512_setzero_ps();
+    for (int m = 0; m < 16; ++m) {
+        const __m512 dd = _mm512_mul_ps(wd, _mm512_set1_ps(ya.d[m]));
+        __m512 lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cs.c[0][m])), dd, acc[m][0]);
+        __m512 hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cs.c[1][m])), dd, acc[m][1]);
+        if constexpr (D::kMin) {
+            const __m512 ys = _mm512_set1_ps(ya.s[m]);
+            lo = _mm512_fmadd_ps(wm, ys, lo);
+            hi = _mm512_fmadd_ps(zero, ys, hi);  // tile8_legacy's hi lanes take 0 x s too
+        }
+        acc[m][0] = lo;
+        acc[m][1] = hi;
+    }
+}
+
+// rows 0 .. 16 R - 1 against columns 0 .. 16 (nc / 16), as gemm_k_amx (blocks of 64
+// 32-element blocks: the same 2048 elements a panel block)
+template <class D, bool X4>
+void gemm_legacy_amx(int64_t nb, const uint8_t* W, size_t ws, int R, int nc, const uint8_t* A, size_t as, float* s,
+                     size_t lds) {
+    using Act = typename std::conditional<D::kMin, BlockQ8_1, BlockQ8_0>::type;
+    constexpr int64_t kBlock = 64;
+    const int cb = nc / 16;
+    const int64_t kb = nb < kBlock ? nb : kBlock;
+    struct SitePanel;
+    struct SiteAcc;
+    AmxLegacyPanel* const ap = thread_scratch<AmxLegacyPanel, SitePanel>((size_t)(R * kb));  // [rb][i - i0]
+    __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)(R * cb * 32));            // [rb][c][lo, hi]
+    for (size_t k = 0; k < (size_t)(R * cb * 32); ++k) accv[k] = _mm512_setzero_ps();
+    auto acc = reinterpret_cast<__m512(*)[2]>(accv);
+    alignas(64) AmxLegacyC cs[2];
+    struct Step {
+        int64_t i;
+        int c, rb;
+    } prev{-1, 0, 0};
+    int buf = 0;
+    int64_t i0 = 0;
+    AmxLegacyAct ya[2];  // the current (column block, block)'s and the one before's
+    int yb = 0;
+    auto finish = [&](const Step& t, const AmxLegacyC& sums, const AmxLegacyAct& y) {
+        amx_legacy_epilogue<D>(ap[(size_t)(t.rb * kb + (t.i - i0))], sums, y, acc + (size_t)(t.rb * cb + t.c) * 16);
+    };
+    for (; i0 < nb; i0 += kb) {
+        const int64_t i1 = i0 + kb < nb ? i0 + kb : nb;
+        for (int rb = 0; rb < R; ++rb)
+            for (int64_t i = i0; i < i1; ++i) amx_legacy_fill<D, X4>(W, ws, rb, i, ap[(size_t)(rb * kb + (i - i0))]);
+        amx_legacy_configure();
+        for (int64_t i = i0; i < i1; ++i)
+            for (int c = 0; c < cb; ++c) {
+                const Act* y = reinterpret_cast<const Act*>(A + (size_t)(16 * c) * as) + i;
+                amx_legacy_act<D>(reinterpret_cast<const uint8_t*>(y), as, ya[yb]);
+                for (int rb = 0; rb < R; ++rb) {
+                    amx_legacy_step<D>(ap[(size_t)(rb * kb + (i - i0))], y->qs, as, cs[buf]);
+                    // the step before belongs to this (block, column block) but for rb == 0
+                    if (prev.i >= 0) finish(prev, cs[buf ^ 1], ya[rb == 0 ? yb ^ 1 : yb]);
+                    prev = {i, c, rb};
+                    buf ^= 1;
+                }
+                yb ^= 1;
+            }
+        if (prev.i >= 0) finish(prev, cs[buf ^ 1], ya[yb ^ 1]);
+        prev.i = -1;
+        _tile_release();
+    }
+    for (int rb = 0; rb < R; ++rb)
+        for (int c = 0; c < 16 * cb; ++c) {
+            const __m512* a2 = acc[(size_t)rb * cb * 16 + c];
+            _mm512_storeu_ps(s + (size_t)c * lds + 16 * rb, _mm512_add_ps(a2[0], a2[1]));
+        }
+}
+#endif  // EMBER_AMX
+
 template <class D, DType T, bool X4>
 void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                     size_t lds) {
@@ -809,10 +1007,17 @@ void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const v
     const int64_t nb = n / QK;
     const uint8_t* W = static_cast<const uint8_t*>(w);
     const uint8_t* A = static_cast<const uint8_t*>(a);
+    int c = 0;
+#ifdef EMBER_AMX
+    if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {  // the tile unit; the columns left: below
+        gemm_legacy_amx<D, X4>(nb, W, ws, nr / 16, nc, A, as, s, lds);
+        c = nc / 16 * 16;
+        if (c == nc) return;
+    }
+#endif
     struct Site;
     Panel8* const panel = thread_scratch<Panel8, Site>((size_t)(groups * nb));
     for (int g = 0; g < groups; ++g) pack_panel8<D, X4>(W + (size_t)(8 * g) * ws, ws, nb, panel + g * nb);
-    int c = 0;
     for (; c + C <= nc; c += C)
         for (int g = 0; g < groups; ++g)
             tile8_legacy<D, C>(nb, panel + g * nb, A + c * as, as, s + c * lds + 8 * g, lds);
@@ -845,7 +1050,8 @@ void register_avx512_kernels(KernelTable& t) {
     tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1, false>, gemm_legacy512<DecQ5_1, DType::Q5_1, true>);
     tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0, false>, gemm_legacy512<DecQ8_0, DType::Q8_0, true>);
 #ifdef EMBER_AMX
-    for (DType type : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+    for (DType type : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                       DType::Q5_1, DType::Q8_0})
         t[(int)type].batch_rows = [] { return amx_enabled() ? 64 : (int)kMulMatRowBlock; };
 #endif
 }
