@@ -199,6 +199,7 @@ void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* 
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const BlockQ6_K* b = x + 4 * i;
+        prefetch_ahead(reinterpret_cast<const uint8_t*>(b), reinterpret_cast<const uint8_t*>(b + 4));
         const BlockQ8_K& a = y[i];
         __m512i av[2][4];
         for (int c = 0; c < 2; ++c)
@@ -287,6 +288,7 @@ void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* 
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const uint8_t* gb = w + (size_t)i * 4 * sizeof(B);
+        prefetch_ahead(gb, gb + 4 * sizeof(B));
         const Q4KPre512& p = pre[i];
         __m256i scb, mb;  // bytes 4g + r: row r's scale and min of 32-group g
         q4_k_group_scales(gb, &scb, &mb);
