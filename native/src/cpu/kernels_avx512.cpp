@@ -318,7 +318,10 @@ void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* 
     _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }
 
-#if defined(__AMX_TILE__) && defined(__AMX_INT8__)
+// Not on Windows: the OS side is untested there (amx_supported() says no), and GCC's
+// tileloadd wrapper casts the stride to long, 32 bits under LLP64, which mingw-w64's
+// assembler refuses as an index register.
+#if defined(__AMX_TILE__) && defined(__AMX_INT8__) && !defined(_WIN32)
 #  define EMBER_AMX 1
 #endif
 
@@ -836,13 +839,13 @@ void amx_legacy_fill(const uint8_t* W, size_t ws, int rb, int64_t i, AmxLegacyPa
                 out.m[4 * g + r] = 0.0f;
             }
         }
-        for (int k = 0; k < 4; ++k)
-            for (int half = 0; half < 2; ++half) {
-                __m512i v = _mm512_setzero_si512();
-                for (int g = 0; g < 4; ++g)
-                    v = _mm512_inserti32x4(v, half ? _mm256_extracti128_si256(st[g][k], 1) : _mm256_castsi256_si128(st[g][k]), g);
-                _mm512_store_si512(out.b[half][k], v);
-            }
+        for (int k = 0; k < 4; ++k) {
+            // [group 0 | 1 | 2 | 3] of step k's low (lo) and high (hi) 128 bits
+            const __m512i g01 = _mm512_inserti64x4(_mm512_castsi256_si512(st[0][k]), st[1][k], 1);
+            const __m512i g23 = _mm512_inserti64x4(_mm512_castsi256_si512(st[2][k]), st[3][k], 1);
+            _mm512_store_si512(out.b[0][k], _mm512_shuffle_i64x2(g01, g23, 0x88));  // 128-bit lanes 0, 2 | 0, 2
+            _mm512_store_si512(out.b[1][k], _mm512_shuffle_i64x2(g01, g23, 0xdd));  // lanes 1, 3 | 1, 3
+        }
         return;
     }
     __m512i v[16];
