@@ -6,7 +6,9 @@
 // decoding, which reads memory rather than computes, keeps the AVX2 kernels, on the
 // four-row copy (Tensor::x4) as at the AVX2 level. The tiles read that copy too: its
 // blocks are unpacked into the same panels as the rows as they are (for the re-encoded
-// Q4_0, Q4_K and Q5_K straight from their steps), so the bits do not change.
+// Q4_0, Q4_K and Q5_K straight from their steps), so the bits do not change. Where the
+// CPU and OS have AMX, the prefill tiles run on the tile unit instead (gemm_k_amx,
+// gemm_legacy_amx below), with the same integers and float operations.
 #include "cpu/kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
