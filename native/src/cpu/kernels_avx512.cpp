@@ -7,8 +7,8 @@
 // four-row copy (Tensor::x4) as at the AVX2 level. The tiles read that copy too: its
 // blocks are unpacked into the same panels as the rows as they are (for the re-encoded
 // Q4_0, Q4_K and Q5_K straight from their steps), so the bits do not change. Where the
-// CPU and OS have AMX, the prefill tiles run on the tile unit instead (gemm_k_amx,
-// gemm_legacy_amx below), with the same integers and float operations.
+// CPU and OS have AMX, the prefill tiles run on the tile unit instead (AmxK, AmxLegacy,
+// gemm_amx below), with the same integers and float operations.
 #include "cpu/kernels.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
@@ -482,11 +482,17 @@ inline void amx_min_pairs(const uint8_t* y0, size_t as, int32_t (*ap)[4]) {
     }
 }
 
-// the float operations of ktile512 for super-block i of sixteen columns (y0: their blocks
-// i, `as` apart; ap: their min pairs), lanes = the sixteen rows; acc: [column][lo, hi]
+// What the float work of a K-quant step needs of its sixteen columns' super-block i: their
+// scales and min pairs
+struct alignas(64) AmxKCols {
+    float d[16];
+    int32_t ap[16][4];
+};
+
+// the float operations of ktile512 for one super-block of sixteen columns (y: their
+// scales and min pairs), lanes = the sixteen rows; acc: [column][lo, hi]
 template <class B>
-inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, size_t as, const int32_t (*ap)[4],
-                         __m512 (*acc)[2]) {
+inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const AmxKCols& y, __m512 (*acc)[2]) {
     constexpr bool kMins = kPanelOffset<B> == 0;
     // held in registers: the stores to acc (a may_alias vector type) would otherwise
     // make the compiler load them again for every column
@@ -494,18 +500,17 @@ inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const uint8_t* y0, 
     const __m512i mp0 = _mm512_load_si512(pb.mp[0]), mp1 = _mm512_load_si512(pb.mp[1]),
                   mp2 = _mm512_load_si512(pb.mp[2]), mp3 = _mm512_load_si512(pb.mp[3]);
     for (int m = 0; m < 16; ++m) {
-        const float yd = reinterpret_cast<const BlockQ8_K*>(y0 + m * as)->d;
-        const __m512 da = _mm512_set1_ps(yd);
+        const __m512 da = _mm512_set1_ps(y.d[m]);
         const __m512i lo = _mm512_add_epi32(_mm512_load_si512(cs.c[0][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[2][m]), 8));
         const __m512i hi = _mm512_add_epi32(_mm512_load_si512(cs.c[1][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[3][m]), 8));
         const __m512 dd = _mm512_mul_ps(d, da);
         __m512 alo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), dd, acc[m][0]);
         __m512 ahi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), dd, acc[m][1]);
         if constexpr (kMins) {
-            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(mp0, _mm512_set1_epi32(ap[m][0])),
-                                                 _mm512_madd_epi16(mp1, _mm512_set1_epi32(ap[m][1])));
-            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(mp2, _mm512_set1_epi32(ap[m][2])),
-                                                 _mm512_madd_epi16(mp3, _mm512_set1_epi32(ap[m][3])));
+            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(mp0, _mm512_set1_epi32(y.ap[m][0])),
+                                                 _mm512_madd_epi16(mp1, _mm512_set1_epi32(y.ap[m][1])));
+            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(mp2, _mm512_set1_epi32(y.ap[m][2])),
+                                                 _mm512_madd_epi16(mp3, _mm512_set1_epi32(y.ap[m][3])));
             const __m512 dm = _mm512_mul_ps(dmin, da);
             alo = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mlo), dm, alo);
             ahi = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mhi), dm, ahi);
@@ -534,55 +539,55 @@ void amx_fill(const uint8_t* W, size_t ws, int rb, int64_t i, AmxPanel& out) {
     amx_panel<B>(p, out);
 }
 
-// Rows 0 .. 16 R - 1 of the call's weights against columns 0 .. 16 * (nc / 16):
-// s[c * lds + r]. Loops: blocks of kAmxKBlock super-blocks (their R panels, 16 KiB each,
-// made per block: the scratch stays at R x 8 panels whatever K is), then super-blocks,
-// then sixteen-column blocks, then the R sixteen-row blocks, so an activation block is
-// read from memory once per R row blocks and its tiles reloaded from L1; the tile unit's
-// step t + 1 is issued before step t's float work.
-constexpr int64_t kAmxKBlock = 8;
-template <class B, bool X4>
-void gemm_k_amx(int64_t nbk, const uint8_t* W, size_t ws, int R, int nc, const uint8_t* A, size_t as, float* s,
-                size_t lds) {
+// The tile-unit driver of both kinds of tiles (AmxK: the K-quants; AmxLegacy: the
+// 32-element block types): rows 0 .. 16 R - 1 of the call's weights against columns
+// 0 .. 16 (nc / 16), s[c * lds + r]. Loops: blocks of K::kBlock weight blocks (their R
+// panels made per block, so the scratch stays at R x kBlock panels whatever K is), then
+// weight blocks, then sixteen-column blocks (K::prepare: what the float work needs of
+// those columns' block, made once for the R row blocks), then the R sixteen-row blocks,
+// so an activation block is read from memory once per R row blocks and its tiles
+// reloaded from L1; the tile unit's step t + 1 is issued before step t's float work.
+template <class K>
+void gemm_amx(int64_t nb, const uint8_t* W, size_t ws, int R, int nc, const uint8_t* A, size_t as, float* s,
+              size_t lds) {
+    using Panel = typename K::Panel;
+    using Sums = typename K::Sums;
+    using Cols = typename K::Cols;
     const int cb = nc / 16;
-    const int64_t kb = nbk < kAmxKBlock ? nbk : kAmxKBlock;
+    const int64_t kb = nb < K::kBlock ? nb : K::kBlock;
     struct SitePanel;
     struct SiteAcc;
-    struct SitePairs;
-    AmxPanel* const ap = thread_scratch<AmxPanel, SitePanel>((size_t)(R * kb));  // [rb][i - i0]
+    Panel* const ap = thread_scratch<Panel, SitePanel>((size_t)(R * kb));          // [rb][i - i0]
     __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)(R * cb * 32));  // [rb][c][lo, hi]
-    int32_t(*const mp)[4] = reinterpret_cast<int32_t(*)[4]>(thread_scratch<int32_t, SitePairs>((size_t)(2 * 16 * cb * 4)));
     for (size_t k = 0; k < (size_t)(R * cb * 32); ++k) accv[k] = _mm512_setzero_ps();
     auto acc = reinterpret_cast<__m512(*)[2]>(accv);
-    constexpr bool kMins = kPanelOffset<B> == 0;
-    alignas(64) AmxC cs[2];
+    alignas(64) Sums cs[2];
+    alignas(64) Cols cols[2];  // the current (block, column block)'s and the one before's
     struct Step {
         int64_t i;
-        int c, rb;
-    } prev{-1, 0, 0};
-    int buf = 0;
+        int c, rb, col;
+    } prev{-1, 0, 0, 0};
+    int buf = 0, yb = 0;
     int64_t i0 = 0;
-    auto finish = [&](const Step& t, const AmxC& sums) {
-        amx_epilogue<B>(ap[(size_t)(t.rb * kb + (t.i - i0))], sums,
-                        A + (size_t)(16 * t.c) * as + (size_t)t.i * sizeof(BlockQ8_K), as,
-                        mp + (size_t)((t.i & 1) * cb + t.c) * 16, acc + (size_t)(t.rb * cb + t.c) * 16);
+    auto finish = [&](const Step& t, const Sums& sums) {
+        K::epilogue(ap[(size_t)(t.rb * kb + (t.i - i0))], sums, cols[t.col], acc + (size_t)(t.rb * cb + t.c) * 16);
     };
-    const size_t qs_off = offsetof(BlockQ8_K, qs);
-    for (; i0 < nbk; i0 += kb) {
-        const int64_t i1 = i0 + kb < nbk ? i0 + kb : nbk;
+    for (; i0 < nb; i0 += kb) {
+        const int64_t i1 = i0 + kb < nb ? i0 + kb : nb;
         for (int rb = 0; rb < R; ++rb)
-            for (int64_t i = i0; i < i1; ++i) amx_fill<B, X4>(W, ws, rb, i, ap[(size_t)(rb * kb + (i - i0))]);
-        amx_configure();
+            for (int64_t i = i0; i < i1; ++i) K::fill(W, ws, rb, i, ap[(size_t)(rb * kb + (i - i0))]);
+        K::configure();
         for (int64_t i = i0; i < i1; ++i)
             for (int c = 0; c < cb; ++c) {
-                const uint8_t* a = A + (size_t)(16 * c) * as + (size_t)i * sizeof(BlockQ8_K);
-                if (kMins) amx_min_pairs(a, as, mp + (size_t)((i & 1) * cb + c) * 16);
+                const uint8_t* y = A + (size_t)(16 * c) * as + (size_t)i * K::kActBytes;
+                K::prepare(y, as, cols[yb]);
                 for (int rb = 0; rb < R; ++rb) {
-                    amx_step(ap[(size_t)(rb * kb + (i - i0))], a + qs_off, as, cs[buf]);
+                    K::step(ap[(size_t)(rb * kb + (i - i0))], y, as, cs[buf]);
                     if (prev.i >= 0) finish(prev, cs[buf ^ 1]);
-                    prev = {i, c, rb};
+                    prev = {i, c, rb, yb};
                     buf ^= 1;
                 }
+                yb ^= 1;
             }
         if (prev.i >= 0) finish(prev, cs[buf ^ 1]);  // before the next block's panels replace its own
         prev.i = -1;
@@ -594,6 +599,28 @@ void gemm_k_amx(int64_t nbk, const uint8_t* W, size_t ws, int R, int nc, const u
             _mm512_storeu_ps(s + (size_t)c * lds + 16 * rb, _mm512_add_ps(a2[0], a2[1]));
         }
 }
+
+// The K-quants' kind: panels per 8 super-blocks
+template <class B, bool X4>
+struct AmxK {
+    using Panel = AmxPanel;
+    using Sums = AmxC;
+    using Cols = AmxKCols;
+    static constexpr int64_t kBlock = 8;
+    static constexpr size_t kActBytes = sizeof(BlockQ8_K);
+    static void fill(const uint8_t* W, size_t ws, int rb, int64_t i, Panel& p) { amx_fill<B, X4>(W, ws, rb, i, p); }
+    static void configure() { amx_configure(); }
+    static void prepare(const uint8_t* y0, size_t as, Cols& c) {
+        for (int m = 0; m < 16; ++m) c.d[m] = reinterpret_cast<const BlockQ8_K*>(y0 + m * as)->d;
+        if constexpr (kPanelOffset<B> == 0) amx_min_pairs(y0, as, c.ap);
+    }
+    static void step(const Panel& p, const uint8_t* y0, size_t as, Sums& out) {
+        amx_step(p, y0 + offsetof(BlockQ8_K, qs), as, out);
+    }
+    static void epilogue(const Panel& p, const Sums& sums, const Cols& c, __m512 (*acc)[2]) {
+        amx_epilogue<B>(p, sums, c, acc);
+    }
+};
 #endif  // EMBER_AMX
 
 template <class B, DType T, bool X4>
@@ -628,7 +655,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     // sixteen and the calls with other row counts: the tiles below, with the same bits)
     if constexpr (kAmxType<B>) {
         if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {
-            gemm_k_amx<B, X4>(nbk, W, ws, nr / 16, nc, A, as, s, lds);
+            gemm_amx<AmxK<B, X4>>(nbk, W, ws, nr / 16, nc, A, as, s, lds);
             c = nc / 16 * 16;
             if (c == nc) return;
         }
@@ -943,61 +970,25 @@ inline void amx_legacy_epilogue(const AmxLegacyPanel& pb, const AmxLegacyC& cs, 
     }
 }
 
-// rows 0 .. 16 R - 1 against columns 0 .. 16 (nc / 16), as gemm_k_amx (blocks of 64
-// 32-element blocks: the same 2048 elements a panel block)
+// The 32-element block types' kind: panels per 64 blocks (2048 elements, as the K-quants')
 template <class D, bool X4>
-void gemm_legacy_amx(int64_t nb, const uint8_t* W, size_t ws, int R, int nc, const uint8_t* A, size_t as, float* s,
-                     size_t lds) {
+struct AmxLegacy {
     using Act = typename std::conditional<D::kMin, BlockQ8_1, BlockQ8_0>::type;
-    constexpr int64_t kBlock = 64;
-    const int cb = nc / 16;
-    const int64_t kb = nb < kBlock ? nb : kBlock;
-    struct SitePanel;
-    struct SiteAcc;
-    AmxLegacyPanel* const ap = thread_scratch<AmxLegacyPanel, SitePanel>((size_t)(R * kb));  // [rb][i - i0]
-    __m512* const accv = thread_scratch<__m512, SiteAcc>((size_t)(R * cb * 32));            // [rb][c][lo, hi]
-    for (size_t k = 0; k < (size_t)(R * cb * 32); ++k) accv[k] = _mm512_setzero_ps();
-    auto acc = reinterpret_cast<__m512(*)[2]>(accv);
-    alignas(64) AmxLegacyC cs[2];
-    struct Step {
-        int64_t i;
-        int c, rb;
-    } prev{-1, 0, 0};
-    int buf = 0;
-    int64_t i0 = 0;
-    AmxLegacyAct ya[2];  // the current (column block, block)'s and the one before's
-    int yb = 0;
-    auto finish = [&](const Step& t, const AmxLegacyC& sums, const AmxLegacyAct& y) {
-        amx_legacy_epilogue<D>(ap[(size_t)(t.rb * kb + (t.i - i0))], sums, y, acc + (size_t)(t.rb * cb + t.c) * 16);
-    };
-    for (; i0 < nb; i0 += kb) {
-        const int64_t i1 = i0 + kb < nb ? i0 + kb : nb;
-        for (int rb = 0; rb < R; ++rb)
-            for (int64_t i = i0; i < i1; ++i) amx_legacy_fill<D, X4>(W, ws, rb, i, ap[(size_t)(rb * kb + (i - i0))]);
-        amx_legacy_configure();
-        for (int64_t i = i0; i < i1; ++i)
-            for (int c = 0; c < cb; ++c) {
-                const Act* y = reinterpret_cast<const Act*>(A + (size_t)(16 * c) * as) + i;
-                amx_legacy_act<D>(reinterpret_cast<const uint8_t*>(y), as, ya[yb]);
-                for (int rb = 0; rb < R; ++rb) {
-                    amx_legacy_step<D>(ap[(size_t)(rb * kb + (i - i0))], y->qs, as, cs[buf]);
-                    // the step before belongs to this (block, column block) but for rb == 0
-                    if (prev.i >= 0) finish(prev, cs[buf ^ 1], ya[rb == 0 ? yb ^ 1 : yb]);
-                    prev = {i, c, rb};
-                    buf ^= 1;
-                }
-                yb ^= 1;
-            }
-        if (prev.i >= 0) finish(prev, cs[buf ^ 1], ya[yb ^ 1]);
-        prev.i = -1;
-        _tile_release();
+    using Panel = AmxLegacyPanel;
+    using Sums = AmxLegacyC;
+    using Cols = AmxLegacyAct;
+    static constexpr int64_t kBlock = 64;
+    static constexpr size_t kActBytes = sizeof(Act);
+    static void fill(const uint8_t* W, size_t ws, int rb, int64_t i, Panel& p) { amx_legacy_fill<D, X4>(W, ws, rb, i, p); }
+    static void configure() { amx_legacy_configure(); }
+    static void prepare(const uint8_t* y0, size_t as, Cols& c) { amx_legacy_act<D>(y0, as, c); }
+    static void step(const Panel& p, const uint8_t* y0, size_t as, Sums& out) {
+        amx_legacy_step<D>(p, reinterpret_cast<const int8_t*>(y0 + offsetof(Act, qs)), as, out);
     }
-    for (int rb = 0; rb < R; ++rb)
-        for (int c = 0; c < 16 * cb; ++c) {
-            const __m512* a2 = acc[(size_t)rb * cb * 16 + c];
-            _mm512_storeu_ps(s + (size_t)c * lds + 16 * rb, _mm512_add_ps(a2[0], a2[1]));
-        }
-}
+    static void epilogue(const Panel& p, const Sums& sums, const Cols& c, __m512 (*acc)[2]) {
+        amx_legacy_epilogue<D>(p, sums, c, acc);
+    }
+};
 #endif  // EMBER_AMX
 
 template <class D, DType T, bool X4>
@@ -1017,7 +1008,7 @@ void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const v
     int c = 0;
 #ifdef EMBER_AMX
     if (nr % 16 == 0 && nc >= 16 && amx_enabled()) {  // the tile unit; the columns left: below
-        gemm_legacy_amx<D, X4>(nb, W, ws, nr / 16, nc, A, as, s, lds);
+        gemm_amx<AmxLegacy<D, X4>>(nb, W, ws, nr / 16, nc, A, as, s, lds);
         c = nc / 16 * 16;
         if (c == nc) return;
     }
