@@ -193,6 +193,24 @@ int check_attention_kernels(const Isa* levels) {
     return failures;
 }
 
+// A raw block's f16 scale d (and min scale dmin, for the types that have one) set to
+// these values; everything else in the block is left as it is.
+void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
+    size_t d_at = 0, dmin_at = SIZE_MAX;
+    switch (t) {
+        case DType::Q4_1: case DType::Q5_1: dmin_at = 2; break;
+        case DType::Q2_K: d_at = offsetof(BlockQ2_K, d); dmin_at = offsetof(BlockQ2_K, dmin); break;
+        case DType::Q3_K: d_at = offsetof(BlockQ3_K, d); break;
+        case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
+        case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
+        case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
+        default: break;
+    }
+    const uint16_t hd = fp32_to_fp16(d), hm = fp32_to_fp16(dmin);
+    std::memcpy(blk + d_at, &hd, 2);
+    if (dmin_at != SIZE_MAX) std::memcpy(blk + dmin_at, &hm, 2);
+}
+
 // The integer sums at their extremes: every weight at the largest magnitude its type
 // allows (all bits clear, or all set) against activations all at +127 or -127, so int16
 // intermediates in a kernel would overflow here if their bounds were wrong. Every level's
@@ -213,20 +231,7 @@ int check_extreme_sums(const Isa* levels) {
                 // K-quants' sub-block scales and mins are at their largest or smallest too)
                 std::vector<uint8_t> w(wrow * M, fill);
                 for (int64_t b = 0; b < M * K / tt->block_size; ++b) {
-                    uint8_t* blk = w.data() + b * tt->block_bytes;
-                    const uint16_t one = fp32_to_fp16(1.0f), zero = 0;
-                    size_t d_at = 0, dmin_at = SIZE_MAX;
-                    switch (t) {
-                        case DType::Q4_1: case DType::Q5_1: dmin_at = 2; break;
-                        case DType::Q2_K: d_at = offsetof(BlockQ2_K, d); dmin_at = offsetof(BlockQ2_K, dmin); break;
-                        case DType::Q3_K: d_at = offsetof(BlockQ3_K, d); break;
-                        case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
-                        case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
-                        case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
-                        default: break;
-                    }
-                    std::memcpy(blk + d_at, &one, 2);
-                    if (dmin_at != SIZE_MAX) std::memcpy(blk + dmin_at, &zero, 2);
+                    set_block_scales(t, w.data() + b * tt->block_bytes, 1.0f, 0.0f);
                 }
                 std::vector<float> xs((size_t)(K * N), sign);
                 const DotKernels& ref = dot_kernels(t, Isa::SCALAR);
@@ -300,20 +305,7 @@ int check_amx() {
                 // every byte 0xff (largest values and scales) or 0x81, d = dmin = 1
                 w.assign(wrow * M, variant == 2 ? 0x81 : 0xff);
                 for (int64_t b = 0; b < M * K / tt->block_size; ++b) {
-                    uint8_t* blk = w.data() + b * tt->block_bytes;
-                    const uint16_t one = fp32_to_fp16(1.0f);
-                    size_t d_at = 0, dmin_at = SIZE_MAX;
-                    switch (t) {
-                        case DType::Q4_1: case DType::Q5_1: dmin_at = 2; break;
-                        case DType::Q2_K: d_at = offsetof(BlockQ2_K, d); dmin_at = offsetof(BlockQ2_K, dmin); break;
-                        case DType::Q3_K: d_at = offsetof(BlockQ3_K, d); break;
-                        case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
-                        case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
-                        case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
-                        default: break;
-                    }
-                    std::memcpy(blk + d_at, &one, 2);
-                    if (dmin_at != SIZE_MAX) std::memcpy(blk + dmin_at, &one, 2);
+                    set_block_scales(t, w.data() + b * tt->block_bytes, 1.0f, 1.0f);
                 }
                 for (int64_t i = 0; i < K * N; ++i) xs[(size_t)i] = variant == 3 ? -1.0f : (i % 3 ? 1.0f : -1.0f);
             }
