@@ -48,6 +48,10 @@ def main() -> int:
             arrays[f"prompt{i}"] = np.array([ctx.logits(j) for j in range(len(ids))])
             ctx.decode([ids[-1]], len(ids))
             arrays[f"next{i}"] = ctx.logits(-1).copy()
+            try:  # `ember bench`'s read-rate probe: the CPU's, so not where layers are offloaded
+                out["contexts"][-1]["probe_bytes"] = ctx.read_bandwidth(0.0)[1]
+            except engine.UnsupportedModelError as e:
+                out["contexts"][-1]["probe_error"] = str(e)
         for ctx in contexts:
             ctx.close()
         out["devices_after"] = [asdict(d) for d in engine.backend_devices()]

@@ -73,6 +73,9 @@ def same_bits(a: dict, b: dict, key: str = "0"):
 def cpu_reference(tmp_path_factory, starter_model_path):
     info, arrays = probe(tmp_path_factory.mktemp("cpu"), starter_model_path, backend="cpu")
     assert info["contexts"][0]["backend"] == "CPU (scalar)"
+    # the probe on the CPU reads the decode's matrices (scalar: no four-row copy, the file)
+    from tests.test_bench import decode_matrix_bytes
+    assert info["contexts"][0]["probe_bytes"] == decode_matrix_bytes(starter_model_path)
     return arrays
 
 
@@ -95,6 +98,8 @@ def test_any_placement_gives_the_cpu_bits(tmp_path, starter_model_path, cpu_refe
     assert c["n_gpu_layers"] == expect and c["backend_name"] == "test"
     assert c["backend"] == f"Test: Ember test device 0, {expect}/31 layers"
     same_bits(arrays, cpu_reference)
+    # `ember bench`'s read-rate probe measures the CPU: refused, with the reason, here
+    assert "offloads layers" in c["probe_error"] and "probe_bytes" not in c
 
 
 def test_gemma3_on_the_test_backend(tmp_path, gemma_model_path):

@@ -102,21 +102,42 @@ class BenchTest:
         # the bandwidth bound is a decode figure: pp tests have none
         is_tg = self.n_gen > 0 and self.n_prompt == 0
         out["bound_ts"] = bound if is_tg else None
-        out["bound_pct"] = 100.0 * self.avg_ts / bound if is_tg and bound else None
+        # run by run against the bound probed beside it, where it was
+        pct = r.get("bound_pct") or (100.0 * self.avg_ts / bound if bound else None)
+        out["bound_pct"] = pct if is_tg else None
         for k in ("read_bandwidth_gbs", "weight_bytes_per_token", "peak_rss_bytes"):
             out[k] = r.get(k)
+        # the rates probed beside each run (decode tests, where the engine's probe applies)
+        out["read_bandwidth_samples_gbs"] = r.get("read_bandwidth_samples_gbs") if is_tg else None
         return out
 
 
-def _time_test(model, n_prompt: int, n_gen: int, depth: int, reps: int, rng: random.Random) -> list[int]:
-    """One warm-up and `reps` timed runs; the depth fill before each run is not timed."""
+def probe_gbs(model, seconds: float = 0.2) -> float | None:
+    """The engine's read-rate probe (GB/s): the context's threads reading the weights a
+    one-token decode reads, in its products' layout. None where it does not apply (layers
+    offloaded to a device); callers then fall back to cli._read_bandwidth_gbs."""
+    from .engine import UnsupportedModelError
+    try:
+        return model.read_bandwidth(seconds)[0]
+    except UnsupportedModelError:
+        return None
+
+
+def _time_test(model, n_prompt: int, n_gen: int, depth: int, reps: int, rng: random.Random,
+               bandwidths: list | None = None) -> list[int]:
+    """One warm-up and `reps` timed runs; the depth fill before each run is not timed. With
+    `bandwidths` (a list) a decode test probes the read rate right before each timed run and
+    right after it, and appends per run the faster of the two (None: no probe here): this
+    machine's bandwidth drifts by a third over minutes, so the bound is taken beside its run."""
     vocab = model.n_vocab
     samples = []
+    probing = bandwidths is not None and n_gen > 0 and n_prompt == 0
     for r in range(reps + 1):
         if depth:
             model.decode([rng.randrange(vocab) for _ in range(depth)], 0)
         ids = [rng.randrange(vocab) for _ in range(n_prompt)]
         tok = rng.randrange(vocab)
+        before = probe_gbs(model) if probing and r else None
         t0 = time.perf_counter_ns()
         if n_prompt:
             model.decode(ids, depth)
@@ -124,6 +145,9 @@ def _time_test(model, n_prompt: int, n_gen: int, depth: int, reps: int, rng: ran
             model.decode([tok], pos)
         if r:
             samples.append(max(1, time.perf_counter_ns() - t0))
+            if probing:
+                after = probe_gbs(model)
+                bandwidths.append(None if before is None or after is None else max(before, after))
     return samples
 
 
@@ -175,9 +199,14 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
                             log(mine[-1])
                 for n in n_gen:
                     if n:
-                        mine.append(BenchTest(0, n, d, n_threads, _time_test(model, 0, n, d, reps, rng),
+                        bws: list = []
+                        samples = _time_test(model, 0, n, d, reps, rng, bws)
+                        mine.append(BenchTest(0, n, d, n_threads, samples,
                                               dict(shared, test_time=_now(),
                                                    peak_rss_bytes=_peak_rss_bytes())))
+                        per_token = weights + _kv_bytes_per_token(model, d)
+                        if bws and None not in bws:
+                            mine[-1].fields.update(bound_fields(mine[-1].samples_ts, bws, per_token))
                         if log:
                             log(mine[-1])
             for test in mine:
@@ -185,13 +214,26 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
             tests.extend(mine)
         finally:
             model.close()
-    # after every test, so that the probe's buffer is in no test's peak RSS
-    bandwidth = {n: _read_bandwidth_gbs(n) for n in sorted({x.n_threads for x in tests})}
+    # where the engine's probe did not apply: a buffer of numpy's, after every test, so that
+    # it is in no test's peak RSS
+    left = sorted({x.n_threads for x in tests if "read_bandwidth_gbs" not in x.fields})
+    bandwidth = {n: _read_bandwidth_gbs(n) for n in left}
     for test in tests:
+        if "read_bandwidth_gbs" in test.fields:
+            continue
         bw = bandwidth[test.n_threads]
         test.fields.update(read_bandwidth_gbs=bw,
                            bound_ts=bw * 1e9 / test.fields["weight_bytes_per_token"])
     return tests
+
+
+def bound_fields(samples_ts: list[float], bandwidths: list[float], bytes_per_token: int) -> dict:
+    """The decode bound of a test whose runs each had their read rate probed beside them:
+    the mean rate, the mean bound (t/s), and the mean of the runs' shares of their own bound."""
+    bounds = [bw * 1e9 / bytes_per_token for bw in bandwidths]
+    return {"read_bandwidth_gbs": statistics.fmean(bandwidths), "bound_ts": statistics.fmean(bounds),
+            "read_bandwidth_samples_gbs": list(bandwidths),
+            "bound_pct": 100.0 * statistics.fmean(ts / b for ts, b in zip(samples_ts, bounds))}
 
 
 def _now() -> str:

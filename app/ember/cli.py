@@ -267,11 +267,14 @@ def _peak_rss_bytes() -> int | None:
 
 
 def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | None = None,
-                depth: int = 0) -> dict:
+                depth: int = 0, bandwidths: list | None = None) -> dict:
     """pp: n_prompt tokens in one decode; tg: n_gen one-token decodes; both after `depth`
     tokens already in the cache (llama-bench's -d: filled before each run, not timed).
     Like llama-bench: random token ids, one warm-up run, then reps timed runs. With
-    `profiles` (a dict), the engine's per-op timing of each test's last timed run lands there."""
+    `profiles` (a dict), the engine's per-op timing of each test's last timed run lands there.
+    With `bandwidths` (a list), the tg test's runs each get the read rate probed right before
+    and after them (the faster; None where the engine's probe does not apply), in order."""
+    from .bench import probe_gbs
     # no numpy here: the peak RSS reported is the engine's, not a numerics library's
     import random
     import statistics
@@ -307,6 +310,7 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | No
             tok = rng.randrange(vocab)
             fill()
             profiled = profiles is not None and r == reps
+            before = probe_gbs(model) if bandwidths is not None and r else None
             if profiled:
                 model.set_profiling(True)
             t0 = time.perf_counter()
@@ -314,11 +318,14 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | No
                 model.decode([tok], pos)
             if r:
                 times.append(time.perf_counter() - t0)
+            if bandwidths is not None and r:
+                after = probe_gbs(model)
+                bandwidths.append(None if before is None or after is None else max(before, after))
             if profiled:
                 profiles[f"tg{n_gen}{suffix}"] = (model.profile(), times[-1])
                 model.set_profiling(False)
         ts = [n_gen / t for t in times]
-        result[f"tg{n_gen}{suffix}"] = (statistics.fmean(ts), statistics.pstdev(ts))
+        result[f"tg{n_gen}{suffix}"] = (statistics.fmean(ts), statistics.pstdev(ts), times)
     return result
 
 
@@ -360,17 +367,25 @@ def cmd_bench(args) -> int:
     weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
     weight_bytes += _kv_bytes_per_token(model, depth)
     profiles: dict | None = {} if args.profile else None
-    res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles, depth=depth)
-    peak_rss = _peak_rss_bytes()  # before the bandwidth probe, whose buffer is not the model's
-    bw = _read_bandwidth_gbs(model.n_threads or default_threads())
-    bound = bw * 1e9 / weight_bytes
+    bws: list = []
+    res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles, depth=depth, bandwidths=bws)
+    peak_rss = _peak_rss_bytes()  # before numpy's bandwidth probe, whose buffer is not the model's
+    tg_key = f"tg{args.n_gen}" + (f" @ d{depth}" if depth else "")
+    if bws and None not in bws:  # each run against the rate probed beside it
+        from .bench import bound_fields
+        b = bound_fields([args.n_gen / t for t in res[tg_key][2]], bws, weight_bytes)
+        bw, bound, pct = b["read_bandwidth_gbs"], b["bound_ts"], b["bound_pct"]
+    else:
+        bw = _read_bandwidth_gbs(model.n_threads or default_threads())
+        bound = bw * 1e9 / weight_bytes
+        pct = 100 * res[tg_key][0] / bound if tg_key in res else None
     info = native.decode_str(native.lib().ember_system_info())
     out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
            "backend": model.context.backend, "n_gpu_layers": model.context.n_gpu_layers,
            "threads": model.n_threads or None, "system": info, "load_seconds": load_s, "layout_seconds": layout_s,
            "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
-           "tg_bound_tps": bound, "peak_rss_bytes": peak_rss, "n_depth": depth,
-           "results": {k: {"mean": m, "sd": s} for k, (m, s) in res.items()}}
+           "tg_bound_tps": bound, "tg_bound_pct": pct, "peak_rss_bytes": peak_rss, "n_depth": depth,
+           "results": {k: {"mean": v[0], "sd": v[1]} for k, v in res.items()}}
     if profiles is not None:
         out["profile"] = {test: {"wall_seconds": wall, "ops": [
             {"name": n, "count": c, "seconds": sec} for n, c, sec in rows]}
@@ -382,17 +397,17 @@ def cmd_bench(args) -> int:
     print(f"backend: {model.context.backend}" + (f" ({model.context.backend_note})"
                                                   if model.context.backend_note else ""))
     print("| test | t/s |\n|---|---|")
-    for k, (m, s) in res.items():
-        print(f"| {k} | {m:.2f} ± {s:.2f} |")
+    for k, v in res.items():
+        print(f"| {k} | {v[0]:.2f} ± {v[1]:.2f} |")
     what = "weights and KV cache" if depth else "weights"
-    print(f"{what} read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s;"
-          f" decode bound ~{bound:.0f} t/s", file=sys.stderr)
+    how = "probed beside each run" if bws and None not in bws else "numpy's probe"
+    print(f"{what} read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s"
+          f" ({how}); decode bound ~{bound:.0f} t/s", file=sys.stderr)
     rss = f"; peak RSS {peak_rss / 2**20:.0f} MiB" if peak_rss else ""
     print(f"load {load_s:.2f} s (weights in the kernels' layout at {layout_s:.2f} s){rss}",
           file=sys.stderr)
-    tg = [m for k, (m, s) in res.items() if k.startswith("tg")]
-    if tg:
-        print(f"tg at {100 * tg[0] / bound:.0f}% of the bandwidth bound", file=sys.stderr)
+    if pct is not None:
+        print(f"tg at {pct:.0f}% of the bandwidth bound", file=sys.stderr)
     for test, (rows, wall) in (profiles or {}).items():
         print(f"\nprofile of {test} (thread 0; {wall:.3f} s wall of the last timed run)")
         print("| node | count | ms | % of wall |\n|---|---|---|---|")

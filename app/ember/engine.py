@@ -492,6 +492,9 @@ class Model:
     def decode(self, ids: list[int], pos0: int, all_logits: bool = False) -> None:
         self.context.decode(ids, pos0, all_logits)
 
+    def read_bandwidth(self, seconds: float = 0.25) -> tuple[float, int]:
+        return self.context.read_bandwidth(seconds)
+
     def logits(self, i: int = -1) -> np.ndarray:
         return self.context.logits(i)
 
@@ -640,6 +643,17 @@ class Context:
         text = native.decode_str(self._lib.ember_context_profile(self._handle()))
         rows = [line.split("\t") for line in text.splitlines() if line]
         return [(name, int(n), float(sec)) for name, n, sec in rows]
+
+    def read_bandwidth(self, seconds: float = 0.25) -> tuple[float, int]:
+        """(GB/s, bytes): how fast this context's threads read the weights a one-token decode
+        reads, in its products' layout (fastest pass over about `seconds`), and the bytes of
+        one pass. UnsupportedModelError when layers are offloaded to a device."""
+        gbs, n = ctypes.c_double(0.0), ctypes.c_uint64(0)
+        with self._lock:
+            ctx = self._handle()
+            _check(self._lib.ember_context_read_bandwidth(ctx, seconds, ctypes.byref(gbs), ctypes.byref(n)),
+                   self._lib.ember_context_last_error(ctx))
+        return gbs.value, n.value
 
     def cancel(self) -> None:
         """Asks a running decode/generation on this context to stop (safe from any thread)."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_float, c_int32, c_int64,
+from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_float, c_int32, c_int64,
                     c_uint32, c_uint64, c_void_p)
 from pathlib import Path
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 token_p = POINTER(c_int32)
 PROGRESS_FN = ctypes.CFUNCTYPE(c_bool, c_float, c_void_p)
@@ -160,6 +160,7 @@ _SIGNATURES = {
     "ember_context_rewind_limit": (c_int32, [c_void_p]),
     "ember_context_set_profiling": (None, [c_void_p, c_bool]),
     "ember_context_profile": (c_char_p, [c_void_p]),
+    "ember_context_read_bandwidth": (c_int32, [c_void_p, c_double, POINTER(c_double), POINTER(c_uint64)]),
     "ember_context_set_cancel_flag": (None, [c_void_p, POINTER(c_int32)]),
     "ember_decode": (c_int32, [c_void_p, token_p, c_int32, c_int32, c_bool]),
     "ember_get_logits": (POINTER(c_float), [c_void_p, c_int32]),

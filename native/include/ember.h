@@ -56,7 +56,7 @@
 extern "C" {
 #endif
 
-#define EMBER_ABI_VERSION 4
+#define EMBER_ABI_VERSION 5
 
 typedef int32_t ember_token;
 typedef struct ember_model ember_model;
@@ -264,6 +264,13 @@ EMBER_API int32_t ember_context_n_gpu_layers(const ember_context *ctx);
    The string lives until the next call on this context. */
 EMBER_API void ember_context_set_profiling(ember_context *ctx, bool on);
 EMBER_API const char *ember_context_profile(ember_context *ctx);
+/* The decode bound's read bandwidth, for `ember bench`: the context's threads read the
+   weights a one-token decode reads, in the layout its products read them, pass after pass
+   for about `seconds` (two passes at least); *gbs gets the fastest pass's GB/s (1e9 bytes)
+   and *bytes (may be NULL) the bytes of a pass. EMBER_ERR_UNSUPPORTED when the context
+   offloads layers to a device. */
+EMBER_API ember_status ember_context_read_bandwidth(ember_context *ctx, double seconds, double *gbs,
+                                                    uint64_t *bytes);
 /* The engine polls *flag between batches and layers; nonzero -> EMBER_ERR_CANCELLED. */
 EMBER_API void ember_context_set_cancel_flag(ember_context *ctx, const volatile int32_t *flag);
 

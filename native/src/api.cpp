@@ -500,6 +500,15 @@ const char* ember_context_profile(ember_context* ctx) {
     return out.c_str();
 }
 
+ember_status ember_context_read_bandwidth(ember_context* ctx, double seconds, double* gbs, uint64_t* bytes) {
+    return guarded(ctx ? &ctx->last_error : nullptr, [&] {
+        require(ctx != nullptr, "context is NULL");
+        require(gbs != nullptr, "gbs is NULL");
+        require(seconds >= 0.0 && seconds <= 60.0, "seconds must be in [0, 60]");
+        *gbs = ctx->ctx->weight_read_rate(seconds, bytes) / 1e9;
+    });
+}
+
 int32_t ember_context_rewind_limit(const ember_context* ctx) { return ctx ? ctx->ctx->rewind_limit() : 0; }
 
 void ember_context_set_cancel_flag(ember_context* ctx, const volatile int32_t* flag) {

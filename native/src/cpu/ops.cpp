@@ -10,6 +10,13 @@
 #include <vector>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#include <arm_neon.h>
+#endif
 
 #include "core/error.h"
 #include "core/fp16.h"
@@ -565,7 +572,79 @@ std::string profile_key(const Tensor* t) {
 double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// Reads n bytes at p once, front to back, four independent 16-byte streams per 64-byte
+// line (the baseline vector loads of each architecture: enough to keep up with DRAM on
+// one core), and returns a value made from all of them, so that no load is dropped. A
+// software prefetch runs 2 KiB ahead, as in the decode kernels (cpu/kpanel_x86.h): on a
+// Sapphire Rapids-class Xeon it read 17-18 GB/s on one thread and 33-34 on two, where
+// without it (and numpy's reduce) read 16 and 31.
+uint64_t read_bytes(const uint8_t* p, size_t n) {
+    size_t i = 0;
+#if defined(__SSE2__) || defined(_M_X64)
+    __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
+    for (; i + 64 <= n; i += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + i + 2048), _MM_HINT_T0);
+        a = _mm_xor_si128(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)));
+        b = _mm_xor_si128(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 16)));
+        c = _mm_xor_si128(c, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 32)));
+        d = _mm_xor_si128(d, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 48)));
+    }
+    const __m128i x = _mm_xor_si128(_mm_xor_si128(a, b), _mm_xor_si128(c, d));
+    uint64_t lanes[2];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), x);
+    uint64_t h = lanes[0] ^ lanes[1];
+#elif defined(__aarch64__) || defined(_M_ARM64)
+    uint64x2_t a = vdupq_n_u64(0), b = a, c = a, d = a;
+    for (; i + 64 <= n; i += 64) {
+#if defined(__GNUC__)
+        __builtin_prefetch(p + i + 2048);
+#endif
+        a = veorq_u64(a, vld1q_u64(reinterpret_cast<const uint64_t*>(p + i)));
+        b = veorq_u64(b, vld1q_u64(reinterpret_cast<const uint64_t*>(p + i + 16)));
+        c = veorq_u64(c, vld1q_u64(reinterpret_cast<const uint64_t*>(p + i + 32)));
+        d = veorq_u64(d, vld1q_u64(reinterpret_cast<const uint64_t*>(p + i + 48)));
+    }
+    const uint64x2_t x = veorq_u64(veorq_u64(a, b), veorq_u64(c, d));
+    uint64_t h = vgetq_lane_u64(x, 0) ^ vgetq_lane_u64(x, 1);
+#else
+    uint64_t h = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, p + i, 8);
+        h ^= v;
+    }
+#endif
+    for (; i < n; ++i) h ^= p[i];
+    return h;
+}
 }  // namespace
+
+double CpuBackend::read_rate(const std::vector<std::pair<const uint8_t*, size_t>>& ranges, double seconds) {
+    size_t total = 0;
+    for (const auto& r : ranges) total += r.second;
+    if (total == 0) return 0.0;
+    std::atomic<uint64_t> sink{0};
+    double best = 0.0;
+    const double t_end = now_seconds() + seconds;
+    for (int pass = 0; pass < 2 || now_seconds() < t_end; ++pass) {
+        const double t0 = now_seconds();
+        pool_.run([&](int ith, int nth) {
+            // this thread's share: bytes [from, to) of the ranges laid end to end
+            const size_t from = total / (size_t)nth * (size_t)ith, to = ith + 1 == nth ? total : from + total / (size_t)nth;
+            size_t at = 0;
+            uint64_t h = 0;
+            for (const auto& r : ranges) {
+                const size_t b = std::max(at, from), e = std::min(at + r.second, to);
+                if (b < e) h ^= read_bytes(r.first + (b - at), e - b);
+                at += r.second;
+            }
+            sink.fetch_xor(h, std::memory_order_relaxed);
+        });
+        best = std::max(best, (double)total / (now_seconds() - t0));
+    }
+    return best;
+}
 
 bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
     return compute_range(graph, 0, graph.nodes().size(), cancel);

@@ -64,6 +64,13 @@ public:
     // Profiling (off by default): on resets the counts.
     void set_profiling(bool on);
     const OpProfile& profile() const { return profile_; }
+    // The rate at which this backend's threads read the byte ranges from memory: passes
+    // over all of them (each thread a contiguous share of their concatenation), repeated
+    // for about `seconds` (two passes at least); bytes per second of the fastest pass.
+    // The decode bound `ember bench` reports: the very bytes a decode reads, by the same
+    // threads, right beside the timed runs (a probe buffer of its own, measured minutes
+    // away, read a third faster or slower on a shared machine).
+    double read_rate(const std::vector<std::pair<const uint8_t*, size_t>>& ranges, double seconds);
 
 private:
     ThreadPool pool_;

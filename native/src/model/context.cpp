@@ -322,6 +322,27 @@ BatchGraph& Context::graph_for(int32_t n_tokens, Outputs outputs) {
     return bg;
 }
 
+double Context::weight_read_rate(double seconds, uint64_t* bytes) {
+    if (offload_) fail(EMBER_ERR_UNSUPPORTED, "the read-rate probe measures the CPU; this context offloads layers");
+    const BatchGraph& bg = graph_for(1, Outputs::LAST);
+    std::vector<std::pair<const uint8_t*, size_t>> ranges;
+    std::vector<const void*> seen;
+    for (const Tensor* node : bg.graph.nodes()) {
+        if (node->op != Op::MUL_MAT) continue;
+        const Tensor* w = node->src[0];
+        if (std::find(seen.begin(), seen.end(), w->data) != seen.end()) continue;
+        seen.push_back(w->data);
+        const size_t row = w->nb[1], rows = (size_t)w->n_rows(), x4 = (size_t)w->x4_rows();
+        if (x4) ranges.emplace_back(static_cast<const uint8_t*>(w->x4), x4 * row);
+        if (rows > x4) ranges.emplace_back(static_cast<const uint8_t*>(w->data) + x4 * row, (rows - x4) * row);
+    }
+    if (bytes) {
+        *bytes = 0;
+        for (const auto& r : ranges) *bytes += r.second;  // what a pass reads
+    }
+    return backend_.read_rate(ranges, seconds);
+}
+
 void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool all_logits) {
     const int32_t n_vocab = model_.hparams().n_vocab;
     if (n_tokens <= 0) fail(EMBER_ERR_INVALID_ARGUMENT, "decode needs at least one token");

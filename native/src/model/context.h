@@ -78,6 +78,11 @@ public:
     void set_profiling(bool on) { backend_.set_profiling(on); }
     const OpProfile& profile() const { return backend_.profile(); }
     const PlacementInfo& placement() const { return placement_; }
+    // The decode bound's bandwidth: how fast this context's CPU threads read the weights a
+    // one-token decode reads (each matrix as its products read it: the four-row copy's
+    // rows, the rest from the file), best pass over about `seconds`, in bytes per second;
+    // *bytes gets the bytes of one pass. Unsupported (throws) when layers are offloaded.
+    double weight_read_rate(double seconds, uint64_t* bytes);
     ~Context();
 
 private:
