@@ -22,6 +22,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <vector>
@@ -109,6 +110,158 @@ void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, flo
     }
     for (int c = 0; c < C; ++c)
         _mm_storeu_ps(s + c * lds, _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1)));
+}
+
+// 16 x 16 dwords transposed in place: r[j] lane i <- r[i] lane j
+inline void transpose16x16_epi32(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // r[4i + e], 128-bit lane L: rows 4i..4i+3 of element 4L + e
+    for (int e = 0; e < 4; ++e) {
+        const __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x88), x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xdd);
+        const __m512i y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88),
+                      y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xdd);
+        t[e] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        t[8 + e] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+        t[4 + e] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        t[12 + e] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+    }
+    for (int j = 0; j < 16; ++j) r[j] = t[j];
+}
+
+// ---- K-quant prefill without AMX: sixteen columns in the lanes ----------------------
+//
+// ktile512 spends a maddubs and a vpdpwssd on every 64 products of one (row, column) and
+// then folds lanes. Here the lanes are sixteen columns: a column block's activations are
+// transposed once per call (ColsQ8K), so that one 64-byte load holds four consecutive
+// values of each of 16 columns and one vpdpbusd against a row's four weights, broadcast,
+// adds 64 products into their columns' lanes. A 16-element sub-block takes four of them,
+// then its scale multiplies the sums (vpmulld): six multiply-port uops per 256 products
+// where ktile512 spends eight, and no fold. The integers are ktile512's: per row and
+// column, the scaled sums over the first and over the second halves of the 32-groups
+// ("lo", "hi"), the min terms over sub-blocks 0-7 and 8-15 (min types), or the offsets'
+// terms over the even and the odd sub-blocks (Q3_K, Q6_K); and the float operations are
+// its own, lane by lane, so the bits are the same (and decode's).
+struct alignas(64) ColsQ8K {  // one super-block of 16 columns
+    int8_t q[64][64];         // [4-element group g][4 c + b] = column c's value 4g + b
+    int32_t pairs[8][16];     // [k][c]: two of column c's sixteen-element sums, as int16 pairs
+    float d[16];
+};
+
+// pairs[k] for the vpdpwssd with the panel's int16 mn read as eight int32 pairs: the min
+// types' natural order (sub-blocks 2k, 2k + 1), or offset_panel's even-then-odd one
+// (k < 4: 4k, 4k + 2; k >= 4: 4(k - 4) + 1, 4(k - 4) + 3)
+template <bool kOffset>
+void cols_q8k(int64_t nbk, const uint8_t* A, size_t as, ColsQ8K* out) {
+    for (int64_t i = 0; i < nbk; ++i) {
+        ColsQ8K& o = out[i];
+        const BlockQ8_K* y[16];
+        for (int c = 0; c < 16; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(A + c * as) + i;
+        for (int c = 0; c < 16; ++c) {
+            o.d[c] = y[c]->d;
+            for (int k = 0; k < 8; ++k) {
+                const int a = kOffset ? (k < 4 ? 4 * k : 4 * (k - 4) + 1) : 2 * k, b = kOffset ? a + 2 : a + 1;
+                o.pairs[k][c] = (int32_t)((uint32_t)(uint16_t)y[c]->bsums[a] | ((uint32_t)(uint16_t)y[c]->bsums[b] << 16));
+            }
+        }
+        for (int part = 0; part < 4; ++part) {  // 64 values of each column: a 16 x 16 dword transpose
+            __m512i r[16];
+            for (int c = 0; c < 16; ++c) r[c] = _mm512_loadu_si512(y[c]->qs + 64 * part);
+            transpose16x16_epi32(r);
+            for (int g = 0; g < 16; ++g) _mm512_store_si512(o.q[16 * part + g], r[g]);
+        }
+    }
+}
+
+// Four unpacked rows (after offset_panel for the offset types) x the 16 columns of cb,
+// super-blocks [i0, i1) added to acc ([row][lo, hi]; each lane a column), in order
+template <class B>
+void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, const ColsQ8K* cb, __m512 (*acc_io)[2]) {
+    constexpr bool kOffset = kPanelOffset<B> != 0;
+    __m512 acc[4][2];
+    for (int r = 0; r < 4; ++r) acc[r][0] = acc_io[r][0], acc[r][1] = acc_io[r][1];
+    for (int64_t i = i0; i < i1; ++i) {
+        const KPanel* P[4] = {&panel[i], &panel[nbk + i], &panel[2 * nbk + i], &panel[3 * nbk + i]};
+        const ColsQ8K& y = cb[i];
+        __m512i is[4][2];
+        for (int r = 0; r < 4; ++r) is[r][0] = is[r][1] = _mm512_setzero_si512();
+        for (int jj = 0; jj < 8; ++jj) {
+            for (int h = 0; h < 2; ++h) {  // sub-block j = 2jj + h: lo (h = 0) or hi of 32-group jj
+                const int j = 2 * jj + h;
+                __m512i raw[4];
+                for (int r = 0; r < 4; ++r) raw[r] = _mm512_setzero_si512();
+                for (int g = 0; g < 4; ++g) {
+                    const __m512i a = _mm512_load_si512(y.q[4 * j + g]);
+                    for (int r = 0; r < 4; ++r) {
+                        int32_t w4;
+                        std::memcpy(&w4, P[r]->q + 16 * j + 4 * g, 4);
+                        raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(w4), a);
+                    }
+                }
+                for (int r = 0; r < 4; ++r)
+                    is[r][h] = _mm512_add_epi32(is[r][h], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(P[r]->scv[jj][8 * h])));
+            }
+        }
+        const __m512 da = _mm512_load_ps(y.d);
+        for (int r = 0; r < 4; ++r) {
+            int32_t m[8];
+            std::memcpy(m, P[r]->mn, sizeof m);
+            __m512i mins[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+            for (int k = 0; k < 8; ++k)
+                mins[k >> 2] = _mm512_dpwssd_epi32(mins[k >> 2], _mm512_load_si512(y.pairs[k]), _mm512_set1_epi32(m[k]));
+            const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(P[r]->d), da);
+            for (int h = 0; h < 2; ++h) {
+                if constexpr (kOffset) is[r][h] = _mm512_sub_epi32(is[r][h], mins[h]);  // the offsets' term
+                acc[r][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r][h]), dd, acc[r][h]);
+            }
+            if constexpr (!kOffset) {
+                const __m512 dm = _mm512_mul_ps(_mm512_set1_ps(P[r]->dmin), da);
+                for (int h = 0; h < 2; ++h) acc[r][h] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[h]), dm, acc[r][h]);
+            }
+        }
+    }
+    for (int r = 0; r < 4; ++r) acc_io[r][0] = acc[r][0], acc_io[r][1] = acc[r][1];
+}
+
+struct alignas(64) ColsAcc {
+    __m512 v[4][2];
+};
+
+// The sixteen-column blocks of a call from c on (returns the first column left): each
+// block's activations transposed once, then a few super-blocks at a time (kept in L1)
+// against every four-row group, the accumulators between them in memory.
+template <class B>
+int gemm_cols16(const KPanel* panel, int64_t nbk, int groups, const uint8_t* A, size_t as, int c, int nc, float* s,
+                size_t lds) {
+    constexpr int64_t kChunk = 4;  // 4 x 4.6 KiB of columns
+    struct ColsSite;
+    struct AccSite;
+    ColsQ8K* const cols = thread_scratch<ColsQ8K, ColsSite>((size_t)nbk);
+    ColsAcc* const acc = thread_scratch<ColsAcc, AccSite>((size_t)groups);
+    for (; c + 16 <= nc; c += 16) {
+        cols_q8k<(kPanelOffset<B> != 0)>(nbk, A + c * as, as, cols);
+        for (int g = 0; g < groups; ++g)
+            for (int r = 0; r < 4; ++r) acc[g].v[r][0] = acc[g].v[r][1] = _mm512_setzero_ps();
+        for (int64_t i0 = 0; i0 < nbk; i0 += kChunk)
+            for (int g = 0; g < groups; ++g)
+                ktile_cols16<B>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
+        for (int g = 0; g < groups; ++g) {  // row r, column j: lo + hi, as ktile512 ends
+            alignas(64) float t[4][16];
+            for (int r = 0; r < 4; ++r) _mm512_store_ps(t[r], _mm512_add_ps(acc[g].v[r][0], acc[g].v[r][1]));
+            for (int j = 0; j < 16; ++j)
+                _mm_storeu_ps(s + (c + j) * lds + 4 * g, _mm_setr_ps(t[0][j], t[1][j], t[2][j], t[3][j]));
+        }
+    }
+    return c;
 }
 
 // The four rows' panels of super-block i of a four-row group (four_row_layout) that
@@ -365,32 +518,6 @@ struct alignas(64) AmxTileConfig {
     uint16_t colsb[16] = {};
     uint8_t rows[16] = {};
 };
-
-// 16 x 16 dwords transposed in place: r[j] lane i <- r[i] lane j
-inline void transpose16x16_epi32(__m512i r[16]) {
-    __m512i t[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) {
-        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    // r[4i + e], 128-bit lane L: rows 4i..4i+3 of element 4L + e
-    for (int e = 0; e < 4; ++e) {
-        const __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x88), x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xdd);
-        const __m512i y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88),
-                      y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xdd);
-        t[e] = _mm512_shuffle_i32x4(x0, y0, 0x88);
-        t[8 + e] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
-        t[4 + e] = _mm512_shuffle_i32x4(x1, y1, 0x88);
-        t[12 + e] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
-    }
-    for (int j = 0; j < 16; ++j) r[j] = t[j];
-}
 
 // Sixteen rows' unpacked panels of one super-block (p[r], before offset_panel) into an
 // AmxPanel
@@ -682,6 +809,8 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     }
     if constexpr (kPanelOffset<B> != 0)
         for (int64_t k = 0; k < 4 * groups * nbk; ++k) offset_panel<B>(panel[(size_t)k]);
+    // sixteen columns in the lanes, then four, then one
+    if (groups) c = gemm_cols16<B>(panel, nbk, groups, A, as, c, nc, s, lds);
     for (; c + 4 <= nc; c += 4)
         for (int g = 0; g < groups; ++g)
             ktile512<B, 4>(panel + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
@@ -1047,9 +1176,11 @@ void register_avx512_kernels(KernelTable& t) {
     tile(DType::Q5_0, gemm_legacy512<DecQ5_0, DType::Q5_0, false>, gemm_legacy512<DecQ5_0, DType::Q5_0, true>);
     tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1, false>, gemm_legacy512<DecQ5_1, DType::Q5_1, true>);
     tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0, false>, gemm_legacy512<DecQ8_0, DType::Q8_0, true>);
+    // 64 rows a call: the AMX tiles read an activation block once per 64 rows, and the
+    // K-quants' sixteen-column tiles transpose a column block once per 64 rows
+    for (DType type : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) t[(int)type].batch_rows = [] { return 64; };
 #ifdef EMBER_AMX
-    for (DType type : {DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                       DType::Q5_1, DType::Q8_0})
+    for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0})
         t[(int)type].batch_rows = [] { return amx_enabled() ? 64 : (int)kMulMatRowBlock; };
 #endif
 }
