@@ -145,8 +145,8 @@ inline void transpose16x16_epi32(__m512i r[16]) {
 // transposed once per call (ColsQ8K), so that one 64-byte load holds four consecutive
 // values of each of 16 columns and one vpdpbusd against a row's four weights, broadcast,
 // adds 64 products into their columns' lanes. A 16-element sub-block takes four of them,
-// then its scale multiplies the sums (vpmulld): six multiply-port uops per 256 products
-// where ktile512 spends eight, and no fold. The integers are ktile512's: per row and
+// then its scale multiplies the sums (kCols16Fits below): five or six multiply-port uops
+// per 256 products where ktile512 spends eight, and no fold. The integers are ktile512's: per row and
 // column, the scaled sums over the first and over the second halves of the 32-groups
 // ("lo", "hi"), the min terms over sub-blocks 0-7 and 8-15 (min types), or the offsets'
 // terms over the even and the odd sub-blocks (Q3_K, Q6_K); and the float operations are
@@ -182,6 +182,20 @@ void cols_q8k(int64_t nbk, const uint8_t* A, size_t as, ColsQ8K* out) {
     }
 }
 
+// How a sub-block's sum meets its scale. vpmulld is two multiply-port uops; a vpdpwssd
+// is one, where the sum fits in int16 (|a| <= 128): a sixteen-element sum of Q2_K, Q3_K
+// (u <= 7) and Q4_K (q <= 15: 16 x 15 x 128 = 30720) does, and Q5_K's (q <= 31) does for
+// eight elements (31744), so its two eight-element sums go in as the two words of a
+// dword (one byte shuffle) against the scale twice. Q6_K's (u <= 63) fits only for four:
+// vpmulld. The same integers either way.
+template <class B>
+constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ3_K>::value ||
+                             std::is_same<B, BlockQ4_K>::value;
+template <class B>
+constexpr bool kCols16Split = std::is_same<B, BlockQ5_K>::value;
+// bytes 2-3 of each dword <- bytes 0-1 of the same dword (the others are masked off)
+const __m512i kLowWordUp = _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000);
+
 // Four unpacked rows (after offset_panel for the offset types) x the 16 columns of cb,
 // super-blocks [i0, i1) added to acc ([row][lo, hi]; each lane a column), in order
 template <class B>
@@ -197,18 +211,28 @@ void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, cons
         for (int jj = 0; jj < 8; ++jj) {
             for (int h = 0; h < 2; ++h) {  // sub-block j = 2jj + h: lo (h = 0) or hi of 32-group jj
                 const int j = 2 * jj + h;
-                __m512i raw[4];
-                for (int r = 0; r < 4; ++r) raw[r] = _mm512_setzero_si512();
+                __m512i raw[4], raw2[4];  // raw2: Q5_K's second eight elements
+                for (int r = 0; r < 4; ++r) raw[r] = raw2[r] = _mm512_setzero_si512();
                 for (int g = 0; g < 4; ++g) {
                     const __m512i a = _mm512_load_si512(y.q[4 * j + g]);
                     for (int r = 0; r < 4; ++r) {
                         int32_t w4;
                         std::memcpy(&w4, P[r]->q + 16 * j + 4 * g, 4);
-                        raw[r] = _mm512_dpbusd_epi32(raw[r], _mm512_set1_epi32(w4), a);
+                        __m512i& sum = kCols16Split<B> && g >= 2 ? raw2[r] : raw[r];
+                        sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi32(w4), a);
                     }
                 }
-                for (int r = 0; r < 4; ++r)
-                    is[r][h] = _mm512_add_epi32(is[r][h], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(P[r]->scv[jj][8 * h])));
+                for (int r = 0; r < 4; ++r) {
+                    const int sc = P[r]->scv[jj][8 * h];
+                    if constexpr (kCols16Fits<B>) {  // sc x the sum as int16 (high word x 0)
+                        is[r][h] = _mm512_dpwssd_epi32(is[r][h], raw[r], _mm512_set1_epi32(sc & 0xffff));
+                    } else if constexpr (kCols16Split<B>) {  // both eight-element sums x sc
+                        const __m512i pair = _mm512_mask_shuffle_epi8(raw[r], 0xccccccccccccccccull, raw2[r], kLowWordUp);
+                        is[r][h] = _mm512_dpwssd_epi32(is[r][h], pair, _mm512_set1_epi32((sc & 0xffff) * 0x10001));
+                    } else {
+                        is[r][h] = _mm512_add_epi32(is[r][h], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(sc)));
+                    }
+                }
             }
         }
         const __m512 da = _mm512_load_ps(y.d);
