@@ -506,8 +506,8 @@ int main() {
             // counter (run one after the other here, so the first takes every chunk)
             for (int mode : {1, 2, -2, -3}) {
                 const int nth = mode < 0 ? -mode : mode;
-                std::atomic<int64_t> next{0};
-                std::atomic<int64_t>* chunks = mode < 0 ? &next : nullptr;
+                std::atomic<int64_t> next[3] = {{0}, {0}, {0}};  // one counter per thread
+                std::atomic<int64_t>* chunks = mode < 0 ? next : nullptr;
                 std::fill(out.begin(), out.end(), NAN);
                 for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, chunks);
                 for (float v : out) nan |= std::isnan(v);
@@ -517,7 +517,7 @@ int main() {
                 // single column: the decode path
                 x.ne[1] = o.ne[1] = 1;
                 std::fill(out.begin(), out.end(), NAN);
-                next = 0;
+                for (auto& n : next) n = 0;
                 for (int ith = 0; ith < nth; ++ith) mul_mat(&w, &x, &o, ith, nth, isa, chunks);
                 // batch invariance: a column gets the same bits alone as in a batch
                 if (std::memcmp(first.data(), out.data(), (size_t)M * sizeof(float)) != 0) variant = true;
@@ -573,11 +573,11 @@ int main() {
                             const int nth = mode < 0 ? -mode : mode;
                             x.ne[1] = n;
                             Tensor op = tensor_2d(DType::F32, M, n, plain.data()), o4 = tensor_2d(DType::F32, M, n, four.data());
-                            std::atomic<int64_t> n1{0}, n2{0};
+                            std::atomic<int64_t> n1[3] = {{0}, {0}, {0}}, n2[3] = {{0}, {0}, {0}};
                             std::fill(four.begin(), four.end(), NAN);
                             for (int ith = 0; ith < nth; ++ith) {
-                                mul_mat(&w, &x, &op, ith, nth, isa, mode < 0 ? &n1 : nullptr);
-                                mul_mat(&w4, &x, &o4, ith, nth, isa, mode < 0 ? &n2 : nullptr);
+                                mul_mat(&w, &x, &op, ith, nth, isa, mode < 0 ? n1 : nullptr);
+                                mul_mat(&w4, &x, &o4, ith, nth, isa, mode < 0 ? n2 : nullptr);
                             }
                             x4_bad |= std::memcmp(plain.data(), four.data(), (size_t)(M * n) * sizeof(float)) != 0;
                         }

@@ -143,8 +143,11 @@ constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one 
 
 // out[M, N] = w[K, M]^T x[K, N], x already in the kernel's activation format. Weight rows
 // are split across threads: statically (next_chunk null: thread ith takes the ith share)
-// or dynamically, each thread taking the next chunk of rows from *next_chunk (which
-// starts at 0) until none are left, so a thread slowed down by the machine does less.
+// or dynamically, from counters that start at 0 and are shared by the nth threads' calls,
+// so a thread slowed down by the machine does less: a batch takes the next chunk of rows
+// from next_chunk[0] until none are left; one column (decoding) takes thread ith's static
+// share first, in claims counted in next_chunk[ith], then what the other threads have left
+// of theirs (next_chunk must then hold nth counters).
 // Chunks start at multiples of kMulMatRowBlock, so a row's result never depends on the
 // split or the thread count.
 void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,

@@ -1144,6 +1144,66 @@ struct AmxLegacy {
 };
 #endif  // EMBER_AMX
 
+// Decoding Q4_0 on its re-encoded four-row groups with VNNI: the AVX2 q4_0_group_col's
+// int32 lanes [r0 r1 r2 r3 | r0 r1 r2 r3] (the rows' 16-element sums of u a, u = w + 8,
+// less 8 x the activation half's sum), but each step k is one vpdpbusd of the unsigned
+// nibbles against the activations' dword k broadcast in each 128-bit lane, where AVX2
+// spends a shuffle, a maddubs and an add per step and a madd per block. The broadcasts
+// and the offset terms are made once per call for all the groups; the float operations
+// are q4_0_group_col's in its order, so the same bits. 256-bit on purpose: a 512-bit
+// operation anywhere in the loop closes the third vector port, and this loop is bound by
+// its vector operations (about 15 per 72-byte group block, where AVX2 takes 24).
+struct alignas(32) Q40Vnni {
+    uint8_t st[4][32];  // the block's dword k broadcast in each 128-bit lane
+    int32_t noff[8];    // -8 x the sum of the lane's half of the block
+    float da[8];
+};
+void q4_0_prepare_vnni(int64_t nb, const BlockQ8_0* y, Q40Vnni* pre) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i av = loadu256(y[i].qs);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[0]), _mm256_shuffle_epi32(av, 0x00));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[1]), _mm256_shuffle_epi32(av, 0x55));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[2]), _mm256_shuffle_epi32(av, 0xaa));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[3]), _mm256_shuffle_epi32(av, 0xff));
+        __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), av);
+        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0x4e));
+        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0xb1));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].noff), _mm256_sub_epi32(_mm256_setzero_si256(),
+                                                                                     _mm256_slli_epi32(q, 3)));
+        _mm256_store_ps(pre[i].da, _mm256_set1_ps(f16(y[i].d)));
+    }
+}
+inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* w, const Q40Vnni* pre, float* s) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const uint8_t* gb = w + (size_t)i * 72;  // 4 f16 scales, steps 0 | 1 and 2 | 3 as nibbles
+        prefetch_ahead(gb, gb + 72);
+        const Q40Vnni& p = pre[i];
+        const __m256i v01 = loadu256(gb + 8), v23 = loadu256(gb + 40);
+        const auto st = [&](int k) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p.st[k])); };
+        __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.noff));
+        h = _mm256_dpbusd_epi32(h, _mm256_and_si256(v01, m4), st(0));
+        h = _mm256_dpbusd_epi32(h, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), st(1));
+        h = _mm256_dpbusd_epi32(h, _mm256_and_si256(v23, m4), st(2));
+        h = _mm256_dpbusd_epi32(h, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), st(3));
+        int64_t d4;
+        std::memcpy(&d4, gb, 8);
+        const __m256 wd = _mm256_cvtph_ps(_mm_set1_epi64x(d4));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_load_ps(p.da)), acc);
+    }
+    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+void q4_0_groups_cols_vnni(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
+                           float* s, size_t lds) {
+    struct Site;
+    Q40Vnni* const pre = thread_scratch<Q40Vnni, Site>((size_t)nb);
+    for (int c = 0; c < nc; ++c) {
+        q4_0_prepare_vnni(nb, reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as), pre);
+        for (int g = 0; g < groups; ++g) q4_0_group_col_vnni(nb, W + (size_t)(4 * g) * ws, pre, s + (size_t)c * lds + 4 * g);
+    }
+}
+
 template <class D, DType T, bool X4>
 void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                     size_t lds) {
@@ -1152,6 +1212,12 @@ void gemm_legacy512(int64_t n, int nr, int nc, const void* w, size_t ws, const v
     const GemmFn rest = X4 ? avx2.gemm_x4 : avx2.gemm;
     const int groups = nr / 8;
     if (nc < C || groups == 0) {  // decoding (and slivers): the AVX2 path, whose bits the tiles reproduce
+        if constexpr (X4 && std::is_same<D, DecQ4_0>::value)
+            if (nc < C) {
+                q4_0_groups_cols_vnni(n / QK, nr / 4, nc, static_cast<const uint8_t*>(w), ws,
+                                      static_cast<const uint8_t*>(a), as, s, lds);
+                return;
+            }
         rest(n, nr, nc, w, ws, a, as, s, lds);
         return;
     }

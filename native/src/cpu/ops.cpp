@@ -661,8 +661,10 @@ bool CpuBackend::compute_range(const Graph& graph, size_t begin, size_t end, con
         plan_graph_ = graph.id();
     }
     const std::vector<uint8_t>& plan = plan_;
-    if (chunks_.size() < nodes.size()) chunks_ = std::vector<std::atomic<int64_t>>(nodes.size());
-    for (size_t i = begin; i < end; ++i) chunks_[i].store(0, std::memory_order_relaxed);
+    // per node, a row-chunk counter per thread (mul_mat's decoding split uses them all)
+    const size_t per_node = (size_t)pool_.size();
+    if (chunks_.size() < nodes.size() * per_node) chunks_ = std::vector<std::atomic<int64_t>>(nodes.size() * per_node);
+    for (size_t i = begin * per_node; i < end * per_node; ++i) chunks_[i].store(0, std::memory_order_relaxed);
     // Cancellation: thread 0 polls the flag and names the barrier after which everyone
     // stops; every thread checks right after passing a barrier, so all stop at the same one.
     constexpr int64_t kNever = INT64_MAX;
@@ -697,7 +699,7 @@ bool CpuBackend::compute_range(const Graph& graph, size_t begin, size_t end, con
                     t0 = t1;
                 }
             }
-            p.next_chunk = &chunks_[i];
+            p.next_chunk = &chunks_[i * per_node];
             compute_node(nodes[i], p);
             if (timed) {
                 OpProfile::Entry& e = profile_.at(profile_key(nodes[i]));

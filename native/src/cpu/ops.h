@@ -32,7 +32,7 @@ struct ComputeParams {
     // products of the same input convert it once.
     const Tensor* converted = nullptr;
     DType converted_type = DType::F32;
-    std::atomic<int64_t>* next_chunk = nullptr;  // this node's shared row-chunk counter
+    std::atomic<int64_t>* next_chunk = nullptr;  // this node's shared row-chunk counters, one per thread
 };
 
 // Where a graph's time goes, per kind of node (op name; matrix products by weight name
