@@ -373,7 +373,7 @@ constexpr Q4KScalePick kQ4KScalePick{};
 // sc (q - 32) a, the -32 through the activation sums), folded and scaled by the same
 // float operations: the same bits.
 void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* s) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
     const __m512i even_mask = _mm512_set1_epi32(0x0000ffff), odd_mask = _mm512_set1_epi32((int)0xffff0000u);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
@@ -399,17 +399,18 @@ void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* x, const BlockQ8_K* y, float* 
                                                       loadu256(r1.ql + 64 * c + 32), 1);
                 const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.qh + 32 * c)),
                                                      loadu256(r1.qh + 32 * c), 1);
-                const __m512i q[4] = {
-                    _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_slli_epi16(_mm512_and_si512(h, m3), 4)),
-                    _mm512_or_si512(_mm512_and_si512(l1, m4),
-                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), m3), 4)),
-                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4),
-                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), m3), 4)),
-                    _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
-                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), m3), 4))};
+                // value k: its nibble | (its two high bits, moved to bits 4-5 of the byte) & 0x30,
+                // one vpternlog (A | B & C) each; the 16-bit shifts' spill from the
+                // neighbouring byte lands outside 0x30 (or the nibble's mask)
+                const auto six = [&](__m512i nib, __m512i hb) { return _mm512_ternarylogic_epi32(nib, hb, m30, 0xf8); };
+                const __m512i q[4] = {six(_mm512_and_si512(l0, m4), _mm512_slli_epi16(h, 4)),
+                                      six(_mm512_and_si512(l1, m4), _mm512_slli_epi16(h, 2)),
+                                      six(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), h),
+                                      six(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_srli_epi16(h, 2))};
+                // madd by the scales and add, as one vpdpwssd: the same int32 sums
                 for (int k = 0; k < 4; ++k)
-                    isum = _mm512_add_epi32(isum, _mm512_madd_epi16(_mm512_maddubs_epi16(q[k], av[c][k]),
-                                                                    _mm512_permutexvar_epi16(_mm512_loadu_si512(kQ6Pick.idx[c][k]), sc)));
+                    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q[k], av[c][k]),
+                                               _mm512_permutexvar_epi16(_mm512_loadu_si512(kQ6Pick.idx[c][k]), sc));
             }
             // 32 x the even / odd groups' sc x bsum, in each row's [lo 4 lanes | hi 4 lanes]
             const __m512i e = _mm512_madd_epi16(_mm512_and_si512(sc, even_mask), bs);
