@@ -462,9 +462,14 @@ inline void q4_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q4KPre512* pre) {
 template <class B>
 void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* s) {
     constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
-    // Q5_K: bit 4 (g % 2) + k of each byte is step k's fifth bit; lo holds steps 0 | 2, hi 1 | 3
-    const __m512i k_lo = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2), k_hi = _mm512_setr_epi64(1, 1, 1, 1, 3, 3, 3, 3);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
+    // Q5_K: bit p = 4 (g % 2) + k of each byte is step k's fifth bit (lo holds steps 0 | 2,
+    // hi 1 | 3); a 64-bit rotate left by 4 - p (mod 64) puts it at bit 4 of the same byte
+    const auto rot = [](int g, int k0, int k1) {
+        const long long a = (4 - (4 * (g % 2) + k0)) & 63, b = (4 - (4 * (g % 2) + k1)) & 63;
+        return _mm512_setr_epi64(a, a, a, a, b, b, b, b);
+    };
+    const __m512i rot_lo[2] = {rot(0, 0, 2), rot(1, 0, 2)}, rot_hi[2] = {rot(0, 1, 3), rot(1, 1, 3)};
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const uint8_t* gb = w + (size_t)i * 4 * sizeof(B);
@@ -480,14 +485,14 @@ void q4_k_decode512(int64_t nbk, const uint8_t* w, const Q4KPre512* pre, float* 
             __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             if constexpr (kQ5) {
                 const __m512i h = _mm512_broadcast_i64x4(loadu256(gb + 576 + 32 * (g / 2)));
-                const __m512i b = _mm512_set1_epi64(4 * (g % 2));
-                lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(h, _mm512_add_epi64(b, k_lo)), one), 4));
-                hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi64(h, _mm512_add_epi64(b, k_hi)), one), 4));
+                // lo | (the rotated bit & 0x10): one vpternlog (A | B & C)
+                lo = _mm512_ternarylogic_epi32(lo, _mm512_rolv_epi64(h, rot_lo[g % 2]), m10, 0xf8);
+                hi = _mm512_ternarylogic_epi32(hi, _mm512_rolv_epi64(h, rot_hi[g % 2]), m10, 0xf8);
             }
             const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, _mm512_loadu_si512(p.st[g][0])),
                                                _mm512_maddubs_epi16(hi, _mm512_loadu_si512(p.st[g][1])));
             const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo : sc_hi, _mm512_loadu_si512(kQ4KScalePick.idx[g & 3]));
-            isum = _mm512_add_epi32(isum, _mm512_madd_epi16(t, sv));
+            isum = _mm512_dpwssd_epi32(isum, t, sv);  // madd by the scales and add: the same sums
         }
         const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
         const __m256i im = q4_k_min_sum(mb, p.amin);
