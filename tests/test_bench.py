@@ -108,6 +108,22 @@ def test_read_rate_probe_reads_what_a_decode_reads(starter_model_path):
         m.close()
 
 
+def test_runs_are_timed_once_the_weights_are_in_the_kernels_layout(starter_model_path, monkeypatch):
+    """Steady state, as llama-bench's: a background thread builds the kernels' copy of the
+    weights after the load; runs timed during it read the file's layout, and are slower."""
+    from ember import bench as bench_mod
+    seen = []
+    timed = bench_mod._time_test
+
+    def spy(model, *args, **kwargs):
+        seen.append(model.layout_progress())
+        return timed(model, *args, **kwargs)
+
+    monkeypatch.setattr(bench_mod, "_time_test", spy)
+    bench("-m", starter_model_path, "-p", "8", "-n", "2", "-t", "2", "-r", "1")
+    assert seen and all(p == 1.0 for p in seen), seen
+
+
 def test_kv_cache_at_depth_is_in_the_bound(records):
     tg = {(r["n_threads"], r["n_depth"]): r for r in records if r["n_gen"]}
     for t in (1, 2):

@@ -167,6 +167,11 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
         model = Model(path, n_ctx=n_ctx, n_threads=t, n_batch=n_batch)
         try:
             model.decode([0], 0)
+            # steady state, as llama-bench's (which repacks while it loads): the runs are timed
+            # once the weights are in the kernels' layout, which a background thread builds
+            # after the load (runs during that copy read the file's layout, slower, and share
+            # the memory bus with the copy)
+            model.layout_progress(wait=True)
             n_threads = model.n_threads or default_threads()
             tensors = model.tensors()
             size = sum(x.n_bytes for x in tensors)
