@@ -236,24 +236,16 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
 // for C = 4 (spilled accumulators cost a store-to-load round trip per block).
 // das: the columns' activation scales as floats (column c's block i at das[c * nb + i]),
 // converted once per call, or null to convert them here, once per block and group.
-template <class D, int C, bool X4 = false>
-inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
-                            size_t lds, const float* das) {
+// One block of four rows, as tile4_legacy_da uses it: the weights decoded once (q, the four
+// rows' scales and mins) and then a column's int32 lanes [r0 r1 r2 r3 | r0 r1 r2 r3].
+template <class D, bool X4>
+struct Legacy4 {
     using B = typename D::Block;
     using A = ActBlock<D>;
-    __m256 acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
-    constexpr int64_t kS = X4 ? 4 : 1;  // X4: the group's blocks interleaved (four_row_layout)
-    const B* x0 = reinterpret_cast<const B*>(w);
-    const B* x1 = X4 ? x0 + 1 : reinterpret_cast<const B*>(w + ws);
-    const B* x2 = X4 ? x0 + 2 : reinterpret_cast<const B*>(w + 2 * ws);
-    const B* x3 = X4 ? x0 + 3 : reinterpret_cast<const B*>(w + 3 * ws);
-    const B* xr[4] = {x0, x1, x2, x3};
-    for (int64_t i = 0; i < nb; ++i) {
-        if constexpr (C == 1) prefetch_ahead(w + 4 * i * sizeof(B), w + 4 * (i + 1) * sizeof(B));
-        // q: the unsigned weights (offset types, Q4_1, Q5_1) or |w| (Q8_0, whose signs are
-        // re-read from the block, in L1, in the column loop): four registers, not eight
-        __m256i q[4];
+    static constexpr int64_t kS = X4 ? 4 : 1;  // X4: the group's blocks interleaved (four_row_layout)
+    // q: the unsigned weights (offset types, Q4_1, Q5_1) or |w| (Q8_0, whose signs are
+    // re-read from the block, in L1, in the column step): four registers, not eight
+    static void load(const B* const xr[4], int64_t i, __m256i q[4], __m256& wd, __m256& wm) {
         for (int r = 0; r < 4; ++r) {
             if constexpr (D::kOffset > 0) q[r] = D::dec_u(xr[r][kS * i]);
             else if constexpr (D::kSigned) {
@@ -261,30 +253,63 @@ inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8
                 q[r] = _mm256_sign_epi8(w8, w8);
             } else q[r] = D::dec(xr[r][kS * i]);
         }
-        const __m128i dh = pack_u16x4(x0[kS * i].d, x1[kS * i].d, x2[kS * i].d, x3[kS * i].d);
-        const __m256 wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
-        __m256 wm = _mm256_setzero_ps();
-        if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(x0[kS * i].m, x1[kS * i].m, x2[kS * i].m, x3[kS * i].m));  // [m0..m3 | 0]
+        const __m128i dh = pack_u16x4(xr[0][kS * i].d, xr[1][kS * i].d, xr[2][kS * i].d, xr[3][kS * i].d);
+        wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
+        wm = _mm256_setzero_ps();
+        if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(xr[0][kS * i].m, xr[1][kS * i].m, xr[2][kS * i].m, xr[3][kS * i].m));  // [m0..m3 | 0]
+    }
+    static __m256i col(const __m256i q[4], const B* const xr[4], int64_t i, const A& y) {
+        const __m256i av = loadu256(y.qs);
+        if constexpr (D::kOffset > 0) {
+            // sum (u - off) a = sum u a - off sum a, pair by pair in int16
+            const __m256i off = _mm256_maddubs_epi16(_mm256_set1_epi8((char)D::kOffset), av);
+            __m256i p[4];
+            for (int r = 0; r < 4; ++r) p[r] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[r], av), off);
+            return fold4_i16(p[0], p[1], p[2], p[3]);
+        } else if constexpr (D::kSigned) {
+            __m256i p[4];
+            for (int r = 0; r < 4; ++r)
+                p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][kS * i]))),
+                                         _mm256_set1_epi16(1));
+            return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        } else {
+            return fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
+                             _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
+        }
+    }
+    static void rows(const uint8_t* w, size_t ws, const B* xr[4]) {
+        xr[0] = reinterpret_cast<const B*>(w);
+        for (int r = 1; r < 4; ++r) xr[r] = X4 ? xr[0] + r : reinterpret_cast<const B*>(w + r * ws);
+    }
+};
+
+// Four weight rows x C columns. The four rows' block sums are folded together with two
+// rounds of hadd (in int16 for the 4- and 5-bit types: fold4_i16) into one vector
+// [r0 r1 r2 r3 | r0 r1 r2 r3], so the
+// int->float conversion and the scale multiply-add are paid once per four block dots.
+// The four rows' f16 scales are gathered in registers (going through memory here
+// costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
+// for C = 4 (spilled accumulators cost a store-to-load round trip per block).
+// das: the columns' activation scales as floats (column c's block i at das[c * nb + i]),
+// converted once per call, or null to convert them here, once per block and group.
+template <class D, int C, bool X4 = false>
+inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
+                            size_t lds, const float* das) {
+    using B = typename D::Block;
+    using A = ActBlock<D>;
+    using L = Legacy4<D, X4>;
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    const B* xr[4];
+    L::rows(w, ws, xr);
+    for (int64_t i = 0; i < nb; ++i) {
+        if constexpr (C == 1) prefetch_ahead(w + 4 * i * sizeof(B), w + 4 * (i + 1) * sizeof(B));
+        __m256i q[4];
+        __m256 wd, wm;
+        L::load(xr, i, q, wd, wm);
         for (int c = 0; c < C; ++c) {
             const A& y = reinterpret_cast<const A*>(a + c * as)[i];
-            const __m256i av = loadu256(y.qs);
-            __m256i h;
-            if constexpr (D::kOffset > 0) {
-                // sum (u - off) a = sum u a - off sum a, pair by pair in int16
-                const __m256i off = _mm256_maddubs_epi16(_mm256_set1_epi8((char)D::kOffset), av);
-                __m256i p[4];
-                for (int r = 0; r < 4; ++r) p[r] = _mm256_sub_epi16(_mm256_maddubs_epi16(q[r], av), off);
-                h = fold4_i16(p[0], p[1], p[2], p[3]);
-            } else if constexpr (D::kSigned) {
-                __m256i p[4];
-                for (int r = 0; r < 4; ++r)
-                    p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][kS * i]))),
-                                             _mm256_set1_epi16(1));
-                h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            } else {
-                h = fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
-                              _mm256_maddubs_epi16(q[2], av), _mm256_maddubs_epi16(q[3], av));
-            }
+            const __m256i h = L::col(q, xr, i, y);
             const __m256 da = das ? _mm256_broadcast_ss(das + c * nb + i) : _mm256_set1_ps(f16(y.d));
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[c]);
             // the min term into the same accumulator: a longer dependency chain, but the loop is
@@ -296,6 +321,36 @@ inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8
         const __m128 v = _mm_add_ps(_mm256_castps256_ps128(acc[c]), _mm256_extractf128_ps(acc[c], 1));
         _mm_storeu_ps(s + c * lds, v);
     }
+}
+// Decoding on the four-row copy: S groups (two_streams) x one column, each group
+// tile4_legacy_da<D, 1, true>'s operations in its order, so the same bits.
+template <class D, int S>
+inline void legacy4_x4_col(int64_t nb, const uint8_t* const* w, const uint8_t* a, const float* das,
+                           float* const* s) {
+    using B = typename D::Block;
+    using A = ActBlock<D>;
+    using L = Legacy4<D, true>;
+    __m256 acc[S];
+    const B* xr[S][4];
+    for (int j = 0; j < S; ++j) {
+        acc[j] = _mm256_setzero_ps();
+        L::rows(w[j], 0, xr[j]);
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+        const A& y = reinterpret_cast<const A*>(a)[i];
+        const __m256 da = _mm256_broadcast_ss(das + i);
+        for (int j = 0; j < S; ++j) {
+            prefetch_ahead(w[j] + 4 * i * sizeof(B), w[j] + 4 * (i + 1) * sizeof(B));
+            __m256i q[4];
+            __m256 wd, wm;
+            L::load(xr[j], i, q, wd, wm);
+            const __m256i h = L::col(q, xr[j], i, y);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[j]);
+            if constexpr (D::kMin) acc[j] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[j]);
+        }
+    }
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
 }
 template <class D, int C, bool X4 = false>
 inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
@@ -399,24 +454,29 @@ inline void q4_0_prepare(int64_t nb, const BlockQ8_0* y, Q40Pre* pre) {
 // activations' dword k broadcast in each 128-bit half (vpshufd); the four products add
 // up in int16 (8 elements of at most 15 * 128) and one madd gives the rows' 16-element
 // sums [r0 r1 r2 r3 | r0 r1 r2 r3].
-inline void q4_0_group_col(int64_t nb, const uint8_t* w, const BlockQ8_0* y, const Q40Pre* pre, float* s) {
-    __m256 acc = _mm256_setzero_ps();
+template <int S>
+inline void q4_0_group_col(int64_t nb, const uint8_t* const* w, const BlockQ8_0* y, const Q40Pre* pre, float* const* s) {
+    __m256 acc[S];
+    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
-        const uint8_t* gb = w + (size_t)i * kQ40Group;
-        prefetch_ahead(gb, gb + kQ40Group);
-        __m256i S[4];
-        q4_0_group_steps(gb, S);
-        const __m256 wd = q4_0_group_scales(gb);
-        const __m256i av = loadu256(y[i].qs);
-        __m256i t = _mm256_maddubs_epi16(S[0], _mm256_shuffle_epi32(av, 0x00));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[1], _mm256_shuffle_epi32(av, 0x55)));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[2], _mm256_shuffle_epi32(av, 0xaa)));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[3], _mm256_shuffle_epi32(av, 0xff)));
-        const __m256i h = _mm256_sub_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
-                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pre[i].off)));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_loadu_ps(pre[i].da)), acc);
+        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
+            const uint8_t* gb = w[j] + (size_t)i * kQ40Group;
+            prefetch_ahead(gb, gb + kQ40Group);
+            __m256i St[4];
+            q4_0_group_steps(gb, St);
+            const __m256 wd = q4_0_group_scales(gb);
+            const __m256i av = loadu256(y[i].qs);
+            __m256i t = _mm256_maddubs_epi16(St[0], _mm256_shuffle_epi32(av, 0x00));
+            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], _mm256_shuffle_epi32(av, 0x55)));
+            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], _mm256_shuffle_epi32(av, 0xaa)));
+            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], _mm256_shuffle_epi32(av, 0xff)));
+            const __m256i h = _mm256_sub_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
+                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pre[i].off)));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_loadu_ps(pre[i].da)), acc[j]);
+        }
     }
-    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
 }
 
 // Q4_0 groups x nc columns (nc small: decoding, or what is left of a batch)
@@ -427,8 +487,19 @@ void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t w
     for (int c = 0; c < nc; ++c) {
         const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
         q4_0_prepare(nb, y, pre);
-        for (int g = 0; g < groups; ++g)
-            q4_0_group_col(nb, W + (size_t)(4 * g) * ws, y, pre, s + (size_t)c * lds + 4 * g);
+        float* const out = s + (size_t)c * lds;
+        two_streams(
+            groups,
+            [&](int g0, int g1) {
+                const uint8_t* x[2] = {W + (size_t)(4 * g0) * ws, W + (size_t)(4 * g1) * ws};
+                float* o[2] = {out + 4 * g0, out + 4 * g1};
+                q4_0_group_col<2>(nb, x, y, pre, o);
+            },
+            [&](int g) {
+                const uint8_t* x[1] = {W + (size_t)(4 * g) * ws};
+                float* o[1] = {out + 4 * g};
+                q4_0_group_col<1>(nb, x, y, pre, o);
+            });
     }
 }
 
@@ -618,6 +689,24 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
     }
     for (; c < nc; ++c) {
         int r = 0;
+        if constexpr (X4) {  // the groups as two streams (two_streams); nr is a multiple of 4
+            const uint8_t* const ac = Ac + (size_t)c * as;
+            const float* const dc = das + (size_t)c * nb;
+            float* const out = s + (size_t)c * lds;
+            two_streams(
+                nr / 4,
+                [&](int g0, int g1) {
+                    const uint8_t* x[2] = {W + (size_t)(4 * g0) * ws, W + (size_t)(4 * g1) * ws};
+                    float* o[2] = {out + 4 * g0, out + 4 * g1};
+                    legacy4_x4_col<D, 2>(nb, x, ac, dc, o);
+                },
+                [&](int g) {
+                    const uint8_t* x[1] = {W + (size_t)(4 * g) * ws};
+                    float* o[1] = {out + 4 * g};
+                    legacy4_x4_col<D, 1>(nb, x, ac, dc, o);
+                });
+            r = nr / 4 * 4;
+        }
         for (; r + 4 <= nr; r += 4)
             tile4_legacy_da<D, 1, X4>(nb, W + (size_t)r * ws, ws, Ac + (size_t)c * as, as, s + (size_t)c * lds + r, lds,
                                       das + (size_t)c * nb);
@@ -1392,31 +1481,35 @@ inline void q4_k_prepare(int64_t nbk, const BlockQ8_K* y, Q4KPre* pre) {
 // One group (four rows) x one column: decode4_k_x4's int32 lanes and float operations.
 // A group's four steps add up in int16 (8 elements of at most 31 * 128), then one madd
 // by the group's scale vector gives each row's scaled 16-element sums in its lanes.
-template <class B>
-inline void q4_k_group_col(int64_t nbk, const uint8_t* w, const Q4KPre* pre, float* s) {
-    __m256 acc = _mm256_setzero_ps();
+template <class B, int S>
+inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const Q4KPre* pre, float* const* s) {
+    __m256 acc[S];
+    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-        const uint8_t* gb = w + (size_t)i * kQ45Group<B>;
         const Q4KPre& p = pre[i];
-        prefetch_ahead(gb, gb + kQ45Group<B>);
-        __m256i scb, mb;
-        q4_k_group_scales(gb, &scb, &mb);
-        __m256i isum = _mm256_setzero_si256();
-        for (int g = 0; g < 8; ++g) {
-            __m256i S[4];
-            q4_k_group_steps<B>(gb, g, S);
-            __m256i t = _mm256_maddubs_epi16(S[0], loadu256(p.st[g][0]));
-            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[1], loadu256(p.st[g][1])));
-            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[2], loadu256(p.st[g][2])));
-            t = _mm256_add_epi16(t, _mm256_maddubs_epi16(S[3], loadu256(p.st[g][3])));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q4_k_scale_vector(scb, g)));
+        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
+            const uint8_t* gb = w[j] + (size_t)i * kQ45Group<B>;
+            prefetch_ahead(gb, gb + kQ45Group<B>);
+            __m256i scb, mb;
+            q4_k_group_scales(gb, &scb, &mb);
+            __m256i isum = _mm256_setzero_si256();
+            for (int g = 0; g < 8; ++g) {
+                __m256i St[4];
+                q4_k_group_steps<B>(gb, g, St);
+                __m256i t = _mm256_maddubs_epi16(St[0], loadu256(p.st[g][0]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], loadu256(p.st[g][1])));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], loadu256(p.st[g][2])));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], loadu256(p.st[g][3])));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q4_k_scale_vector(scb, g)));
+            }
+            const __m256i im = q4_k_min_sum(mb, p.amin);
+            const __m256 da = _mm256_loadu_ps(p.da);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc[j]);
         }
-        const __m256i im = q4_k_min_sum(mb, p.amin);
-        const __m256 da = _mm256_loadu_ps(p.da);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc);
-        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc);
     }
-    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
 }
 
 // A re-encoded group super-block into the KPanel4 pack4_q45 makes from the four blocks
@@ -1444,26 +1537,29 @@ inline void pack4_q4_k_x4(const uint8_t* gb, KPanel4& o) {
 // row's KAcc::add in its two lanes, in KAcc's order (d * da, the isum fma, then the min
 // fnma; a type without mins has a zero min term there, which changes nothing): the bits
 // of decode_k and ktile4x. Prefill packs the same KPanel4s from the interleaved blocks.
-template <class B>
-void decode4_k_x4(int64_t nbk, const B* x, const BlockQ8_K* y, float* s) {
-    __m256 acc = _mm256_setzero_ps();
+template <class B, int S>
+void decode4_k_x4(int64_t nbk, const B* const* x, const BlockQ8_K* y, float* const* s) {
+    __m256 acc[S];
+    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-        const B* b = x + 4 * i;
-        prefetch_ahead(reinterpret_cast<const uint8_t*>(b), reinterpret_cast<const uint8_t*>(b + 4));
-        const KSums k0 = k_sums(b[0], y[i]), k1 = k_sums(b[1], y[i]), k2 = k_sums(b[2], y[i]), k3 = k_sums(b[3], y[i]);
-        const __m256i is = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.isum, k1.isum), _mm256_hadd_epi32(k2.isum, k3.isum));
-        const __m256 da = _mm256_set1_ps(y[i].d);
-        const __m128i dh = pack_u16x4(b[0].d, b[1].d, b[2].d, b[3].d);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)), da), acc);
-        if constexpr (kKMins<B>) {
-            const __m256i im =
-                _mm256_hadd_epi32(_mm256_hadd_epi32(k0.imin, k1.imin), _mm256_hadd_epi32(k2.imin, k3.imin));
-            const __m128i mh = pack_u16x4(k_dmin(b[0]), k_dmin(b[1]), k_dmin(b[2]), k_dmin(b[3]));
-            acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(mh, mh)), da),
-                                   acc);
+        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
+            const B* b = x[j] + 4 * i;
+            prefetch_ahead(reinterpret_cast<const uint8_t*>(b), reinterpret_cast<const uint8_t*>(b + 4));
+            const KSums k0 = k_sums(b[0], y[i]), k1 = k_sums(b[1], y[i]), k2 = k_sums(b[2], y[i]), k3 = k_sums(b[3], y[i]);
+            const __m256i is = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.isum, k1.isum), _mm256_hadd_epi32(k2.isum, k3.isum));
+            const __m256 da = _mm256_set1_ps(y[i].d);
+            const __m128i dh = pack_u16x4(b[0].d, b[1].d, b[2].d, b[3].d);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)), da), acc[j]);
+            if constexpr (kKMins<B>) {
+                const __m256i im =
+                    _mm256_hadd_epi32(_mm256_hadd_epi32(k0.imin, k1.imin), _mm256_hadd_epi32(k2.imin, k3.imin));
+                const __m128i mh = pack_u16x4(k_dmin(b[0]), k_dmin(b[1]), k_dmin(b[2]), k_dmin(b[3]));
+                acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(mh, mh)), da), acc[j]);
+            }
         }
     }
-    _mm_storeu_ps(s, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
 }
 
 // Rows as they are (X4 false), or in four-row groups (Tensor::x4; nr a multiple of 4).
@@ -1479,11 +1575,33 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             struct Site;
             Q4KPre* const pre = thread_scratch<Q4KPre, Site>((size_t)nbk);
             q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
-            for (int g = 0; g < groups; ++g) q4_k_group_col<B>(nbk, W + (size_t)(4 * g) * ws, pre, s + 4 * g);
+            two_streams(
+                groups,
+                [&](int g0, int g1) {
+                    const uint8_t* x[2] = {W + (size_t)(4 * g0) * ws, W + (size_t)(4 * g1) * ws};
+                    float* o[2] = {s + 4 * g0, s + 4 * g1};
+                    q4_k_group_col<B, 2>(nbk, x, pre, o);
+                },
+                [&](int g) {
+                    const uint8_t* x[1] = {W + (size_t)(4 * g) * ws};
+                    float* o[1] = {s + 4 * g};
+                    q4_k_group_col<B, 1>(nbk, x, pre, o);
+                });
         } else if constexpr (X4) {
-            for (int g = 0; g < groups; ++g)
-                decode4_k_x4<B>(nbk, reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws),
-                                reinterpret_cast<const BlockQ8_K*>(A), s + 4 * g);
+            const auto* y = reinterpret_cast<const BlockQ8_K*>(A);
+            const auto group = [&](int g) { return reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws); };
+            two_streams(
+                groups,
+                [&](int g0, int g1) {
+                    const B* x[2] = {group(g0), group(g1)};
+                    float* o[2] = {s + 4 * g0, s + 4 * g1};
+                    decode4_k_x4<B, 2>(nbk, x, y, o);
+                },
+                [&](int g) {
+                    const B* x[1] = {group(g)};
+                    float* o[1] = {s + 4 * g};
+                    decode4_k_x4<B, 1>(nbk, x, y, o);
+                });
         } else {
             decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
         }

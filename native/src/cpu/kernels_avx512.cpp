@@ -365,22 +365,6 @@ struct Q4KScalePick {
 };
 constexpr Q4KScalePick kQ4KScalePick{};
 
-// Decoding reads a call's four-row groups as two streams at once: group g of the call's
-// first half beside group g of its second half, block by block (the kernels' S = 2), each
-// group with its own accumulators and float operations in its own order, so the same
-// bits as one group at a time. One stream per thread left a 1B Q4_0 decode at 77% of
-// the probed read rate, and 86-89% even with the arithmetic taken out of the kernels
-// (so it is not the instructions); two streams far apart, 85%: the hardware prefetchers
-// keep more lines in flight for two streams than for one. Neighbouring groups as the
-// pair (4.6 KiB apart) were 8% slower than one stream; three or four streams, no faster
-// than two (in-process alternation, two threads, Sapphire Rapids-class Xeon).
-template <class Two, class One>
-inline void two_streams(int groups, Two two, One one) {
-    const int half = groups / 2;
-    for (int g = 0; g < half; ++g) two(g, g + half);
-    if (groups % 2) one(groups - 1);
-}
-
 // Decoding Q6_K on the four-row copy (the plain interleave: a group's four blocks of a
 // super-block side by side), two rows per 512-bit register: each value-extraction,
 // maddubs and madd covers two rows' 32 values, where AVX2's decode4_k_x4 runs its
