@@ -322,7 +322,7 @@ inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8
         _mm_storeu_ps(s + c * lds, v);
     }
 }
-// Decoding on the four-row copy: S groups (two_streams) x one column, each group
+// Decoding on the four-row copy: S groups (decode_groups) x one column, each group
 // tile4_legacy_da<D, 1, true>'s operations in its order, so the same bits.
 template <class D, int S>
 inline void legacy4_x4_col(int64_t nb, const uint8_t* const* w, const uint8_t* a, const float* das,
@@ -488,18 +488,10 @@ void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t w
         const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
         q4_0_prepare(nb, y, pre);
         float* const out = s + (size_t)c * lds;
-        two_streams(
-            groups,
-            [&](int g0, int g1) {
-                const uint8_t* x[2] = {W + (size_t)(4 * g0) * ws, W + (size_t)(4 * g1) * ws};
-                float* o[2] = {out + 4 * g0, out + 4 * g1};
-                q4_0_group_col<2>(nb, x, y, pre, o);
-            },
-            [&](int g) {
-                const uint8_t* x[1] = {W + (size_t)(4 * g) * ws};
-                float* o[1] = {out + 4 * g};
-                q4_0_group_col<1>(nb, x, y, pre, o);
-            });
+        decode_groups(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
+                      [&](auto streams, auto x, float* const* o) {
+            q4_0_group_col<decltype(streams)::value>(nb, x, y, pre, o);
+        });
     }
 }
 
@@ -689,22 +681,14 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
     }
     for (; c < nc; ++c) {
         int r = 0;
-        if constexpr (X4) {  // the groups as two streams (two_streams); nr is a multiple of 4
+        if constexpr (X4) {  // the groups as two streams (decode_groups); nr is a multiple of 4
             const uint8_t* const ac = Ac + (size_t)c * as;
             const float* const dc = das + (size_t)c * nb;
             float* const out = s + (size_t)c * lds;
-            two_streams(
-                nr / 4,
-                [&](int g0, int g1) {
-                    const uint8_t* x[2] = {W + (size_t)(4 * g0) * ws, W + (size_t)(4 * g1) * ws};
-                    float* o[2] = {out + 4 * g0, out + 4 * g1};
-                    legacy4_x4_col<D, 2>(nb, x, ac, dc, o);
-                },
-                [&](int g) {
-                    const uint8_t* x[1] = {W + (size_t)(4 * g) * ws};
-                    float* o[1] = {out + 4 * g};
-                    legacy4_x4_col<D, 1>(nb, x, ac, dc, o);
-                });
+            decode_groups(nr / 4, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
+                          [&](auto streams, auto x, float* const* o) {
+                legacy4_x4_col<D, decltype(streams)::value>(nb, x, ac, dc, o);
+            });
             r = nr / 4 * 4;
         }
         for (; r + 4 <= nr; r += 4)
@@ -1575,33 +1559,16 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             struct Site;
             Q4KPre* const pre = thread_scratch<Q4KPre, Site>((size_t)nbk);
             q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
-            two_streams(
-                groups,
-                [&](int g0, int g1) {
-                    const uint8_t* x[2] = {W + (size_t)(4 * g0) * ws, W + (size_t)(4 * g1) * ws};
-                    float* o[2] = {s + 4 * g0, s + 4 * g1};
-                    q4_k_group_col<B, 2>(nbk, x, pre, o);
-                },
-                [&](int g) {
-                    const uint8_t* x[1] = {W + (size_t)(4 * g) * ws};
-                    float* o[1] = {s + 4 * g};
-                    q4_k_group_col<B, 1>(nbk, x, pre, o);
-                });
+            decode_groups(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
+                          [&](auto streams, auto x, float* const* o) {
+                q4_k_group_col<B, decltype(streams)::value>(nbk, x, pre, o);
+            });
         } else if constexpr (X4) {
             const auto* y = reinterpret_cast<const BlockQ8_K*>(A);
             const auto group = [&](int g) { return reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws); };
-            two_streams(
-                groups,
-                [&](int g0, int g1) {
-                    const B* x[2] = {group(g0), group(g1)};
-                    float* o[2] = {s + 4 * g0, s + 4 * g1};
-                    decode4_k_x4<B, 2>(nbk, x, y, o);
-                },
-                [&](int g) {
-                    const B* x[1] = {group(g)};
-                    float* o[1] = {s + 4 * g};
-                    decode4_k_x4<B, 1>(nbk, x, y, o);
-                });
+            decode_groups(groups, group, s, [&](auto streams, auto x, float* const* o) {
+                decode4_k_x4<B, decltype(streams)::value>(nbk, x, y, o);
+            });
         } else {
             decode_k<B>(nbk, nr, W, ws, reinterpret_cast<const BlockQ8_K*>(A), s);
         }

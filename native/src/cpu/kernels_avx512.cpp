@@ -799,18 +799,9 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
                 return reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws);
             };
             const auto* y = static_cast<const BlockQ8_K*>(a);
-            two_streams(
-                nr / 4,
-                [&](int g0, int g1) {
-                    const BlockQ6_K* x[2] = {group(g0), group(g1)};
-                    float* o[2] = {s + 4 * g0, s + 4 * g1};
-                    q6_k_decode_x4<2>(n / QK_K, x, y, o);
-                },
-                [&](int g) {
-                    const BlockQ6_K* x[1] = {group(g)};
-                    float* o[1] = {s + 4 * g};
-                    q6_k_decode_x4<1>(n / QK_K, x, y, o);
-                });
+            decode_groups(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
+                q6_k_decode_x4<decltype(streams)::value>(n / QK_K, x, y, o);
+            });
             return;
         }
         if constexpr (X4 && (std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
@@ -819,18 +810,9 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             Q4KPre512* const pre = thread_scratch<Q4KPre512, Site>((size_t)nbk);
             q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
-            two_streams(
-                nr / 4,
-                [&](int g0, int g1) {
-                    const uint8_t* x[2] = {group(g0), group(g1)};
-                    float* o[2] = {s + 4 * g0, s + 4 * g1};
-                    q4_k_decode512<B, 2>(nbk, x, pre, o);
-                },
-                [&](int g) {
-                    const uint8_t* x[1] = {group(g)};
-                    float* o[1] = {s + 4 * g};
-                    q4_k_decode512<B, 1>(nbk, x, pre, o);
-                });
+            decode_groups(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
+                q4_k_decode512<B, decltype(streams)::value>(nbk, x, pre, o);
+            });
             return;
         }
         (X4 ? avx2.gemm_x4 : avx2.gemm)(n, nr, nc, w, ws, a, as, s, lds);
@@ -1246,18 +1228,9 @@ void q4_0_groups_cols_vnni(int64_t nb, int groups, int nc, const uint8_t* W, siz
         q4_0_prepare_vnni(nb, reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as), pre);
         float* const out = s + (size_t)c * lds;
         const auto group = [&](int g) { return W + (size_t)(4 * g) * ws; };
-        two_streams(
-            groups,
-            [&](int g0, int g1) {
-                const uint8_t* x[2] = {group(g0), group(g1)};
-                float* o[2] = {out + 4 * g0, out + 4 * g1};
-                q4_0_group_col_vnni<2>(nb, x, pre, o);
-            },
-            [&](int g) {
-                const uint8_t* x[1] = {group(g)};
-                float* o[1] = {out + 4 * g};
-                q4_0_group_col_vnni<1>(nb, x, pre, o);
-            });
+        decode_groups(groups, group, out, [&](auto streams, auto x, float* const* o) {
+            q4_0_group_col_vnni<decltype(streams)::value>(nb, x, pre, o);
+        });
     }
 }
 

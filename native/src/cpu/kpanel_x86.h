@@ -43,7 +43,7 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
 }
 
 // Decoding reads a call's four-row groups as two streams at once: group g of the call's
-// first half beside group g of its second half, block by block (the kernels' S = 2), each
+// first half beside group g of its second half, block by block (the kernels' S = 2, decode_groups), each
 // group with its own accumulators and float operations in its own order, so the same
 // bits as one group at a time. One stream per thread left a 1B Q4_0 decode at 77% of
 // the probed read rate, and 86-89% even with the arithmetic taken out of the kernels
@@ -51,11 +51,22 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
 // keep more lines in flight for two streams than for one. Neighbouring groups as the
 // pair (4.6 KiB apart) were 8% slower than one stream; three or four streams, no faster
 // than two (in-process alternation, two threads, Sapphire Rapids-class Xeon).
-template <class Two, class One>
-inline void two_streams(int groups, Two two, One one) {
+// decode_groups(groups, group, out, kernel): group(g) points at group g, its results go to
+// out + 4 g; kernel(std::integral_constant<int, S>, x, o) runs S groups side by side.
+template <class Group, class Kernel>
+inline void decode_groups(int groups, Group group, float* out, Kernel kernel) {
+    using Ptr = decltype(group(0));
     const int half = groups / 2;
-    for (int g = 0; g < half; ++g) two(g, g + half);
-    if (groups % 2) one(groups - 1);
+    for (int g = 0; g < half; ++g) {
+        const Ptr x[2] = {group(g), group(g + half)};
+        float* const o[2] = {out + 4 * g, out + 4 * (g + half)};
+        kernel(std::integral_constant<int, 2>(), x, o);
+    }
+    if (groups % 2) {
+        const Ptr x[1] = {group(groups - 1)};
+        float* const o[1] = {out + 4 * (groups - 1)};
+        kernel(std::integral_constant<int, 1>(), x, o);
+    }
 }
 
 // ---- block decoders: 32 weights as int8 in element order -------------------------
