@@ -565,8 +565,8 @@ void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int n
             // they take from). An uncontested share is one run of addresses, its software
             // prefetches crossing from claim to claim; guided claims from one counter
             // (each a share of what was left of the whole matrix, the threads' claims
-            // interleaved) restarted every thread's stream a dozen times per product and
-            // read 3-4% slower (1B Q4_0, two threads).
+            // interleaved) restarted every thread's stream a dozen times per product:
+            // 0.5-1.5% slower (1B Q4_0 and Q6_K, two threads, in-process alternation).
             const int64_t per = (blocks + nth - 1) / nth, least = 4;  // 4 blocks: 64 rows
             for (int j = 0; j < nth; ++j) {
                 const int t = (ith + j) % nth;

@@ -227,15 +227,6 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
     return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
 }
 
-// Four weight rows x C columns. The four rows' block sums are folded together with two
-// rounds of hadd (in int16 for the 4- and 5-bit types: fold4_i16) into one vector
-// [r0 r1 r2 r3 | r0 r1 r2 r3], so the
-// int->float conversion and the scale multiply-add are paid once per four block dots.
-// The four rows' f16 scales are gathered in registers (going through memory here
-// costs a store-forwarding stall per block). Everything live fits the 16 ymm registers
-// for C = 4 (spilled accumulators cost a store-to-load round trip per block).
-// das: the columns' activation scales as floats (column c's block i at das[c * nb + i]),
-// converted once per call, or null to convert them here, once per block and group.
 // One block of four rows, as tile4_legacy_da uses it: the weights decoded once (q, the four
 // rows' scales and mins) and then a column's int32 lanes [r0 r1 r2 r3 | r0 r1 r2 r3].
 template <class D, bool X4>
@@ -409,26 +400,7 @@ struct Unpacked {
     }
 };
 
-// ---- Q4_0 in its re-encoded four-row groups (kernels.h: four_row_reencoded) ----
-// A group block is 72 bytes: the four rows' f16 scales, then the four steps in two
-// nibble-packed halves. Unpacking the 128 values is two loads and six logic operations,
-// where four interleaved blocks took a 128-bit load, a shift, an insert and a mask each.
-constexpr size_t kQ40Group = 4 * sizeof(BlockQ4_0);
-
-inline void q4_0_group_steps(const uint8_t* gb, __m256i S[4]) {
-    const __m256i m = _mm256_set1_epi8(0x0f);
-    const __m256i v01 = loadu256(gb + 8), v23 = loadu256(gb + 40);
-    S[0] = _mm256_and_si256(v01, m);
-    S[1] = _mm256_and_si256(_mm256_srli_epi16(v01, 4), m);
-    S[2] = _mm256_and_si256(v23, m);
-    S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
-}
-// [d0 d1 d2 d3 | d0 d1 d2 d3]
-inline __m256 q4_0_group_scales(const uint8_t* gb) {
-    int64_t d4;
-    std::memcpy(&d4, gb, 8);
-    return _mm256_cvtph_ps(_mm_set1_epi64x(d4));
-}
+// ---- Q4_0 in its re-encoded four-row groups: kQ40Group and its helpers in kpanel_x86.h ----
 
 // What decoding needs of each activation block beside its values, made once per call
 // for all the groups: 8 * the sums of its two halves (in the rows' lanes: the offset

@@ -1196,24 +1196,19 @@ void q4_0_prepare_vnni(int64_t nb, const BlockQ8_0* y, Q40Vnni* pre) {
 }
 template <int S>
 inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const Q40Vnni* pre, float* const* s) {
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         const Q40Vnni& p = pre[i];
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * 72;  // 4 f16 scales, steps 0 | 1 and 2 | 3 as nibbles
-            prefetch_ahead(gb, gb + 72);
-            const __m256i v01 = loadu256(gb + 8), v23 = loadu256(gb + 40);
-            const auto st = [&](int k) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p.st[k])); };
+            const uint8_t* gb = w[j] + (size_t)i * kQ40Group;
+            prefetch_ahead(gb, gb + kQ40Group);
+            __m256i St[4];
+            q4_0_group_steps(gb, St);
             __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.noff));
-            h = _mm256_dpbusd_epi32(h, _mm256_and_si256(v01, m4), st(0));
-            h = _mm256_dpbusd_epi32(h, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), st(1));
-            h = _mm256_dpbusd_epi32(h, _mm256_and_si256(v23, m4), st(2));
-            h = _mm256_dpbusd_epi32(h, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), st(3));
-            int64_t d4;
-            std::memcpy(&d4, gb, 8);
-            const __m256 wd = _mm256_cvtph_ps(_mm_set1_epi64x(d4));
+            for (int k = 0; k < 4; ++k)
+                h = _mm256_dpbusd_epi32(h, St[k], _mm256_load_si256(reinterpret_cast<const __m256i*>(p.st[k])));
+            const __m256 wd = q4_0_group_scales(gb);
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_load_ps(p.da)), acc[j]);
         }
     }

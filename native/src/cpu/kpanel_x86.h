@@ -43,14 +43,15 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
 }
 
 // Decoding reads a call's four-row groups as two streams at once: group g of the call's
-// first half beside group g of its second half, block by block (the kernels' S = 2, decode_groups), each
-// group with its own accumulators and float operations in its own order, so the same
-// bits as one group at a time. One stream per thread left a 1B Q4_0 decode at 77% of
-// the probed read rate, and 86-89% even with the arithmetic taken out of the kernels
-// (so it is not the instructions); two streams far apart, 85%: the hardware prefetchers
-// keep more lines in flight for two streams than for one. Neighbouring groups as the
-// pair (4.6 KiB apart) were 8% slower than one stream; three or four streams, no faster
-// than two (in-process alternation, two threads, Sapphire Rapids-class Xeon).
+// first half beside group g of its second half, block by block, each group with its own
+// accumulators and float operations in its own order (the decode kernels' S = 2 form), so
+// the same bits as one group at a time. One stream per thread left a 1B Q4_0 decode at
+// 77% of the probed read rate, and 86-89% even with the arithmetic taken out of the
+// kernels (so it is not the instructions); two streams far apart, 85%: the hardware
+// prefetchers keep more lines in flight for two streams than for one. Neighbouring
+// groups as the pair (4.6 KiB apart) were 8% slower than one stream; three or four
+// streams, no faster than two (in-process alternation, two threads, Sapphire
+// Rapids-class Xeon).
 // decode_groups(groups, group, out, kernel): group(g) points at group g, its results go to
 // out + 4 g; kernel(std::integral_constant<int, S>, x, o) runs S groups side by side.
 template <class Group, class Kernel>
@@ -67,6 +68,27 @@ inline void decode_groups(int groups, Group group, float* out, Kernel kernel) {
         float* const o[1] = {out + 4 * (groups - 1)};
         kernel(std::integral_constant<int, 1>(), x, o);
     }
+}
+
+// ---- Q4_0 in its re-encoded four-row groups (kernels.h: four_row_reencoded) ------
+// A group block is 72 bytes: the four rows' f16 scales, then the four steps in two
+// nibble-packed halves. Unpacking the 128 values is two loads and six logic operations,
+// where four interleaved blocks took a 128-bit load, a shift, an insert and a mask each.
+constexpr size_t kQ40Group = 4 * sizeof(BlockQ4_0);
+
+inline void q4_0_group_steps(const uint8_t* gb, __m256i S[4]) {
+    const __m256i m = _mm256_set1_epi8(0x0f);
+    const __m256i v01 = loadu256(gb + 8), v23 = loadu256(gb + 40);
+    S[0] = _mm256_and_si256(v01, m);
+    S[1] = _mm256_and_si256(_mm256_srli_epi16(v01, 4), m);
+    S[2] = _mm256_and_si256(v23, m);
+    S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
+}
+// [d0 d1 d2 d3 | d0 d1 d2 d3]
+inline __m256 q4_0_group_scales(const uint8_t* gb) {
+    int64_t d4;
+    std::memcpy(&d4, gb, 8);
+    return _mm256_cvtph_ps(_mm_set1_epi64x(d4));
 }
 
 // ---- block decoders: 32 weights as int8 in element order -------------------------
