@@ -193,6 +193,53 @@ int check_attention_kernels(const Isa* levels) {
     return failures;
 }
 
+// The AVX-512 level's attention kernels against AVX2's, bit for bit (the model-level
+// tests compare whole logits; this walks the shapes): head sizes with and without a
+// 16-element tail, blocks of every length up to 40 (whole eight-key steps and each
+// remainder), one to five heads a group, keys a stride apart.
+int check_attention_512() {
+    if (!isa_supported(Isa::AVX512)) {
+        std::printf("attention avx512 vs avx2: skipped (no AVX-512 level on this CPU)\n");
+        return 0;
+    }
+    const AttentionKernels& wide = attention_kernels(Isa::AVX512);
+    const AttentionKernels& base = attention_kernels(Isa::AVX2);
+    std::uniform_real_distribution<float> un(-1.0f, 1.0f);
+    int failures = 0, cases = 0;
+    for (int64_t d : {8, 24, 32, 64, 80, 96, 128, 256}) {
+        constexpr int kG = 5;
+        const size_t stride = 2 * (size_t)d + 8, qs = (size_t)d + 16, ldo = 48;
+        const int64_t max_nk = 40;
+        std::vector<float> q(qs * kG), acc0(qs * kG), w(ldo * kG);
+        std::vector<uint16_t> kv(stride * max_nk);
+        for (auto& x : q) x = un(rng);
+        for (auto& x : acc0) x = un(rng);
+        for (auto& h : kv) h = fp32_to_fp16(un(rng));
+        for (auto& x : w) x = un(rng);
+        for (int64_t nk = 1; nk <= max_nk; ++nk)
+            for (int G = 1; G <= kG; ++G) {
+                ++cases;
+                std::vector<float> s1(ldo * kG, 7.0f), s2(ldo * kG, 7.0f);
+                wide.scores(q.data(), qs, G, kv.data(), stride, nk, d, 0.125f, s1.data(), ldo);
+                base.scores(q.data(), qs, G, kv.data(), stride, nk, d, 0.125f, s2.data(), ldo);
+                std::vector<float> a1(acc0), a2(acc0);
+                wide.accumulate(a1.data(), qs, G, kv.data(), stride, w.data(), ldo, nk, d);
+                base.accumulate(a2.data(), qs, G, kv.data(), stride, w.data(), ldo, nk, d);
+                // (the untouched slots too: the scores after nk and the gaps between rows)
+                const bool same = std::memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)) == 0 &&
+                                  std::memcmp(a1.data(), a2.data(), a1.size() * sizeof(float)) == 0;
+                if (!same) {
+                    if (failures < 5)
+                        std::printf("attention avx512 vs avx2: d=%lld nk=%lld G=%d differs\n", (long long)d,
+                                    (long long)nk, G);
+                    ++failures;
+                }
+            }
+    }
+    std::printf("attention avx512 vs avx2: %d shapes, %s\n", cases, failures ? "FAIL" : "same bits");
+    return failures ? 1 : 0;
+}
+
 // A raw block's f16 scale d (and min scale dmin, for the types that have one) set to
 // these values; everything else in the block is left as it is.
 void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
@@ -601,6 +648,7 @@ int main() {
     std::printf("(columns: worst error / tolerance, pass <= 1; vec_dot/gemm/mul_mat vs scalar at 1e-5 of "
                 "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");
     failures += check_attention_kernels(levels);
+    failures += check_attention_512();
     failures += check_extreme_sums(levels);
     failures += check_amx();
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);

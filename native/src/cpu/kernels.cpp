@@ -413,7 +413,7 @@ bool weight_type_supported(DType type) { return dot_kernels_exact(type, Isa::SCA
 
 const AttentionKernels& attention_kernels(Isa isa) {
     struct Both {
-        AttentionKernels scalar, avx2;
+        AttentionKernels scalar, avx2, avx512;
         Both() {
             scalar.dot_f32_f16 = dot_f32_f16;
             scalar.axpy_f16 = axpy_f16;
@@ -423,10 +423,12 @@ const AttentionKernels& attention_kernels(Isa isa) {
             scalar.swiglu = swiglu_f32;
             avx2 = scalar;
             register_avx2_attention(avx2);
+            avx512 = avx2;
+            register_avx512_attention(avx512);
         }
     };
     static const Both k;
-    return (isa == Isa::AVX2 || isa == Isa::AVX512) ? k.avx2 : k.scalar;
+    return isa == Isa::AVX512 ? k.avx512 : isa == Isa::AVX2 ? k.avx2 : k.scalar;
 }
 
 // Eight independent accumulators: lets the compiler keep the adds in flight (and

@@ -127,6 +127,8 @@ struct AttentionKernels {
 };
 const AttentionKernels& attention_kernels(Isa isa);
 void register_avx2_attention(AttentionKernels& k);  // no change when built without AVX2
+// AVX2's entries replaced where 512 bits are faster, with the same bits (k holds AVX2's)
+void register_avx512_attention(AttentionKernels& k);
 
 // Shared scalar helpers.
 float dot_f32(const float* a, const float* b, int64_t n);

@@ -1300,6 +1300,146 @@ void register_avx512_kernels(KernelTable& t) {
 #endif
 }
 
+
+// Attention over the F16 cache at 512 bits, with the AVX2 level's bits (test_kernels
+// compares them). Decoding at a long context reads the cache as fast as the weights, and
+// at AVX2 its FMAs and conversions, not the reads, set the pace (1B, 4096 positions: a
+// quarter of a token).
+namespace {
+
+AttentionKernels avx2_attention;  // filled once by register_avx512_attention, before any use
+
+// Scores: a register holds two keys' eight-element slices side by side, so each of its
+// lanes runs the AVX2 accumulator lane's FMAs in the same order; eight keys (four
+// registers) per head at a time.
+template <bool MASKED>
+inline __m512 load_h8x2(const uint16_t* a, const uint16_t* b, __mmask8 ma, __mmask8 mb) {
+    if (!MASKED)
+        return _mm512_cvtph_ps(_mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a))),
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b)), 1));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_maskz_loadu_epi16(ma, a)),
+                                                   _mm_maskz_loadu_epi16(mb, b), 1));
+}
+
+// The eight keys' sums, each folded as AVX2's fold4 folds one accumulator:
+// ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)), in key order. p[m] holds keys 2m
+// (lanes 0-7) and 2m + 1 (lanes 8-15).
+inline __m256 fold8(const __m512 p[4]) {
+    constexpr int kEven = _MM_SHUFFLE(2, 0, 2, 0), kOdd = _MM_SHUFFLE(3, 1, 3, 1);
+    // per 128-bit lane: [a0 + a1, a2 + a3, b0 + b1, b2 + b3], as hadd
+    const __m512 s01 = _mm512_add_ps(_mm512_shuffle_ps(p[0], p[1], kEven), _mm512_shuffle_ps(p[0], p[1], kOdd));
+    const __m512 s23 = _mm512_add_ps(_mm512_shuffle_ps(p[2], p[3], kEven), _mm512_shuffle_ps(p[2], p[3], kOdd));
+    // 128-bit lanes: keys 0, 2, 4, 6 over x0-x3 | the same over x4-x7 | keys 1, 3, 5, 7 ...
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, kEven), _mm512_shuffle_ps(s01, s23, kOdd));
+    const __m512 sum = _mm512_add_ps(_mm512_shuffle_f32x4(t, t, kEven), _mm512_shuffle_f32x4(t, t, kOdd));
+    // [k0 k2 k4 k6 k1 k3 k5 k7] -> key order
+    return _mm512_castps512_ps256(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 0, 0, 0, 0, 0, 0, 0, 0), sum));
+}
+
+template <int G, bool MASKED>
+inline void scores8(const float* q, size_t qs, const uint16_t* k, size_t stride, int64_t n, int64_t d, __m256 scale,
+                    float* out, size_t ldo) {
+    const uint16_t* kp[8];
+    __mmask8 m[8];
+    for (int t = 0; t < 8; ++t) {
+        kp[t] = k + (size_t)(t < n ? t : 0) * stride;
+        m[t] = t < n ? 0xFF : 0;
+    }
+    __m512 a[G][4];
+    for (int g = 0; g < G; ++g)
+        for (int u = 0; u < 4; ++u) a[g][u] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d; i += 8) {
+        __m512 kv[4];
+        for (int u = 0; u < 4; ++u) kv[u] = load_h8x2<MASKED>(kp[2 * u] + i, kp[2 * u + 1] + i, m[2 * u], m[2 * u + 1]);
+        for (int g = 0; g < G; ++g) {
+            const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + g * qs + i));
+            for (int u = 0; u < 4; ++u) a[g][u] = _mm512_fmadd_ps(qv, kv[u], a[g][u]);
+        }
+    }
+    for (int g = 0; g < G; ++g) {
+        const __m256 s = _mm256_mul_ps(fold8(a[g]), scale);
+        if (MASKED) _mm256_mask_storeu_ps(out + g * ldo, (__mmask8)((1u << n) - 1), s);
+        else _mm256_storeu_ps(out + g * ldo, s);
+    }
+}
+
+template <int G>
+void scores_group512(const float* q, size_t qs, const uint16_t* k, size_t stride, int64_t nk, int64_t d, float scale,
+                     float* out, size_t ldo) {
+    const __m256 sc = _mm256_set1_ps(scale);
+    int64_t j = 0;
+    for (; j + 8 <= nk; j += 8) scores8<G, false>(q, qs, k + j * stride, stride, 8, d, sc, out + j, ldo);
+    if (j < nk) scores8<G, true>(q, qs, k + j * stride, stride, nk - j, d, sc, out + j, ldo);
+}
+
+void attn_scores_avx512(const float* q, size_t qs, int G, const uint16_t* k, size_t stride, int64_t nk, int64_t d,
+                        float scale, float* out, size_t ldo) {
+    if (d % 8 != 0) return avx2_attention.scores(q, qs, G, k, stride, nk, d, scale, out, ldo);
+    for (int g = 0; g < G; g += 4) {
+        const float* qg = q + g * qs;
+        float* og = out + g * ldo;
+        switch (G - g < 4 ? G - g : 4) {
+            case 1: scores_group512<1>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+            case 2: scores_group512<2>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+            case 3: scores_group512<3>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+            default: scores_group512<4>(qg, qs, k, stride, nk, d, scale, og, ldo); break;
+        }
+    }
+}
+
+// Values: each lane adds the keys in order with one FMA, as at AVX2; sixteen elements a
+// register, up to 64 of them per pass over the block's values.
+template <int G, int V>
+void accumulate_group512(float* acc, size_t as, const uint16_t* v, size_t stride, const float* w, size_t ldw,
+                         int64_t nk, int64_t i) {
+    __m512 a[G][V];
+    for (int g = 0; g < G; ++g)
+        for (int t = 0; t < V; ++t) a[g][t] = _mm512_loadu_ps(acc + g * as + i + 16 * t);
+    for (int64_t j = 0; j < nk; ++j) {
+        __m512 vv[V];
+        for (int t = 0; t < V; ++t)
+            vv[t] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + j * stride + i + 16 * t)));
+        for (int g = 0; g < G; ++g) {
+            const __m512 wj = _mm512_set1_ps(w[g * ldw + j]);
+            for (int t = 0; t < V; ++t) a[g][t] = _mm512_fmadd_ps(wj, vv[t], a[g][t]);
+        }
+    }
+    for (int g = 0; g < G; ++g)
+        for (int t = 0; t < V; ++t) _mm512_storeu_ps(acc + g * as + i + 16 * t, a[g][t]);
+}
+
+template <int G>
+void accumulate_heads512(float* acc, size_t as, const uint16_t* v, size_t stride, const float* w, size_t ldw,
+                         int64_t nk, int64_t d) {
+    int64_t i = 0;
+    for (; i + 64 <= d; i += 64) accumulate_group512<G, 4>(acc, as, v, stride, w, ldw, nk, i);
+    for (; i < d; i += 16) accumulate_group512<G, 1>(acc, as, v, stride, w, ldw, nk, i);
+}
+
+void attn_accumulate_avx512(float* acc, size_t as, int G, const uint16_t* v, size_t stride, const float* w,
+                            size_t ldw, int64_t nk, int64_t d) {
+    if (d % 16 != 0) return avx2_attention.accumulate(acc, as, G, v, stride, w, ldw, nk, d);
+    for (int g = 0; g < G; g += 4) {
+        float* ag = acc + g * as;
+        const float* wg = w + g * ldw;
+        switch (G - g < 4 ? G - g : 4) {
+            case 1: accumulate_heads512<1>(ag, as, v, stride, wg, ldw, nk, d); break;
+            case 2: accumulate_heads512<2>(ag, as, v, stride, wg, ldw, nk, d); break;
+            case 3: accumulate_heads512<3>(ag, as, v, stride, wg, ldw, nk, d); break;
+            default: accumulate_heads512<4>(ag, as, v, stride, wg, ldw, nk, d); break;
+        }
+    }
+}
+
+}  // namespace
+
+void register_avx512_attention(AttentionKernels& k) {
+    avx2_attention = k;
+    k.scores = attn_scores_avx512;
+    k.accumulate = attn_accumulate_avx512;
+}
+
 }  // namespace ember
 
 #else
@@ -1307,6 +1447,7 @@ void register_avx512_kernels(KernelTable& t) {
 namespace ember {
 // Built without AVX-512 VNNI: every entry falls back to the AVX2 kernels.
 void register_avx512_kernels(KernelTable&) {}
+void register_avx512_attention(AttentionKernels&) {}
 }  // namespace ember
 
 #endif
