@@ -412,9 +412,9 @@ void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
 bool weight_type_supported(DType type) { return dot_kernels_exact(type, Isa::SCALAR) != nullptr; }
 
 const AttentionKernels& attention_kernels(Isa isa) {
-    struct Both {
+    struct Levels {  // one table per x86 level and the scalar one (NEON runs the scalar table)
         AttentionKernels scalar, avx2, avx512;
-        Both() {
+        Levels() {
             scalar.dot_f32_f16 = dot_f32_f16;
             scalar.axpy_f16 = axpy_f16;
             scalar.exp_sub_sum = exp_sub_sum;
@@ -427,7 +427,7 @@ const AttentionKernels& attention_kernels(Isa isa) {
             register_avx512_attention(avx512);
         }
     };
-    static const Both k;
+    static const Levels k;
     return isa == Isa::AVX512 ? k.avx512 : isa == Isa::AVX2 ? k.avx2 : k.scalar;
 }
 
