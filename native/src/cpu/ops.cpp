@@ -576,6 +576,8 @@ double now_seconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+}  // namespace
+
 // Reads n bytes at p once, front to back, four independent 16-byte streams per 64-byte
 // line (the baseline vector loads of each architecture: enough to keep up with DRAM on
 // one core), and returns a value made from all of them, so that no load is dropped. A
@@ -621,7 +623,6 @@ uint64_t read_bytes(const uint8_t* p, size_t n) {
     for (; i < n; ++i) h ^= p[i];
     return h;
 }
-}  // namespace
 
 double CpuBackend::read_rate(const std::vector<std::pair<const uint8_t*, size_t>>& ranges, double seconds) {
     size_t total = 0;

@@ -97,6 +97,10 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa);
 // One node on one thread.
 void compute_node(const Tensor* t, ComputeParams& p);
 
+// The read-rate probe's loop (CpuBackend::read_rate): reads n bytes at p once, front to
+// back, and returns a value made from all of them, so that no load is dropped.
+uint64_t read_bytes(const uint8_t* p, size_t n);
+
 // Floats of per-thread scratch the attention op needs (a group of query heads per key head).
 size_t attention_scratch_floats(int64_t head_dim, int64_t group);
 
