@@ -460,7 +460,7 @@ void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t w
         const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
         q4_0_prepare(nb, y, pre);
         float* const out = s + (size_t)c * lds;
-        decode_groups(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
+        decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
                       [&](auto streams, auto x, float* const* o) {
             q4_0_group_col<decltype(streams)::value>(nb, x, y, pre, o);
         });
@@ -653,11 +653,11 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
     }
     for (; c < nc; ++c) {
         int r = 0;
-        if constexpr (X4) {  // the groups as two streams (decode_groups); nr is a multiple of 4
+        if constexpr (X4) {  // the groups as three streams (decode_groups); nr is a multiple of 4
             const uint8_t* const ac = Ac + (size_t)c * as;
             const float* const dc = das + (size_t)c * nb;
             float* const out = s + (size_t)c * lds;
-            decode_groups(nr / 4, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
+            decode_groups<3>(nr / 4, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
                           [&](auto streams, auto x, float* const* o) {
                 legacy4_x4_col<D, decltype(streams)::value>(nb, x, ac, dc, o);
             });
@@ -1531,14 +1531,14 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             struct Site;
             Q4KPre* const pre = thread_scratch<Q4KPre, Site>((size_t)nbk);
             q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
-            decode_groups(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
+            decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
                           [&](auto streams, auto x, float* const* o) {
                 q4_k_group_col<B, decltype(streams)::value>(nbk, x, pre, o);
             });
         } else if constexpr (X4) {
             const auto* y = reinterpret_cast<const BlockQ8_K*>(A);
             const auto group = [&](int g) { return reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws); };
-            decode_groups(groups, group, s, [&](auto streams, auto x, float* const* o) {
+            decode_groups<2>(groups, group, s, [&](auto streams, auto x, float* const* o) {
                 decode4_k_x4<B, decltype(streams)::value>(nbk, x, y, o);
             });
         } else {

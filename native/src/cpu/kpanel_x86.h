@@ -42,30 +42,38 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
     for (; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
-// Decoding reads a call's four-row groups as two streams at once: group g of the call's
-// first half beside group g of its second half, block by block, each group with its own
-// accumulators and float operations in its own order (the decode kernels' S = 2 form), so
-// the same bits as one group at a time. One stream per thread left a 1B Q4_0 decode at
-// 77% of the probed read rate, and 86-89% even with the arithmetic taken out of the
-// kernels (so it is not the instructions); two streams far apart, 85%: the hardware
-// prefetchers keep more lines in flight for two streams than for one. Neighbouring
-// groups as the pair (4.6 KiB apart) were 8% slower than one stream; three or four
-// streams, no faster than two (in-process alternation, two threads, Sapphire
-// Rapids-class Xeon).
-// decode_groups(groups, group, out, kernel): group(g) points at group g, its results go to
-// out + 4 g; kernel(std::integral_constant<int, S>, x, o) runs S groups side by side.
-template <class Group, class Kernel>
+// Decoding reads a call's four-row groups as N streams at once: the call's groups cut
+// into N runs, group g of each run side by side, block by block, each group with its own
+// accumulators and float operations in its own order (the decode kernels' S form), so the
+// same bits as one group at a time; the groups past N whole runs go one at a time. One
+// stream per thread left a 1B Q4_0 decode at 77% of the probed read rate, and 86-89% even
+// with the arithmetic taken out of the kernels; two streams far apart, 85%: the hardware
+// prefetchers keep more lines in flight for more streams. Neighbouring groups as the pair
+// (4.6 KiB apart) were 8% slower than one stream. Three streams (N = 3) against two, per
+// kernel, decoding from memory alone (benchmarks/bench_decode_stream, 48 matrices of
+// 8192 x 2048, two threads, in-process alternation, Sapphire Rapids-class Xeon), share
+// of the probed rate: AVX-512 Q4_0 92-94% -> 95-99%, Q4_K 86-89% -> 91-92%, Q5_K 84-86%
+// -> 88%, Q8_0 87-89% -> 94-97%; AVX2 Q4_0 83-86% -> 92-94%, Q4_K 85-88% -> 95%, Q5_K
+// 82% -> 86-88%, Q8_0 88-89% -> 95%; Q6_K (either level) no better, so it keeps two. Four
+// streams were slower than three for every type.
+// decode_groups<N>(groups, group, out, kernel): group(g) points at group g, its results go
+// to out + 4 g; kernel(std::integral_constant<int, S>, x, o) runs S groups side by side.
+template <int N, class Group, class Kernel>
 inline void decode_groups(int groups, Group group, float* out, Kernel kernel) {
     using Ptr = decltype(group(0));
-    const int half = groups / 2;
-    for (int g = 0; g < half; ++g) {
-        const Ptr x[2] = {group(g), group(g + half)};
-        float* const o[2] = {out + 4 * g, out + 4 * (g + half)};
-        kernel(std::integral_constant<int, 2>(), x, o);
+    const int run = groups / N;
+    for (int g = 0; g < run; ++g) {
+        Ptr x[N];
+        float* o[N];
+        for (int k = 0; k < N; ++k) {
+            x[k] = group(g + k * run);
+            o[k] = out + 4 * (g + k * run);
+        }
+        kernel(std::integral_constant<int, N>(), x, o);
     }
-    if (groups % 2) {
-        const Ptr x[1] = {group(groups - 1)};
-        float* const o[1] = {out + 4 * (groups - 1)};
+    for (int g = N * run; g < groups; ++g) {
+        const Ptr x[1] = {group(g)};
+        float* const o[1] = {out + 4 * g};
         kernel(std::integral_constant<int, 1>(), x, o);
     }
 }
