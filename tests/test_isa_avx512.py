@@ -3,8 +3,14 @@
 operations in the same order, so whole-model logits must be bit-identical, batched or
 token by token. On a CPU without AVX-512 VNNI these tests are skipped, and say so: the
 level is then covered by nothing on that machine (the fidelity tests only walk the levels
-the CPU has)."""
+the CPU has). The last test runs everywhere: it reads the library's load-time code."""
 from __future__ import annotations
+
+import platform
+import re
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -123,3 +129,31 @@ def test_amx_tiles_equal_512bit_tiles_bits(gemma_model_path, tmp_path):
     without = np.load(out)
     assert without.shape == with_amx.shape
     assert np.array_equal(with_amx.view(np.uint32), without.view(np.uint32))
+
+
+def _static_initializers(lib: str) -> dict[str, str]:
+    """The library's static-initializer functions (run by the loader on every CPU), each
+    with its disassembly."""
+    names = [line.split()[-1] for line in subprocess.run(
+        ["nm", lib], capture_output=True, text=True, check=True).stdout.splitlines()
+        if "_GLOBAL__sub_I_" in line]
+    return {n: subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble={n}", lib],
+                              capture_output=True, text=True, check=True).stdout for n in names}
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64") or sys.platform != "linux"
+                    or not shutil.which("nm") or not shutil.which("objdump"),
+                    reason="needs an x86-64 Linux build and binutils (nm, objdump)")
+def test_library_load_runs_no_wide_vector_code():
+    """Loading the library must not execute AVX or AVX-512 instructions: a namespace-scope
+    __m512i in kernels_avx512.cpp was built by a static initializer compiled for AVX-512,
+    which the loader ran on every CPU, so Ember died of SIGILL at import on an AVX2-only
+    CPU (an AMD EPYC, Zen 3). Checked on the binary, so it holds on any build machine: each
+    initializer's disassembly names no ymm / zmm / mask register."""
+    from ember.native import library_path
+    lib = str(library_path())
+    inits = _static_initializers(lib)
+    assert any(inits.values()), "no static initializers found: is the library stripped?"
+    wide = {n: [ln for ln in text.splitlines() if re.search(r"%(ymm|zmm)\d|%k[1-7]\b", ln)]
+            for n, text in inits.items()}
+    assert not {n: v for n, v in wide.items() if v}, wide

@@ -51,7 +51,7 @@ constexpr int kPanelOffset = std::is_same<B, BlockQ3_K>::value ? 4 : std::is_sam
 
 // After unpack_panel, for the offset types: the values as u = q + off, and in `mn` (unused
 // by them) off * the sixteen scales, even groups first, then odd: the order in which a
-// madd with the permuted activation sums (kEvenOdd) leaves [even sums | odd sums] in the
+// madd with the permuted activation sums (even_odd()) leaves [even sums | odd sums] in the
 // 128-bit halves, i.e. the tile's lo and hi lanes.
 template <class B>
 void offset_panel(KPanel& p) {
@@ -62,7 +62,11 @@ void offset_panel(KPanel& p) {
     for (int j = 0; j < 16; ++j) m[j % 2 * 8 + j / 2] = (int16_t)(kOff * p.scv[j / 2][j % 2 * 8]);
     std::memcpy(p.mn, m, sizeof m);
 }
-const __m256i kEvenOdd = _mm256_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+// Vector constants are functions, never namespace-scope objects: a global __m256i / __m512i
+// is built by a static initializer compiled for AVX-512, which runs when the library loads,
+// on every CPU, and faults where AVX-512 is missing (tests/test_isa_avx512.py checks the
+// library for such initializers).
+inline __m256i even_odd() { return _mm256_setr_epi16(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15); }
 
 template <class B, int C>
 void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, float* s, size_t lds) {
@@ -99,7 +103,7 @@ void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, flo
             __m256i is = hadd4(v[0], v[1], v[2], v[3]);
             const __m256 da = _mm256_set1_ps(y[c]->d);
             __m256i bs = loadu256(y[c]->bsums);
-            if constexpr (kOffset) bs = _mm256_permutexvar_epi16(kEvenOdd, bs);
+            if constexpr (kOffset) bs = _mm256_permutexvar_epi16(even_odd(), bs);
             const __m256i mins =
                 hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
                       _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
@@ -194,7 +198,7 @@ constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B
 template <class B>
 constexpr bool kCols16Split = std::is_same<B, BlockQ5_K>::value;
 // bytes 2-3 of each dword <- bytes 0-1 of the same dword (the others are masked off)
-const __m512i kLowWordUp = _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000);
+inline __m512i low_word_up() { return _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000); }
 
 // Four unpacked rows (after offset_panel for the offset types) x the 16 columns of cb,
 // super-blocks [i0, i1) added to acc ([row][lo, hi]; each lane a column), in order
@@ -227,7 +231,7 @@ void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, cons
                     if constexpr (kCols16Fits<B>) {  // sc x the sum as int16 (high word x 0)
                         is[r][h] = _mm512_dpwssd_epi32(is[r][h], raw[r], _mm512_set1_epi32(sc & 0xffff));
                     } else if constexpr (kCols16Split<B>) {  // both eight-element sums x sc
-                        const __m512i pair = _mm512_mask_shuffle_epi8(raw[r], 0xccccccccccccccccull, raw2[r], kLowWordUp);
+                        const __m512i pair = _mm512_mask_shuffle_epi8(raw[r], 0xccccccccccccccccull, raw2[r], low_word_up());
                         is[r][h] = _mm512_dpwssd_epi32(is[r][h], pair, _mm512_set1_epi32((sc & 0xffff) * 0x10001));
                     } else {
                         is[r][h] = _mm512_add_epi32(is[r][h], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(sc)));
