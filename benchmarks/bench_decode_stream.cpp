@@ -1,8 +1,8 @@
 // Decoding's read rate, kernel by kernel. A stack of same-shaped matrices larger than the
 // last-level cache, in the loader's four-row layout on 2 MiB pages, is streamed by the
 // engine's thread pool three ways, alternated within each round:
-//   probe   the read-rate probe's loop over the same bytes, each thread a contiguous share
-//           (what `ember bench` divides by: its decode bound);
+//   probe   the read-rate probe's loops over the same bytes, each thread a contiguous share,
+//           the fastest of its read patterns (what `ember bench` divides by: its decode bound);
 //   read    the probe's loop in the products' split (each thread its share of every
 //           matrix, a barrier after each): what the split and the barriers cost;
 //   decode  one-token products (mul_mat with its decoding claims, a barrier after each
@@ -102,8 +102,11 @@ void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, Thread
     const double total = (double)mbytes * L;
     std::vector<double> probe, read, decode, ratio;
     for (int round = 0; round <= rounds; ++round) {  // round 0 warms up and is not counted
-        double s[3];
-        for (int mode = 0; mode < 3; ++mode) {
+        double s[3] = {1e30, 0, 0};
+        // mode 0 once per read pattern (the probe's rate is its fastest), then 1 and 2
+        for (int step = 0; step < kReadPatterns + 2; ++step) {
+            const int mode = std::max(0, step - kReadPatterns + 1);
+            const ReadPattern how = kReadPattern[std::min(step, kReadPatterns - 1)];
             for (auto& c : chunks) c.store(0, std::memory_order_relaxed);
             const double t0 = now();
             pool.run([&](int ith, int n) {
@@ -112,7 +115,7 @@ void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, Thread
                     const size_t from = (size_t)(total / n * ith), to = ith + 1 == n ? (size_t)total : (size_t)(total / n * (ith + 1));
                     for (int l = 0; l < L; ++l) {
                         const size_t b = std::max(from, mbytes * (size_t)l), e = std::min(to, mbytes * (size_t)(l + 1));
-                        if (b < e) h ^= read_bytes(base + per * (size_t)l + (b - mbytes * (size_t)l), e - b);
+                        if (b < e) h ^= read_bytes(base + per * (size_t)l + (b - mbytes * (size_t)l), e - b, how);
                     }
                 } else {
                     for (int l = 0; l < L; ++l) {
@@ -127,7 +130,7 @@ void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, Thread
                 }
                 sink.fetch_xor(h, std::memory_order_relaxed);
             });
-            s[mode] = now() - t0;
+            s[mode] = mode ? now() - t0 : std::min(s[0], now() - t0);
         }
         if (round == 0) continue;
         probe.push_back(total / s[0] * 1e-9);
