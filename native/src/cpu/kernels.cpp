@@ -147,11 +147,16 @@ namespace {
 
 struct Tables {
     KernelTable scalar{}, avx2{}, avx512{}, neon{};
+    // A level's table is filled only where the CPU runs that level: its register function
+    // lives in the level's own file, compiled for that instruction set, and the compiler
+    // may use it there (an AddressSanitizer build wrote its shadow bytes with an AVX-512
+    // store, so the AVX-512 table's registration died of SIGILL on Zen 3). An empty table
+    // sends dot_kernels() to the level below.
     Tables() {
         register_scalar_kernels(scalar);
-        register_avx2_kernels(avx2);
-        register_avx512_kernels(avx512);
-        register_neon_kernels(neon);
+        if (isa_supported(Isa::AVX2)) register_avx2_kernels(avx2);
+        if (isa_supported(Isa::AVX512)) register_avx512_kernels(avx512);
+        if (isa_supported(Isa::NEON)) register_neon_kernels(neon);
     }
 };
 
