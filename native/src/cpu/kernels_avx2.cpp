@@ -925,19 +925,18 @@ struct KSums {
     __m256i isum, imin;
 };
 
-// Sixteen int16 as [the eight at even positions | the eight at odd ones]
-inline __m256i even_odd16(__m256i v) {
-    const __m256i idx = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
-                                         0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
-    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, idx), 0xd8);
+// [c0 | c1] with c0's four lanes adding up to the sum of `even` and c1's to that of `odd`
+inline __m256i halves(__m256i even, __m256i odd) {
+    const __m128i e = _mm_add_epi32(_mm256_castsi256_si128(even), _mm256_extracti128_si256(even, 1));
+    const __m128i o = _mm_add_epi32(_mm256_castsi256_si128(odd), _mm256_extracti128_si256(odd, 1));
+    return _mm256_set_m128i(o, e);
 }
-// sum over the even / odd groups g of sc[g] * bsums[g] (sc: sixteen int16): the low
-// 128-bit lane's four int32 add up to the even groups' sum, the high lane's to the odd
-// ones' (all the lo / hi reductions of KSums::isum take, so the same integers as
-// masking the odd / even scales off and folding each product's lanes into a half, in
-// fewer instructions; the activation side is the same for every row of a group).
+// sum over the even / odd groups g of sc[g] * bsums[g] (sc: sixteen int16), as halves()
 inline __m256i even_odd_corr(__m256i sc16, const int16_t* bsums) {
-    return _mm256_madd_epi16(even_odd16(sc16), even_odd16(loadu256(bsums)));
+    const __m256i bs = loadu256(bsums);
+    const __m256i even = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32(0x0000ffff)), bs);
+    const __m256i odd = _mm256_madd_epi16(_mm256_and_si256(sc16, _mm256_set1_epi32((int)0xffff0000u)), bs);
+    return halves(even, odd);
 }
 
 // For the sixteen-element groups of Q2_K/Q3_K/Q6_K: int16 scales 2k in the low 128-bit
@@ -1300,7 +1299,11 @@ void pack4<BlockQ6_K>(const BlockQ6_K* const x[4], KPanel4& o) {
 }
 
 // The sixteen activation sums as [even 16-groups | odd 16-groups]
-inline __m256i bsums_even_odd(const int16_t* bsums) { return even_odd16(loadu256(bsums)); }
+inline __m256i bsums_even_odd(const int16_t* bsums) {
+    const __m256i idx = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                         0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(loadu256(bsums), idx), 0xd8);
+}
 
 // Four interleaved rows x C columns of Q8_K
 template <class B, int C>
@@ -1442,10 +1445,9 @@ inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const Q4KPre* p
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q4KPre& p = pre[i];
-#pragma GCC unroll 4
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
             const uint8_t* gb = w[j] + (size_t)i * kQ45Group<B>;
-            prefetch_span<kQ45Group<B>>(gb);
+            prefetch_ahead(gb, gb + kQ45Group<B>);
             __m256i scb, mb;
             q4_k_group_scales(gb, &scb, &mb);
             __m256i isum = _mm256_setzero_si256();
@@ -1498,10 +1500,9 @@ void decode4_k_x4(int64_t nbk, const B* const* x, const BlockQ8_K* y, float* con
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-#pragma GCC unroll 4
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
             const B* b = x[j] + 4 * i;
-            prefetch_span<4 * sizeof(B)>(reinterpret_cast<const uint8_t*>(b));
+            prefetch_ahead(reinterpret_cast<const uint8_t*>(b), reinterpret_cast<const uint8_t*>(b + 4));
             const KSums k0 = k_sums(b[0], y[i]), k1 = k_sums(b[1], y[i]), k2 = k_sums(b[2], y[i]), k3 = k_sums(b[3], y[i]);
             const __m256i is = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.isum, k1.isum), _mm256_hadd_epi32(k2.isum, k3.isum));
             const __m256 da = _mm256_set1_ps(y[i].d);
