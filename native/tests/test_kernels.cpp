@@ -261,8 +261,11 @@ void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
 // The integer sums at their extremes: every weight at the largest magnitude its type
 // allows (all bits clear, or all set) against activations all at +127 or -127, so int16
 // intermediates in a kernel would overflow here if their bounds were wrong. Every level's
-// mul_mat (a batch of 5 columns, which takes the prefill tiles, and one column) must
-// match the scalar reference to float rounding.
+// mul_mat (a batch of 5 columns, which takes the prefill tiles, and one column), on the
+// rows as they are and on the four-row copy where the level reads it, must match the
+// scalar reference to float rounding. Q6_K also with every value 0 (q - 32 = -32) under
+// the largest scales of either sign: the re-encoded decode's int16 sums of (q - 32) a
+// reach 8 * 32 * 127 there.
 int check_extreme_sums(const Isa* levels) {
     int failures = 0;
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
@@ -272,14 +275,25 @@ int check_extreme_sums(const Isa* levels) {
         // columns the four-column tile plus a single one
         const int64_t K = tt->block_size, M = 8, N = 5;
         const size_t wrow = (size_t)row_bytes(*tt, K);
-        for (uint8_t fill : {(uint8_t)0x00, (uint8_t)0xff, (uint8_t)0x81})
+        struct Fill {
+            uint8_t byte;
+            int q6_scale;  // Q6_K's sub-block scales instead of `byte` (0: as filled)
+        };
+        for (const Fill f : {Fill{0x00, 0}, Fill{0xff, 0}, Fill{0x81, 0}, Fill{0x00, 127}, Fill{0x00, -128}})
             for (float sign : {1.0f, -1.0f}) {
+                if (f.q6_scale && t != DType::Q6_K) continue;
+                const uint8_t fill = f.byte;
                 // raw blocks: scales 1.0 (and min 0), everything else `fill` (so the
                 // K-quants' sub-block scales and mins are at their largest or smallest too)
                 std::vector<uint8_t> w(wrow * M, fill);
                 for (int64_t b = 0; b < M * K / tt->block_size; ++b) {
                     set_block_scales(t, w.data() + b * tt->block_bytes, 1.0f, 0.0f);
+                    if (f.q6_scale)
+                        std::memset(w.data() + b * tt->block_bytes + offsetof(BlockQ6_K, scales), (uint8_t)f.q6_scale,
+                                    sizeof(BlockQ6_K::scales));
                 }
+                std::vector<uint8_t> wx4(w.size());
+                four_row_layout(tensor_2d(t, K, M, w.data()), wx4.data(), 0, M);
                 std::vector<float> xs((size_t)(K * N), sign);
                 const DotKernels& ref = dot_kernels(t, Isa::SCALAR);
                 const TypeTraits* at = type_traits((uint32_t)ref.act_type);
@@ -294,17 +308,23 @@ int check_extreme_sums(const Isa* levels) {
                 for (int li = 0; li < 4; ++li) {  // levels: SCALAR, AVX2, AVX512, NEON
                     const Isa isa = levels[li];
                     if (!isa_supported(isa) || !dot_kernels_exact(t, isa)) continue;
-                    for (int64_t n : {N, (int64_t)1}) {
-                        x.ne[1] = n;
-                        Tensor og = tensor_2d(DType::F32, M, n, got.data());
-                        mul_mat(&wt, &x, &og, 0, 1, isa);
-                        for (int64_t i = 0; i < M * n; ++i)
-                            if (std::fabs(got[i] - want[i]) > 1e-5f * std::fabs(want[i]) + 1e-6f) {
-                                std::printf("extreme sums: %s %s fill %02x sign %+.0f N=%lld: %g != %g  FAIL\n",
-                                            tt->name, isa_name(isa), fill, sign, (long long)n, got[i], want[i]);
-                                ++failures;
-                                break;
-                            }
+                    for (int four = 0; four < 2; ++four) {
+                        if (four && !four_row_layout_read(t, isa)) continue;
+                        Tensor wl = wt;
+                        if (four) wl.x4 = wx4.data();
+                        for (int64_t n : {N, (int64_t)1}) {
+                            x.ne[1] = n;
+                            Tensor og = tensor_2d(DType::F32, M, n, got.data());
+                            mul_mat(&wl, &x, &og, 0, 1, isa);
+                            for (int64_t i = 0; i < M * n; ++i)
+                                if (std::fabs(got[i] - want[i]) > 1e-5f * std::fabs(want[i]) + 1e-6f) {
+                                    std::printf("extreme sums: %s %s%s fill %02x scales %d sign %+.0f N=%lld: %g != %g  FAIL\n",
+                                                tt->name, isa_name(isa), four ? " four-row" : "", fill, f.q6_scale,
+                                                sign, (long long)n, got[i], want[i]);
+                                    ++failures;
+                                    break;
+                                }
+                        }
                     }
                     x.ne[1] = N;
                 }

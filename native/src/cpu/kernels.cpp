@@ -341,9 +341,81 @@ void q45_k_block(const uint8_t* gb, int r, B& b) {
     q4_k_pack_scales(sc, mn, b.scales);
 }
 
+// Q6_K's group super-block (kernels.h): value e of 32-group g of row r is step
+// q4_0_step(e) of group g at byte q4_0_group_byte(r, e) of its three 32-byte vectors
+// X, Y, Z at 72 + 96 g: steps 0, 1 and 3 in their low six bits, step 2's two-bit pieces
+// (low, middle, top) in their top two bits. Scale 2g + h of row r at byte 8 + 8g + 4h + r.
+
+// Row r's 32 values (0..63, before the -32) of 32-group g of a Q6_K block: ql holds their
+// low four bits (groups 0-1 and 4-5 in the low nibbles), qh their top two bits.
+inline void q6_k_group_values(const BlockQ6_K& b, int g, uint8_t u[32]) {
+    const int n = g / 4, q = g % 4;
+    const uint8_t* ql = b.ql + 64 * n + 32 * (q & 1);
+    const uint8_t* qh = b.qh + 32 * n;
+    for (int e = 0; e < 32; ++e) u[e] = (uint8_t)(((ql[e] >> (q < 2 ? 0 : 4)) & 0x0f) | (((qh[e] >> (2 * q)) & 3) << 4));
+}
+inline void q6_k_put_group_values(BlockQ6_K& b, int g, const uint8_t u[32]) {  // b's values zeroed first
+    const int n = g / 4, q = g % 4;
+    uint8_t* ql = b.ql + 64 * n + 32 * (q & 1);
+    uint8_t* qh = b.qh + 32 * n;
+    for (int e = 0; e < 32; ++e) {
+        ql[e] |= (uint8_t)((u[e] & 0x0f) << (q < 2 ? 0 : 4));
+        qh[e] |= (uint8_t)((u[e] >> 4) << (2 * q));
+    }
+}
+
+void q6_k_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64_t g0, int64_t g1) {
+    for (int64_t gr = g0; gr < g1; ++gr) {
+        const uint8_t* rows = src + (size_t)(4 * gr) * ws;
+        uint8_t* o = out + (size_t)(4 * gr) * ws;
+        for (int64_t i = 0; i < nb; ++i, o += 4 * sizeof(BlockQ6_K)) {
+            for (int r = 0; r < 4; ++r) {
+                const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(rows + (size_t)r * ws)[i];
+                std::memcpy(o + 2 * r, &b.d, 2);
+                for (int j = 0; j < 16; ++j) o[8 + 8 * (j / 2) + 4 * (j % 2) + r] = (uint8_t)b.scales[j];
+                for (int g = 0; g < 8; ++g) {
+                    uint8_t u[32];
+                    q6_k_group_values(b, g, u);
+                    // byte 16 L + 4 r + c of X, Y, Z: values 16 L + 4 k + c of steps k = 0, 1, 3
+                    // in the low six bits, step 2's bits 0-1, 2-3, 4-5 in the top two
+                    uint8_t* x = o + 72 + 96 * g + 4 * r;
+                    for (int L = 0; L < 2; ++L)
+                        for (int c = 0; c < 4; ++c) {
+                            const uint8_t* v = u + 16 * L + c;
+                            x[16 * L + c] = (uint8_t)(v[0] | ((v[8] & 3) << 6));
+                            x[32 + 16 * L + c] = (uint8_t)(v[4] | (((v[8] >> 2) & 3) << 6));
+                            x[64 + 16 * L + c] = (uint8_t)(v[12] | ((v[8] >> 4) << 6));
+                        }
+                }
+            }
+        }
+    }
+}
+
+void q6_k_block(const uint8_t* gb, int r, BlockQ6_K& b) {
+    std::memset(&b, 0, sizeof b);
+    std::memcpy(&b.d, gb + 2 * r, 2);
+    for (int j = 0; j < 16; ++j) b.scales[j] = (int8_t)gb[8 + 8 * (j / 2) + 4 * (j % 2) + r];
+    for (int g = 0; g < 8; ++g) {
+        uint8_t u[32];
+        const uint8_t* x = gb + 72 + 96 * g + 4 * r;
+        for (int L = 0; L < 2; ++L)
+            for (int c = 0; c < 4; ++c) {
+                const uint8_t X = x[16 * L + c], Y = x[32 + 16 * L + c], Z = x[64 + 16 * L + c];
+                uint8_t* v = u + 16 * L + c;
+                v[0] = X & 63;
+                v[4] = Y & 63;
+                v[12] = Z & 63;
+                v[8] = (uint8_t)((X >> 6) | ((Y >> 6) << 2) | ((Z >> 6) << 4));
+            }
+        q6_k_put_group_values(b, g, u);
+    }
+}
+
 }  // namespace
 
-bool four_row_reencoded(DType type) { return type == DType::Q4_0 || type == DType::Q4_K || type == DType::Q5_K; }
+bool four_row_reencoded(DType type) { return type == DType::Q4_0 || type == DType::Q4_K || type == DType::Q5_K ||
+                                                 type == DType::Q6_K; }
 
 void four_row_block(DType type, const void* group, int64_t i, int r, void* block) {
     const TypeTraits& tt = *type_traits((uint32_t)type);
@@ -358,6 +430,12 @@ void four_row_block(DType type, const void* group, int64_t i, int r, void* block
     if (type == DType::Q5_K) {
         BlockQ5_K b;
         q45_k_block(gb, r, b);
+        std::memcpy(block, &b, sizeof b);
+        return;
+    }
+    if (type == DType::Q6_K) {
+        BlockQ6_K b;
+        q6_k_block(gb, r, b);
         std::memcpy(block, &b, sizeof b);
         return;
     }
@@ -389,6 +467,8 @@ void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
         q45_k_groups<BlockQ4_K>(src, out, ws, nb, g0, g1);
     } else if (g1 > g0 && w.type == DType::Q5_K) {
         q45_k_groups<BlockQ5_K>(src, out, ws, nb, g0, g1);
+    } else if (g1 > g0 && w.type == DType::Q6_K) {
+        q6_k_groups(src, out, ws, nb, g0, g1);
     } else if (g1 > g0) {
         switch (bb) {
             case sizeof(BlockQ4_0): interleave_groups<sizeof(BlockQ4_0)>(src, out, ws, nb, g0, g1); break;
@@ -400,7 +480,6 @@ void four_row_layout(const Tensor& w, void* dst, int64_t r0, int64_t r1) {
             case sizeof(BlockQ3_K): interleave_groups<sizeof(BlockQ3_K)>(src, out, ws, nb, g0, g1); break;
             case sizeof(BlockQ4_K): interleave_groups<sizeof(BlockQ4_K)>(src, out, ws, nb, g0, g1); break;
             case sizeof(BlockQ5_K): interleave_groups<sizeof(BlockQ5_K)>(src, out, ws, nb, g0, g1); break;
-            case sizeof(BlockQ6_K): interleave_groups<sizeof(BlockQ6_K)>(src, out, ws, nb, g0, g1); break;
             default:
                 for (int64_t g = g0; g < g1; ++g) {
                     const uint8_t* rs = src + (size_t)(4 * g) * ws;

@@ -66,7 +66,7 @@ struct DotKernels {
 // group. Group g starts where row 4g does (byte 4g * row bytes); rows after the last whole
 // group stay as they are. Decoding then reads each thread's rows front to back, one
 // stream, where the four rows of a tile read side by side are four.
-// Q4_0, Q4_K and Q5_K are re-encoded in it as well (four_row_reencoded), in the same
+// Q4_0, Q4_K, Q5_K and Q6_K are re-encoded in it as well (four_row_reencoded), in the same
 // bytes per group (group g still starts at byte 4g * row bytes). Their values are kept as
 // "steps": for a 32-value group, step k holds in 32-bit lane r of each 128-bit half row
 // r's values 4k..4k+3 (low half) and 16+4k..19+4k (high half); steps 0 and 1 share 32
@@ -80,6 +80,10 @@ struct DotKernels {
 //     else high nibble of 48 + j - 16; scale's two bits, then min's), then group g's steps
 //     at 64 + 64g; Q5_K's fifth bits from byte 576, two groups per 32 bytes (bit
 //     4 (g % 2) + k of byte p: group g, step k, byte p of the step).
+//   - Q6_K group super-block i (840 bytes): the four d (f16), the int8 scales (scale
+//     2g + h of row r at byte 8 + 8g + 4h + r), then group g's steps as three 32-byte
+//     vectors X, Y, Z at 72 + 96g: steps 0, 1, 3 (values 0..63, before the -32) in their
+//     low six bits, step 2's bits 0-1, 2-3, 4-5 in the top two bits of X, Y, Z.
 bool four_row_reencoded(DType weight_type);
 // Block i (in the type's own block format) of row r of the group that starts at `group`.
 void four_row_block(DType weight_type, const void* group, int64_t i, int r, void* block);

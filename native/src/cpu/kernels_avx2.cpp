@@ -1489,6 +1489,70 @@ inline void pack4_q4_k_x4(const uint8_t* gb, KPanel4& o) {
     _mm256_store_ps(o.dm, f16x4_twice(gb + 8));
 }
 
+// ---- Q6_K in its re-encoded four-row groups (kernels.h; kQ6Group and its helpers in
+// kpanel_x86.h) ----
+// The activations as q4_k_prepare lays them out (step k: dword k broadcast in each
+// 128-bit half), and per 32-group 32 x the sums of the eight activations each int16 word
+// of a step's maddubs covers: subtracting them takes the -32 off inside the group. The
+// four steps' pair sums (each <= 2 * 63 * 127) wrap around in int16, but the true sum
+// over the eight products, |(u - 32) a| <= 32 * 127 each, fits, so the wrapped
+// arithmetic ends on it exactly; one madd by the group's scale vector then gives each
+// row's sc (u - 32) a over its lo and hi sixteen elements in its lanes. Every lane's
+// integer equals decode4_k_x4's (k_sums takes the -32 off through the activation sums
+// per block), and the float operations are its: the same bits.
+struct Q6KPre {
+    int8_t st[8][4][32];
+    int16_t off[8][16];
+    float da[8];
+};
+inline void q6_k_prepare(int64_t nbk, const BlockQ8_K* y, Q6KPre* pre) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int64_t i = 0; i < nbk; ++i) {
+        Q6KPre& p = pre[i];
+        for (int g = 0; g < 8; ++g) {
+            const __m256i av = loadu256(y[i].qs + 32 * g);
+            const __m256i s0 = _mm256_shuffle_epi32(av, 0x00), s1 = _mm256_shuffle_epi32(av, 0x55);
+            const __m256i s2 = _mm256_shuffle_epi32(av, 0xaa), s3 = _mm256_shuffle_epi32(av, 0xff);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][0]), s0);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][1]), s1);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][2]), s2);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][3]), s3);
+            const __m256i sum = _mm256_add_epi16(
+                _mm256_add_epi16(_mm256_maddubs_epi16(ones, s0), _mm256_maddubs_epi16(ones, s1)),
+                _mm256_add_epi16(_mm256_maddubs_epi16(ones, s2), _mm256_maddubs_epi16(ones, s3)));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g]), _mm256_slli_epi16(sum, 5));
+        }
+        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
+    }
+}
+template <int S>
+inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const Q6KPre* pre, float* const* s) {
+    __m256 acc[S];
+    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const Q6KPre& p = pre[i];
+        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
+            const uint8_t* gb = w[j] + (size_t)i * kQ6Group;
+            prefetch_ahead(gb, gb + kQ6Group);
+            __m256i isum = _mm256_setzero_si256();
+            for (int g = 0; g < 8; ++g) {
+                __m256i St[4];
+                q6_k_group_steps(gb, g, St);
+                __m256i t = _mm256_maddubs_epi16(St[0], loadu256(p.st[g][0]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], loadu256(p.st[g][1])));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], loadu256(p.st[g][2])));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], loadu256(p.st[g][3])));
+                t = _mm256_sub_epi16(t, loadu256(p.off[g]));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q6_k_scale_vector(gb, g)));
+            }
+            const __m256 da = _mm256_loadu_ps(p.da);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
+        }
+    }
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+}
+
 // K-quant products on weights in four-row groups (Tensor::x4; nr a multiple of 4): block
 // i of the group's row r is x[4 i + r]. Decoding folds the four rows' exact integer sums
 // per super-block straight into [r0..r3 lo | r0..r3 hi] lanes (no parking) and does each
@@ -1537,6 +1601,14 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
                           [&](auto streams, auto x, float* const* o) {
                 q4_k_group_col<B, decltype(streams)::value>(nbk, x, pre, o);
             });
+        } else if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
+            struct Site;
+            Q6KPre* const pre = thread_scratch<Q6KPre, Site>((size_t)nbk);
+            q6_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
+            decode_groups<2>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
+                          [&](auto streams, auto x, float* const* o) {
+                q6_k_group_col<decltype(streams)::value>(nbk, x, pre, o);
+            });
         } else if constexpr (X4) {
             const auto* y = reinterpret_cast<const BlockQ8_K*>(A);
             const auto group = [&](int g) { return reinterpret_cast<const B*>(W + (size_t)(4 * g) * ws); };
@@ -1556,6 +1628,14 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
         for (int64_t i = 0; i < nbk; ++i) {
             if constexpr (X4 && kQ45Reencoded<B>) {
                 pack4_q4_k_x4<B>(w4 + (size_t)i * kQ45Group<B>, panel[(size_t)(g * nbk + i)]);
+                continue;
+            }
+            if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
+                // through the rows' KPanels, as the AVX-512 tiles unpack this layout
+                KPanel rows[4];
+                KPanel* const P[4] = {&rows[0], &rows[1], &rows[2], &rows[3]};
+                unpack_panels_q6_k_x4(w4 + (size_t)i * kQ6Group, P);
+                interleave4<B>(P, panel[(size_t)(g * nbk + i)]);
                 continue;
             }
             const B* xi[4];

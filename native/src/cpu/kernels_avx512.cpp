@@ -294,13 +294,16 @@ int gemm_cols16(const KPanel* panel, int64_t nbk, int groups, const uint8_t* A, 
 
 // The four rows' panels of super-block i of a four-row group (four_row_layout) that
 // starts at w4: blocks of the plain interleave unpacked as they are; Q4_K's and Q5_K's
-// re-encoded groups straight from their steps. Step k of a 32-group holds row r's values
+// re-encoded groups straight from their steps (Q6_K: kpanel_x86.h). Step k of a 32-group holds row r's values
 // 4k..4k+3 in dword r of the low 128 bits and 16+4k..19+4k in dword 4 + r; a 64-byte load
 // of the group has steps 0 and 2 in its low nibbles, 1 and 3 in its high ones, so one
-// two-source dword permute gathers two rows' 32 values in element order.
+// two-source dword permute gathers two rows' 32 values in element order. Q6_K's through
+// the shared unpack_panels_q6_k_x4, which the AVX2 prefill runs as well.
 template <class B>
 void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
-    if constexpr (!(std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
+    if constexpr (std::is_same<B, BlockQ6_K>::value) {
+        unpack_panels_q6_k_x4(w4 + (size_t)i * kQ6Group, p);
+    } else if constexpr (!(std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
         for (int r = 0; r < 4; ++r) unpack_panel(reinterpret_cast<const B*>(w4)[4 * i + r], *p[r]);
     } else {
         constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
@@ -347,17 +350,6 @@ void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
 }
 
 // Index tables of the decode kernels below, made at compile time (not per call).
-// q6_k_decode_x4: the scales of chunk c, step k for vpermw from a row pair's sixteen int16
-// scales each, [row a: sc[8c + 2k] x 8, sc[8c + 2k + 1] x 8 | row b: the same].
-struct Q6Pick {
-    int16_t idx[2][4][32];
-    constexpr Q6Pick() : idx() {
-        for (int c = 0; c < 2; ++c)
-            for (int k = 0; k < 4; ++k)
-                for (int l = 0; l < 32; ++l) idx[c][k][l] = (int16_t)(16 * (l / 16) + 8 * c + 2 * k + (l % 16) / 8);
-    }
-};
-constexpr Q6Pick kQ6Pick{};
 // q4_k_decode512: int16 words [s0 s0 s1 s1 s2 s2 s3 s3] of group 4h + q from a 128-bit
 // lane holding bytes 4g + r (high bytes zeroed), the same in every lane
 struct Q4KScalePick {
@@ -368,78 +360,6 @@ struct Q4KScalePick {
     }
 };
 constexpr Q4KScalePick kQ4KScalePick{};
-
-// Decoding Q6_K on the four-row copy (the plain interleave: a group's four blocks of a
-// super-block side by side), two rows per 512-bit register: each value-extraction,
-// maddubs and madd covers two rows' 32 values, where AVX2's decode4_k_x4 runs its
-// 256-bit k_sums once per row (about 1.5x the instructions). Per row the same integers
-// as k_sums (the sum over the even and over the odd sixteen-element groups of
-// sc (q - 32) a, the -32 through the activation sums), folded and scaled by the same
-// float operations: the same bits.
-template <int S>
-void q6_k_decode_x4(int64_t nbk, const BlockQ6_K* const* x, const BlockQ8_K* y, float* const* s) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
-    const __m512i even_mask = _mm512_set1_epi32(0x0000ffff), odd_mask = _mm512_set1_epi32((int)0xffff0000u);
-    __m256 acc[S];
-    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nbk; ++i) {
-        const BlockQ8_K& a = y[i];
-        __m512i av[2][4];
-        for (int c = 0; c < 2; ++c)
-            for (int k = 0; k < 4; ++k) av[c][k] = _mm512_broadcast_i64x4(loadu256(a.qs + 128 * c + 32 * k));
-        const __m512i bs = _mm512_broadcast_i64x4(loadu256(a.bsums));
-        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const BlockQ6_K* b = x[j] + 4 * i;
-            __m256i v[4];
-            for (int pr = 0; pr < 2; ++pr) {
-                // the group's lines ahead in two halves, one per row pair: 13-14 lines in
-                // one burst read 1-3% slower (bench_decode_stream, two threads and one)
-                prefetch_ahead(reinterpret_cast<const uint8_t*>(b + 2 * pr), reinterpret_cast<const uint8_t*>(b + 2 * pr + 2));
-                const BlockQ6_K& r0 = b[2 * pr];
-                const BlockQ6_K& r1 = b[2 * pr + 1];
-                const __m512i sc = _mm512_cvtepi8_epi16(
-                    _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1.scales)),
-                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0.scales))));
-                __m512i isum = _mm512_setzero_si512();
-                for (int c = 0; c < 2; ++c) {
-                    const __m512i l0 = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.ql + 64 * c)),
-                                                          loadu256(r1.ql + 64 * c), 1);
-                    const __m512i l1 = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.ql + 64 * c + 32)),
-                                                          loadu256(r1.ql + 64 * c + 32), 1);
-                    const __m512i h = _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(r0.qh + 32 * c)),
-                                                         loadu256(r1.qh + 32 * c), 1);
-                    // value k: its nibble | (its two high bits, moved to bits 4-5 of the byte) & 0x30,
-                    // one vpternlog (A | B & C) each; the 16-bit shifts' spill from the
-                    // neighbouring byte lands outside 0x30 (or the nibble's mask)
-                    const auto six = [&](__m512i nib, __m512i hb) { return _mm512_ternarylogic_epi32(nib, hb, m30, 0xf8); };
-                    const __m512i q[4] = {six(_mm512_and_si512(l0, m4), _mm512_slli_epi16(h, 4)),
-                                          six(_mm512_and_si512(l1, m4), _mm512_slli_epi16(h, 2)),
-                                          six(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), h),
-                                          six(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_srli_epi16(h, 2))};
-                    // madd by the scales and add, as one vpdpwssd: the same int32 sums
-                    for (int k = 0; k < 4; ++k)
-                        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q[k], av[c][k]),
-                                                   _mm512_permutexvar_epi16(_mm512_loadu_si512(kQ6Pick.idx[c][k]), sc));
-                }
-                // 32 x the even / odd groups' sc x bsum, in each row's [lo 4 lanes | hi 4 lanes]
-                const __m512i e = _mm512_madd_epi16(_mm512_and_si512(sc, even_mask), bs);
-                const __m512i o = _mm512_madd_epi16(_mm512_and_si512(sc, odd_mask), bs);
-                const __m512i eo = _mm512_add_epi32(_mm512_shuffle_i64x2(e, o, 0x88), _mm512_shuffle_i64x2(e, o, 0xdd));
-                const __m512i corr = _mm512_shuffle_i64x2(eo, eo, 0xd8);  // [e r0 | o r0 | e r1 | o r1]
-                isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(corr, 5));
-                v[2 * pr] = _mm512_castsi512_si256(isum);
-                v[2 * pr + 1] = _mm512_extracti64x4_epi64(isum, 1);
-            }
-            const __m256i is = hadd4(v[0], v[1], v[2], v[3]);
-            const __m256 da = _mm256_set1_ps(a.d);
-            const __m128i dh = _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(b[0].d), b[1].d, 1),
-                                                                 b[2].d, 2), b[3].d, 3);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)), da), acc[j]);
-        }
-    }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
-}
 
 // Decoding Q4_K / Q5_K on their re-encoded four-row groups (four_row_layout), a 32-group
 // per 512-bit register: one 64-byte load holds steps 0 | 2 in its low nibbles and 1 | 3
@@ -800,16 +720,6 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
                size_t lds) {
     const DotKernels& avx2 = avx2_table[(int)T];
     if (nc == 1) {  // decoding: the AVX2 path, whose bits the tiles reproduce
-        if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
-            const auto group = [&](int g) {
-                return reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws);
-            };
-            const auto* y = static_cast<const BlockQ8_K*>(a);
-            decode_groups<2>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
-                q6_k_decode_x4<decltype(streams)::value>(n / QK_K, x, y, o);
-            });
-            return;
-        }
         if constexpr (X4 && (std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
             const int64_t nbk = n / QK_K;
             struct Site;

@@ -349,6 +349,65 @@ inline void q4_k_min_pairs(const BlockQ8_K& y, int16_t amin[2][16]) {
         }
 }
 
+// Q6_K re-encoded groups (four_row_layout), shared by the AVX2 and AVX-512 kernels.
+constexpr size_t kQ6Group = 4 * sizeof(BlockQ6_K);
+// 32-group g's four steps (unsigned values 0..63): three loads and eleven logic
+// operations for the four rows' 128 values. The 16-bit shifts' spill from the
+// neighbouring byte lands outside each mask.
+inline void q6_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
+    const uint8_t* v = gb + 72 + 96 * g;
+    const __m256i m63 = _mm256_set1_epi8(63);
+    const __m256i X = loadu256(v), Y = loadu256(v + 32), Z = loadu256(v + 64);
+    S[0] = _mm256_and_si256(X, m63);
+    S[1] = _mm256_and_si256(Y, m63);
+    S[3] = _mm256_and_si256(Z, m63);
+    S[2] = _mm256_or_si256(
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(X, 6), _mm256_set1_epi8(3)),
+                        _mm256_and_si256(_mm256_srli_epi16(Y, 4), _mm256_set1_epi8(12))),
+        _mm256_and_si256(_mm256_srli_epi16(Z, 2), _mm256_set1_epi8(48)));
+}
+// Group g's scale bytes (8 + 8g + 4h + r, in the sixteen of groups 2q, 2q + 1 loaded into
+// both halves) into the high byte of int16 words [s0 s0 s1 s1 s2 s2 s3 s3]: h = 0 in the
+// low 128 bits, 1 in the high ones; the table's index is g % 2
+alignas(32) const int8_t kQ6KScale[2][32] = {
+#define EMBER_W(j) (int8_t)0x80, (int8_t)(j), (int8_t)0x80, (int8_t)(j)
+#define EMBER_H(b) EMBER_W(b), EMBER_W((b) + 1), EMBER_W((b) + 2), EMBER_W((b) + 3)
+    {EMBER_H(0), EMBER_H(4)}, {EMBER_H(8), EMBER_H(12)},
+#undef EMBER_H
+#undef EMBER_W
+};
+// group g's scale vector: rows' scale 2g (twice each) in the low half, 2g + 1 in the high
+inline __m256i q6_k_scale_vector(const uint8_t* gb, int g) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 8 + 16 * (g / 2))));
+    return _mm256_srai_epi16(
+        _mm256_shuffle_epi8(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScale[g & 1]))), 8);
+}
+// A re-encoded group super-block into the four rows' KPanels, as unpack_panel makes them
+// from the four blocks: the steps transposed back into each row's element order (a 4 x 4
+// dword transpose in each 128-bit lane), the offset taken off.
+inline void unpack_panels_q6_k_x4(const uint8_t* gb, KPanel* const p[4]) {
+    const __m256i k32 = _mm256_set1_epi8(32);
+    for (int g = 0; g < 8; ++g) {
+        __m256i S[4];
+        q6_k_group_steps(gb, g, S);
+        const __m256i t0 = _mm256_unpacklo_epi32(S[0], S[1]), t1 = _mm256_unpackhi_epi32(S[0], S[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(S[2], S[3]), t3 = _mm256_unpackhi_epi32(S[2], S[3]);
+        store32(p[0]->q + 32 * g, _mm256_sub_epi8(_mm256_unpacklo_epi64(t0, t2), k32));
+        store32(p[1]->q + 32 * g, _mm256_sub_epi8(_mm256_unpackhi_epi64(t0, t2), k32));
+        store32(p[2]->q + 32 * g, _mm256_sub_epi8(_mm256_unpacklo_epi64(t1, t3), k32));
+        store32(p[3]->q + 32 * g, _mm256_sub_epi8(_mm256_unpackhi_epi64(t1, t3), k32));
+    }
+    for (int r = 0; r < 4; ++r) {
+        int sc[16], mn[16] = {};
+        for (int j = 0; j < 16; ++j) sc[j] = (int8_t)gb[8 + 8 * (j / 2) + 4 * (j % 2) + r];
+        put_scales(*p[r], sc, mn);
+        uint16_t d;
+        std::memcpy(&d, gb + 2 * r, 2);
+        p[r]->d = f16(d);
+        p[r]->dmin = 0.0f;
+    }
+}
+
 inline __m256i hadd4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
     return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
 }
