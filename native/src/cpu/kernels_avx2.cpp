@@ -1605,7 +1605,7 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             struct Site;
             Q6KPre* const pre = thread_scratch<Q6KPre, Site>((size_t)nbk);
             q6_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
-            decode_groups<2>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
+            decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
                           [&](auto streams, auto x, float* const* o) {
                 q6_k_group_col<decltype(streams)::value>(nbk, x, pre, o);
             });

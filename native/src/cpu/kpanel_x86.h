@@ -69,8 +69,10 @@ inline void prefetch_span(const uint8_t* from) {
 // 8192 x 2048, two threads, in-process alternation, Sapphire Rapids-class Xeon), share
 // of the probed rate: AVX-512 Q4_0 92-94% -> 95-99%, Q4_K 86-89% -> 91-92%, Q5_K 84-86%
 // -> 88%, Q8_0 87-89% -> 94-97%; AVX2 Q4_0 83-86% -> 92-94%, Q4_K 85-88% -> 95%, Q5_K
-// 82% -> 86-88%, Q8_0 88-89% -> 95%; Q6_K (either level) no better, so it keeps two. Four
-// streams were slower than three for every type.
+// 82% -> 86-88%, Q8_0 88-89% -> 95%; Q6_K in the plain interleave no better. Re-encoded,
+// Q6_K takes three as well: in-model 1B Q6_K pairs on Zen 3 (tg32, two threads) +4%, +16%,
+// one thread +17%, -8% (a pair there swings by 10%). Four streams were slower than three
+// for every type.
 // decode_groups<N>(groups, group, out, kernel): group(g) points at group g, its results go
 // to out + 4 g; kernel(std::integral_constant<int, S>, x, o) runs S groups side by side.
 template <int N, class Group, class Kernel>
