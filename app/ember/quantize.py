@@ -13,11 +13,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import engine
 from .gguf_file import GGUFLayout, TensorInfo, encode_kv_u32, encode_tensor_info, read_layout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["FTYPES", "CancelledError", "QuantizePlan", "estimate_sizes", "plan", "quantize_file"]
 
@@ -301,6 +303,7 @@ def _metadata(p: QuantizePlan, offsets: dict[str, int]) -> bytes:
 
 
 def _to_f32(type_id: int, raw: memoryview, n: int) -> np.ndarray:
+    import numpy as np  # here, not at import: every `ember` command builds this parser
     if type_id == F32:
         return np.frombuffer(raw, dtype=np.float32, count=n)
     if type_id == F16:
@@ -356,6 +359,7 @@ def quantize_file(src: str | Path, dst: str | Path, ftype_name: str, *, threads:
 
 
 def _convert(layout, buf, tp: TensorPlan, pool, threads, cancel):
+    import numpy as np
     """The output bytes of one tensor, in slices of whole rows (bounded memory)."""
     t = tp.info
     raw = layout.data(buf, t, tp.nbytes_in)
