@@ -343,8 +343,11 @@ void q45_k_block(const uint8_t* gb, int r, B& b) {
 
 // Q6_K's group super-block (kernels.h): value e of 32-group g of row r is step
 // q4_0_step(e) of group g at byte q4_0_group_byte(r, e) of its three 32-byte vectors
-// X, Y, Z at 72 + 96 g: steps 0, 1 and 3 in their low six bits, step 2's two-bit pieces
+// X, Y, Z (q6_k_vector): steps 0, 1 and 3 in their low six bits, step 2's two-bit pieces
 // (low, middle, top) in their top two bits. Scale 2g + h of row r at byte 8 + 8g + 4h + r.
+// Byte offset of group g's X (w = 0), Y (1) or Z (2): groups 2q and 2q + 1 side by side,
+// X X Y Y Z Z, so that one 64-byte load holds a pair's X, Y or Z
+inline int q6_k_vector(int g, int w) { return 72 + 192 * (g / 2) + 64 * w + 32 * (g % 2); }
 
 // Row r's 32 values (0..63, before the -32) of 32-group g of a Q6_K block: ql holds their
 // low four bits (groups 0-1 and 4-5 in the low nibbles), qh their top two bits.
@@ -378,13 +381,15 @@ void q6_k_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64_
                     q6_k_group_values(b, g, u);
                     // byte 16 L + 4 r + c of X, Y, Z: values 16 L + 4 k + c of steps k = 0, 1, 3
                     // in the low six bits, step 2's bits 0-1, 2-3, 4-5 in the top two
-                    uint8_t* x = o + 72 + 96 * g + 4 * r;
+                    uint8_t* x = o + q6_k_vector(g, 0) + 4 * r;
+                    uint8_t* y = o + q6_k_vector(g, 1) + 4 * r;
+                    uint8_t* z = o + q6_k_vector(g, 2) + 4 * r;
                     for (int L = 0; L < 2; ++L)
                         for (int c = 0; c < 4; ++c) {
                             const uint8_t* v = u + 16 * L + c;
                             x[16 * L + c] = (uint8_t)(v[0] | ((v[8] & 3) << 6));
-                            x[32 + 16 * L + c] = (uint8_t)(v[4] | (((v[8] >> 2) & 3) << 6));
-                            x[64 + 16 * L + c] = (uint8_t)(v[12] | ((v[8] >> 4) << 6));
+                            y[16 * L + c] = (uint8_t)(v[4] | (((v[8] >> 2) & 3) << 6));
+                            z[16 * L + c] = (uint8_t)(v[12] | ((v[8] >> 4) << 6));
                         }
                 }
             }
@@ -398,10 +403,12 @@ void q6_k_block(const uint8_t* gb, int r, BlockQ6_K& b) {
     for (int j = 0; j < 16; ++j) b.scales[j] = (int8_t)gb[8 + 8 * (j / 2) + 4 * (j % 2) + r];
     for (int g = 0; g < 8; ++g) {
         uint8_t u[32];
-        const uint8_t* x = gb + 72 + 96 * g + 4 * r;
+        const uint8_t* x = gb + q6_k_vector(g, 0) + 4 * r;
+        const uint8_t* y = gb + q6_k_vector(g, 1) + 4 * r;
+        const uint8_t* z = gb + q6_k_vector(g, 2) + 4 * r;
         for (int L = 0; L < 2; ++L)
             for (int c = 0; c < 4; ++c) {
-                const uint8_t X = x[16 * L + c], Y = x[32 + 16 * L + c], Z = x[64 + 16 * L + c];
+                const uint8_t X = x[16 * L + c], Y = y[16 * L + c], Z = z[16 * L + c];
                 uint8_t* v = u + 16 * L + c;
                 v[0] = X & 63;
                 v[4] = Y & 63;

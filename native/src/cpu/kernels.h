@@ -82,8 +82,9 @@ struct DotKernels {
 //     4 (g % 2) + k of byte p: group g, step k, byte p of the step).
 //   - Q6_K group super-block i (840 bytes): the four d (f16), the int8 scales (scale
 //     2g + h of row r at byte 8 + 8g + 4h + r), then group g's steps as three 32-byte
-//     vectors X, Y, Z at 72 + 96g: steps 0, 1, 3 (values 0..63, before the -32) in their
-//     low six bits, step 2's bits 0-1, 2-3, 4-5 in the top two bits of X, Y, Z.
+//     vectors X, Y, Z: steps 0, 1, 3 (values 0..63, before the -32) in their low six
+//     bits, step 2's bits 0-1, 2-3, 4-5 in the top two bits of X, Y, Z; groups 2q and
+//     2q + 1 side by side from byte 72 + 192q (X X Y Y Z Z: 64 bytes hold a pair's X).
 bool four_row_reencoded(DType weight_type);
 // Block i (in the type's own block format) of row r of the group that starts at `group`.
 void four_row_block(DType weight_type, const void* group, int64_t i, int r, void* block);

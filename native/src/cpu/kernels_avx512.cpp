@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/thread_state.h"
+#include "cpu/kernels_q6k512.h"
 #include "cpu/kpanel_x86.h"
 #include "quant/types.h"
 
@@ -720,6 +721,17 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
                size_t lds) {
     const DotKernels& avx2 = avx2_table[(int)T];
     if (nc == 1) {  // decoding: the AVX2 path, whose bits the tiles reproduce
+        if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
+            const int64_t nbk = n / QK_K;
+            struct Site;
+            Q6KPre512* const pre = thread_scratch<Q6KPre512, Site>((size_t)nbk);
+            q6_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
+            decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
+                q6_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
+            });
+            return;
+        }
         if constexpr (X4 && (std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
             const int64_t nbk = n / QK_K;
             struct Site;

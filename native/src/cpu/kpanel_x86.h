@@ -357,9 +357,9 @@ constexpr size_t kQ6Group = 4 * sizeof(BlockQ6_K);
 // operations for the four rows' 128 values. The 16-bit shifts' spill from the
 // neighbouring byte lands outside each mask.
 inline void q6_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
-    const uint8_t* v = gb + 72 + 96 * g;
+    const uint8_t* v = gb + 72 + 192 * (g / 2) + 32 * (g % 2);  // pairs of groups: X X Y Y Z Z
     const __m256i m63 = _mm256_set1_epi8(63);
-    const __m256i X = loadu256(v), Y = loadu256(v + 32), Z = loadu256(v + 64);
+    const __m256i X = loadu256(v), Y = loadu256(v + 64), Z = loadu256(v + 128);
     S[0] = _mm256_and_si256(X, m63);
     S[1] = _mm256_and_si256(Y, m63);
     S[3] = _mm256_and_si256(Z, m63);
