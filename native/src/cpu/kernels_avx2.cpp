@@ -1506,21 +1506,13 @@ struct Q6KPre {
     float da[8];
 };
 inline void q6_k_prepare(int64_t nbk, const BlockQ8_K* y, Q6KPre* pre) {
-    const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < nbk; ++i) {
         Q6KPre& p = pre[i];
         for (int g = 0; g < 8; ++g) {
-            const __m256i av = loadu256(y[i].qs + 32 * g);
-            const __m256i s0 = _mm256_shuffle_epi32(av, 0x00), s1 = _mm256_shuffle_epi32(av, 0x55);
-            const __m256i s2 = _mm256_shuffle_epi32(av, 0xaa), s3 = _mm256_shuffle_epi32(av, 0xff);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][0]), s0);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][1]), s1);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][2]), s2);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][3]), s3);
-            const __m256i sum = _mm256_add_epi16(
-                _mm256_add_epi16(_mm256_maddubs_epi16(ones, s0), _mm256_maddubs_epi16(ones, s1)),
-                _mm256_add_epi16(_mm256_maddubs_epi16(ones, s2), _mm256_maddubs_epi16(ones, s3)));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g]), _mm256_slli_epi16(sum, 5));
+            __m256i st[4];
+            const __m256i off = q6_k_group_acts(y[i].qs + 32 * g, st);
+            for (int k = 0; k < 4; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][k]), st[k]);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g]), off);
         }
         _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
     }

@@ -33,19 +33,14 @@ struct Q6KPre512 {
     float da[8];
 };
 inline void q6_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q6KPre512* pre) {
-    const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t i = 0; i < nbk; ++i) {
         Q6KPre512& p = pre[i];
         for (int g = 0; g < 8; ++g) {
-            const __m256i av = loadu256(y[i].qs + 32 * g);
-            const __m256i s[4] = {_mm256_shuffle_epi32(av, 0x00), _mm256_shuffle_epi32(av, 0x55),
-                                  _mm256_shuffle_epi32(av, 0xaa), _mm256_shuffle_epi32(av, 0xff)};
-            __m256i sum = _mm256_setzero_si256();
-            for (int k = 0; k < 4; ++k) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g / 2][k] + 32 * (g % 2)), s[k]);
-                sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(ones, s[k]));
-            }
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g / 2] + 16 * (g % 2)), _mm256_slli_epi16(sum, 5));
+            __m256i st[4];
+            const __m256i off = q6_k_group_acts(y[i].qs + 32 * g, st);
+            for (int k = 0; k < 4; ++k)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g / 2][k] + 32 * (g % 2)), st[k]);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g / 2] + 16 * (g % 2)), off);
         }
         _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
     }

@@ -384,6 +384,20 @@ inline __m256i q6_k_scale_vector(const uint8_t* gb, int g) {
     return _mm256_srai_epi16(
         _mm256_shuffle_epi8(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ6KScale[g & 1]))), 8);
 }
+// An activation 32-group (32 bytes at qs) as the re-encoded Q6_K decodes read it: with
+// dword k broadcast in each 128-bit half (st[k], against step k), and returned, 32 x the
+// sums of the eight activations each int16 word of a step's maddubs covers (|sum| <= 8 *
+// 127), which the decodes subtract to take the -32 off inside the group
+inline __m256i q6_k_group_acts(const int8_t* qs, __m256i st[4]) {
+    const __m256i av = loadu256(qs), ones = _mm256_set1_epi8(1);
+    st[0] = _mm256_shuffle_epi32(av, 0x00);
+    st[1] = _mm256_shuffle_epi32(av, 0x55);
+    st[2] = _mm256_shuffle_epi32(av, 0xaa);
+    st[3] = _mm256_shuffle_epi32(av, 0xff);
+    const __m256i sum = _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(ones, st[0]), _mm256_maddubs_epi16(ones, st[1])),
+                                         _mm256_add_epi16(_mm256_maddubs_epi16(ones, st[2]), _mm256_maddubs_epi16(ones, st[3])));
+    return _mm256_slli_epi16(sum, 5);
+}
 // A re-encoded group super-block into the four rows' KPanels, as unpack_panel makes them
 // from the four blocks: the steps transposed back into each row's element order (a 4 x 4
 // dword transpose in each 128-bit lane), the offset taken off.
