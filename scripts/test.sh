@@ -19,12 +19,12 @@ export EMBER_VOCAB_DIR="$($PY tools/fetch_assets.py suites | awk '$1 == "vocab" 
 # the starter model, for the C++ tests that decode (test_contexts_threads)
 export EMBER_TEST_MODEL="$($PY tools/fetch_assets.py starter | awk '$1 == "starter" {print $2}')"
 
-# SIMDe's portable AVX-512, for test_q6k512_emulated: the AVX-512 Q6_K decode checked
+# SIMDe's portable AVX-512, for test_kquant512_emulated: the AVX-512 Q5_K and Q6_K decodes checked
 # on CPUs without AVX-512 (it reports itself skipped where the headers are missing)
 if [ "$(uname -m)" = x86_64 ] && [ ! -f /usr/include/simde/x86/avx512.h ] && command -v apt-get >/dev/null; then
     . scripts/lib/apt.sh
     echo "== installing libsimde-dev"
-    apt_install libsimde-dev || echo "   (libsimde-dev not installed: test_q6k512_emulated will be skipped)"
+    apt_install libsimde-dev || echo "   (libsimde-dev not installed: test_kquant512_emulated will be skipped)"
 fi
 
 echo "== native build (release) + C++ tests"

@@ -275,9 +275,37 @@ void q4_k_pack_scales(const int sc[8], const int mn[8], uint8_t q[12]) {
     }
 }
 
-// Q5_K's: Q4_K's first 576 bytes (its own qs and scales), then the fifth bits
+// Q5_K's value e (0..31, five bits) of 32-group g: the low four bits as Q4_K's, the fifth
+// bit g of qh[e]
 inline uint8_t q4_k_value(const BlockQ5_K& b, int g, int e) {
     return (uint8_t)((b.qs[32 * (g / 2) + e] >> (4 * (g % 2))) & 0x0f);
+}
+inline uint8_t q5_k_value(const BlockQ5_K& b, int g, int e) {
+    return (uint8_t)(q4_k_value(b, g, e) | (((b.qh[e] >> g) & 1) << 4));
+}
+// Q5_K's values in its group super-block (kernels.h): group pair q's 160 bytes from 64 +
+// 160q are X X Y Y W (groups 2q, 2q + 1). Step k of group g at byte p of the step:
+// steps 0 and 1 in the low five bits of X and Y, steps 2 and 3 split: their bits 0-2 in
+// the top three bits of X and Y, their bits 3-4 in W (bits 4 (g % 2) + 0..1 for step 2,
+// 4 (g % 2) + 2..3 for step 3)
+inline int q5_k_x(int g) { return 64 + 160 * (g / 2) + 32 * (g % 2); }
+inline int q5_k_w(int g) { return 64 + 160 * (g / 2) + 128; }
+inline void q5_k_put_value(uint8_t* gb, int g, int r, int e, unsigned u) {
+    const int k = q4_0_step(e), p = q4_0_group_byte(r, e);
+    uint8_t* x = gb + q5_k_x(g) + 64 * (k % 2) + p;  // X for steps 0 and 2, Y for 1 and 3
+    if (k < 2) {
+        *x = (uint8_t)(*x | u);
+    } else {
+        *x = (uint8_t)(*x | ((u & 7) << 5));
+        uint8_t* w = gb + q5_k_w(g) + p;
+        *w = (uint8_t)(*w | ((u >> 3) << (4 * (g % 2) + 2 * (k - 2))));
+    }
+}
+inline unsigned q5_k_get_value(const uint8_t* gb, int g, int r, int e) {
+    const int k = q4_0_step(e), p = q4_0_group_byte(r, e);
+    const unsigned x = gb[q5_k_x(g) + 64 * (k % 2) + p];
+    if (k < 2) return x & 31;
+    return (x >> 5) | (((gb[q5_k_w(g) + p] >> (4 * (g % 2) + 2 * (k - 2))) & 3) << 3);
 }
 
 template <class B>
@@ -301,20 +329,14 @@ void q45_k_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64
             }
             const B* b4[4];
             for (int r = 0; r < 4; ++r) b4[r] = reinterpret_cast<const B*>(rows + (size_t)r * ws) + i;
-            for (int g = 0; g < 8; ++g)
-                put_step_pairs(o + 64 + 64 * g, [&](int r, int e) { return q4_k_value(*b4[r], g, e); });
-            if constexpr (std::is_same<B, BlockQ5_K>::value)
-                for (int r = 0; r < 4; ++r)
-                    for (int e = 0; e < 32; ++e) {
-                        // qh[e] holds value e's fifth bit of every group g (bit g): groups
-                        // 2v and 2v + 1 go to bits k and 4 + k of byte 576 + 32 v + p
-                        const unsigned x = b4[r]->qh[e];
-                        const int k = q4_0_step(e);
-                        uint8_t* at = o + 576 + q4_0_group_byte(r, e);
-                        for (int v = 0; v < 4; ++v)
-                            at[32 * v] = (uint8_t)(at[32 * v] | (((x >> (2 * v)) & 1) << k) |
-                                                   (((x >> (2 * v + 1)) & 1) << (4 + k)));
-                    }
+            for (int g = 0; g < 8; ++g) {
+                if constexpr (std::is_same<B, BlockQ5_K>::value) {
+                    for (int r = 0; r < 4; ++r)
+                        for (int e = 0; e < 32; ++e) q5_k_put_value(o, g, r, e, q5_k_value(*b4[r], g, e));
+                } else {
+                    put_step_pairs(o + 64 + 64 * g, [&](int r, int e) { return q4_k_value(*b4[r], g, e); });
+                }
+            }
         }
     }
 }
@@ -331,11 +353,15 @@ void q45_k_block(const uint8_t* gb, int r, B& b) {
         sc[g] = (gb[16 + j] & 0x0f) | ((hi & 3) << 4);
         mn[g] = (gb[16 + j] >> 4) | ((hi >> 2) << 4);
         for (int e = 0; e < 32; ++e) {
-            const int k = q4_0_step(e), at = q4_0_group_byte(r, e);
-            b.qs[32 * (g / 2) + e] |= (uint8_t)(((gb[64 + 64 * g + 32 * (k / 2) + at] >> (4 * (k % 2))) & 0x0f)
-                                                << (4 * (g % 2)));
-            if constexpr (std::is_same<B, BlockQ5_K>::value)
-                b.qh[e] |= (uint8_t)(((gb[576 + 32 * (g / 2) + at] >> (4 * (g % 2) + k)) & 1) << g);
+            unsigned u;
+            if constexpr (std::is_same<B, BlockQ5_K>::value) {
+                u = q5_k_get_value(gb, g, r, e);
+                b.qh[e] |= (uint8_t)((u >> 4) << g);
+            } else {
+                const int k = q4_0_step(e), at = q4_0_group_byte(r, e);
+                u = (gb[64 + 64 * g + 32 * (k / 2) + at] >> (4 * (k % 2))) & 0x0f;
+            }
+            b.qs[32 * (g / 2) + e] |= (uint8_t)((u & 0x0f) << (4 * (g % 2)));
         }
     }
     q4_k_pack_scales(sc, mn, b.scales);

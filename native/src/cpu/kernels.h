@@ -77,9 +77,11 @@ struct DotKernels {
 //   - Q4_K / Q5_K group super-block i (576 / 704 bytes): the four d, the four dmin (f16),
 //     the 6-bit scales and mins j = 4g + r (g the 32-group) as low nibbles in bytes 16 + j
 //     (scale low, min high) and top bits in bytes 48.. (j < 16: low nibble of 48 + j,
-//     else high nibble of 48 + j - 16; scale's two bits, then min's), then group g's steps
-//     at 64 + 64g; Q5_K's fifth bits from byte 576, two groups per 32 bytes (bit
-//     4 (g % 2) + k of byte p: group g, step k, byte p of the step).
+//     else high nibble of 48 + j - 16; scale's two bits, then min's), then Q4_K's group g's
+//     steps at 64 + 64g. Q5_K's five-bit values: groups 2q and 2q + 1 in 160 bytes from
+//     64 + 160q as X X Y Y W (32 bytes each): steps 0 and 1 in the low five bits of X and
+//     Y, steps 2 and 3's bits 0-2 in the top three bits of X and Y, their bits 3-4 in W
+//     (group 2q + h: step 2 at bits 4h + 0..1, step 3 at 4h + 2..3 of byte p).
 //   - Q6_K group super-block i (840 bytes): the four d (f16), the int8 scales (scale
 //     2g + h of row r at byte 8 + 8g + 4h + r), then group g's steps as three 32-byte
 //     vectors X, Y, Z: steps 0, 1, 3 (values 0..63, before the -32) in their low six

@@ -1376,10 +1376,9 @@ KPanel4* kpanel4_buffer(size_t n) {
 // ---- Q4_K and Q5_K in their re-encoded four-row groups (kernels.h: four_row_reencoded) ----
 // A group super-block (576 / 704 bytes): the rows' d and dmin (f16), their scales and mins
 // as 6-bit values j = 4 g + r in 48 bytes, each 32-group's four steps (the KPanel4
-// arrangement) nibble packed in 64 bytes, and for Q5_K the steps' fifth bits, two groups
-// per 32 bytes (bit 4 (g % 2) + k of byte p: group g, step k). Decoding takes the four
-// rows together: two loads and six logic operations per group for the values (Q5_K: one
-// more load and two operations per step for the fifth bit), one shuffle for the group's
+// arrangement) nibble packed in 64 bytes (Q5_K: five-bit values, kernels.h). Decoding takes
+// the four rows together: two loads and six logic operations per group for the values
+// (Q5_K: two and a half loads and twelve, q5_k_group_steps), one shuffle for the group's
 // scale vector, no horizontal adds and no scalar scale unpacking.
 template <class B>
 constexpr size_t kQ45Group = 4 * sizeof(B);
@@ -1401,15 +1400,15 @@ inline __m256i q4_k_scale_vector(__m256i scb, int g) {
 }
 template <class B>
 inline void q4_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
-    const __m256i m = _mm256_set1_epi8(0x0f);
-    const __m256i v01 = loadu256(gb + 64 + 64 * g), v23 = loadu256(gb + 96 + 64 * g);
-    S[0] = _mm256_and_si256(v01, m);
-    S[1] = _mm256_and_si256(_mm256_srli_epi16(v01, 4), m);
-    S[2] = _mm256_and_si256(v23, m);
-    S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
     if constexpr (std::is_same<B, BlockQ5_K>::value) {
-        const __m256i h = loadu256(gb + 576 + 32 * (g / 2));
-        for (int k = 0; k < 4; ++k) S[k] = _mm256_or_si256(S[k], bit_to_16(h, 4 * (g % 2) + k));
+        q5_k_group_steps(gb, g, S);
+    } else {
+        const __m256i m = _mm256_set1_epi8(0x0f);
+        const __m256i v01 = loadu256(gb + 64 + 64 * g), v23 = loadu256(gb + 96 + 64 * g);
+        S[0] = _mm256_and_si256(v01, m);
+        S[1] = _mm256_and_si256(_mm256_srli_epi16(v01, 4), m);
+        S[2] = _mm256_and_si256(v23, m);
+        S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
     }
 }
 
@@ -1451,6 +1450,7 @@ inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const Q4KPre* p
             __m256i scb, mb;
             q4_k_group_scales(gb, &scb, &mb);
             __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
             for (int g = 0; g < 8; ++g) {
                 __m256i St[4];
                 q4_k_group_steps<B>(gb, g, St);
@@ -1527,6 +1527,7 @@ inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const Q6KPre* p
             const uint8_t* gb = w[j] + (size_t)i * kQ6Group;
             prefetch_ahead(gb, gb + kQ6Group);
             __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
             for (int g = 0; g < 8; ++g) {
                 __m256i St[4];
                 q6_k_group_steps(gb, g, St);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/thread_state.h"
+#include "cpu/kernels_q5k512.h"
 #include "cpu/kernels_q6k512.h"
 #include "cpu/kpanel_x86.h"
 #include "quant/types.h"
@@ -294,8 +295,8 @@ int gemm_cols16(const KPanel* panel, int64_t nbk, int groups, const uint8_t* A, 
 }
 
 // The four rows' panels of super-block i of a four-row group (four_row_layout) that
-// starts at w4: blocks of the plain interleave unpacked as they are; Q4_K's and Q5_K's
-// re-encoded groups straight from their steps (Q6_K: kpanel_x86.h). Step k of a 32-group holds row r's values
+// starts at w4: blocks of the plain interleave unpacked as they are; Q4_K's re-encoded
+// groups straight from their steps (Q5_K and Q6_K: kpanel_x86.h). Step k of a 32-group holds row r's values
 // 4k..4k+3 in dword r of the low 128 bits and 16+4k..19+4k in dword 4 + r; a 64-byte load
 // of the group has steps 0 and 2 in its low nibbles, 1 and 3 in its high ones, so one
 // two-source dword permute gathers two rows' 32 values in element order. Q6_K's through
@@ -304,27 +305,18 @@ template <class B>
 void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
     if constexpr (std::is_same<B, BlockQ6_K>::value) {
         unpack_panels_q6_k_x4(w4 + (size_t)i * kQ6Group, p);
-    } else if constexpr (!(std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
+    } else if constexpr (std::is_same<B, BlockQ5_K>::value) {
+        unpack_panels_q5_k_x4(w4 + (size_t)i * 4 * sizeof(B), p);
+    } else if constexpr (!std::is_same<B, BlockQ4_K>::value) {
         for (int r = 0; r < 4; ++r) unpack_panel(reinterpret_cast<const B*>(w4)[4 * i + r], *p[r]);
     } else {
-        constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
         const uint8_t* gb = w4 + (size_t)i * 4 * sizeof(B);
-        const __m512i m4 = _mm512_set1_epi8(0x0f), one = _mm512_set1_epi8(1);
+        const __m512i m4 = _mm512_set1_epi8(0x0f);
         const __m512i rows01 = _mm512_setr_epi32(0, 16, 8, 24, 4, 20, 12, 28, 1, 17, 9, 25, 5, 21, 13, 29);
         const __m512i rows23 = _mm512_add_epi32(rows01, _mm512_set1_epi32(2));
         for (int g = 0; g < 8; ++g) {
             const __m512i v = _mm512_loadu_si512(gb + 64 + 64 * g);
-            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-            if constexpr (kQ5) {
-                // fifth bits: bit 4 (g % 2) + k of each byte of the group pair's 32 bytes is step k's
-                const __m512i h = _mm512_broadcast_i64x4(loadu256(gb + 576 + 32 * (g / 2)));
-                const long long b = 4 * (g % 2);
-                const __m512i sh = _mm512_setr_epi64(b, b, b, b, b + 2, b + 2, b + 2, b + 2);  // steps 0 | 2
-                const __m512i h02 = _mm512_and_si512(_mm512_srlv_epi64(h, sh), one);
-                const __m512i h13 = _mm512_and_si512(_mm512_srlv_epi64(h, _mm512_add_epi64(sh, _mm512_set1_epi64(1))), one);
-                lo = _mm512_or_si512(lo, _mm512_slli_epi16(h02, 4));
-                hi = _mm512_or_si512(hi, _mm512_slli_epi16(h13, 4));
-            }
+            const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             const __m512i r01 = _mm512_permutex2var_epi32(lo, rows01, hi);
             const __m512i r23 = _mm512_permutex2var_epi32(lo, rows23, hi);
             store32(p[0]->q + 32 * g, _mm512_castsi512_si256(r01));
@@ -362,7 +354,7 @@ struct Q4KScalePick {
 };
 constexpr Q4KScalePick kQ4KScalePick{};
 
-// Decoding Q4_K / Q5_K on their re-encoded four-row groups (four_row_layout), a 32-group
+// Decoding Q4_K on its re-encoded four-row groups (four_row_layout), a 32-group
 // per 512-bit register: one 64-byte load holds steps 0 | 2 in its low nibbles and 1 | 3
 // in its high ones, so two maddubs (against the activation's step broadcasts, paired
 // the same way once per call) cover the group's four rows, where AVX2's q4_k_group_col
@@ -391,24 +383,16 @@ inline void q4_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q4KPre512* pre) {
     }
 }
 
-template <class B, int S>
+template <int S>
 void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const Q4KPre512* pre, float* const* s) {
-    constexpr bool kQ5 = std::is_same<B, BlockQ5_K>::value;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m10 = _mm512_set1_epi8(0x10);
-    // Q5_K: bit p = 4 (g % 2) + k of each byte is step k's fifth bit (lo holds steps 0 | 2,
-    // hi 1 | 3); a 64-bit rotate left by 4 - p (mod 64) puts it at bit 4 of the same byte
-    const auto rot = [](int g, int k0, int k1) {
-        const long long a = (4 - (4 * (g % 2) + k0)) & 63, b = (4 - (4 * (g % 2) + k1)) & 63;
-        return _mm512_setr_epi64(a, a, a, a, b, b, b, b);
-    };
-    const __m512i rot_lo[2] = {rot(0, 0, 2), rot(1, 0, 2)}, rot_hi[2] = {rot(0, 1, 3), rot(1, 1, 3)};
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q4KPre512& p = pre[i];
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * 4 * sizeof(B);
-            prefetch_ahead(gb, gb + 4 * sizeof(B));
+            const uint8_t* gb = w[j] + (size_t)i * 4 * sizeof(BlockQ4_K);
+            prefetch_ahead(gb, gb + 4 * sizeof(BlockQ4_K));
             __m256i scb, mb;  // bytes 4g + r: row r's scale and min of 32-group g
             q4_k_group_scales(gb, &scb, &mb);
             const __m512i sc_lo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
@@ -416,13 +400,7 @@ void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const Q4KPre512* pre, 
             __m512i isum = _mm512_setzero_si512();
             for (int g = 0; g < 8; ++g) {
                 const __m512i v = _mm512_loadu_si512(gb + 64 + 64 * g);
-                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                if constexpr (kQ5) {
-                    const __m512i h = _mm512_broadcast_i64x4(loadu256(gb + 576 + 32 * (g / 2)));
-                    // lo | (the rotated bit & 0x10): one vpternlog (A | B & C)
-                    lo = _mm512_ternarylogic_epi32(lo, _mm512_rolv_epi64(h, rot_lo[g % 2]), m10, 0xf8);
-                    hi = _mm512_ternarylogic_epi32(hi, _mm512_rolv_epi64(h, rot_hi[g % 2]), m10, 0xf8);
-                }
+                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, _mm512_loadu_si512(p.st[g][0])),
                                                    _mm512_maddubs_epi16(hi, _mm512_loadu_si512(p.st[g][1])));
                 const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo : sc_hi, _mm512_loadu_si512(kQ4KScalePick.idx[g & 3]));
@@ -732,14 +710,25 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             });
             return;
         }
-        if constexpr (X4 && (std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value)) {
+        if constexpr (X4 && std::is_same<B, BlockQ5_K>::value) {
+            const int64_t nbk = n / QK_K;
+            struct Site;
+            Q5KPre512* const pre = thread_scratch<Q5KPre512, Site>((size_t)nbk);
+            q5_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
+            decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
+                q5_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
+            });
+            return;
+        }
+        if constexpr (X4 && std::is_same<B, BlockQ4_K>::value) {
             const int64_t nbk = n / QK_K;
             struct Site;
             Q4KPre512* const pre = thread_scratch<Q4KPre512, Site>((size_t)nbk);
             q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
-                q4_k_decode512<B, decltype(streams)::value>(nbk, x, pre, o);
+                q4_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
             });
             return;
         }

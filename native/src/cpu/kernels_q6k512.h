@@ -2,7 +2,7 @@
 // a pair of 32-groups per register: the layout keeps groups 2q and 2q + 1 side by side
 // (X X Y Y Z Z from byte 72 + 192q), so each of X, Y, Z is one 64-byte load for the pair.
 // Included by kernels_avx512.cpp (AVX-512 F/BW/VL and VNNI), and by
-// native/tests/test_q6k512_emulated.cpp, which runs it on any x86-64 CPU through SIMDe's
+// native/tests/test_kquant512_emulated.cpp, which runs it on any x86-64 CPU through SIMDe's
 // AVX-512 emulation against the AVX2 decode, bit for bit.
 //
 // Per group the integers are q6_k_group_col's (kernels_avx2.cpp): the steps' maddubs
@@ -73,6 +73,7 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const Q6KPre512* pre, 
             const uint8_t* gb = w[j] + (size_t)i * kQ6Group;
             prefetch_ahead(gb, gb + kQ6Group);
             __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 4
             for (int q = 0; q < 4; ++q) {
                 const uint8_t* v = gb + 72 + 192 * q;
                 const __m512i X = _mm512_loadu_si512(v), Y = _mm512_loadu_si512(v + 64);

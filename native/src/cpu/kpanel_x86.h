@@ -351,6 +351,56 @@ inline void q4_k_min_pairs(const BlockQ8_K& y, int16_t amin[2][16]) {
         }
 }
 
+// Q5_K's re-encoded values (kernels.h): 32-group g's four steps (0..31) from its X and Y
+// and its pair's W, two and a half loads and twelve logic operations for the four rows'
+// 128 values. The 16-bit shifts' spill from the neighbouring byte lands outside each mask.
+inline void q5_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
+    const uint8_t* v = gb + 64 + 160 * (g / 2) + 32 * (g % 2);  // pairs of groups: X X Y Y W
+    const __m256i m31 = _mm256_set1_epi8(31), m7 = _mm256_set1_epi8(7), m18 = _mm256_set1_epi8(0x18);
+    const __m256i X = loadu256(v), Y = loadu256(v + 64), W = loadu256(gb + 64 + 160 * (g / 2) + 128);
+    // bits 3-4 of step 2 are W's bits 4 (g % 2) + 0..1, of step 3 its bits 4 (g % 2) + 2..3
+    const __m256i w2 = g % 2 ? _mm256_srli_epi16(W, 1) : _mm256_slli_epi16(W, 3);
+    const __m256i w3 = g % 2 ? _mm256_srli_epi16(W, 3) : _mm256_slli_epi16(W, 1);
+    S[0] = _mm256_and_si256(X, m31);
+    S[1] = _mm256_and_si256(Y, m31);
+    S[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(X, 5), m7), _mm256_and_si256(w2, m18));
+    S[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(Y, 5), m7), _mm256_and_si256(w3, m18));
+}
+// A 32-group's four steps (minus `off` from every value) into the four rows' panels in
+// element order: a 4 x 4 dword transpose in each 128-bit lane
+inline void steps_to_panels(const __m256i S[4], __m256i off, int g, KPanel* const p[4]) {
+    const __m256i t0 = _mm256_unpacklo_epi32(S[0], S[1]), t1 = _mm256_unpackhi_epi32(S[0], S[1]);
+    const __m256i t2 = _mm256_unpacklo_epi32(S[2], S[3]), t3 = _mm256_unpackhi_epi32(S[2], S[3]);
+    store32(p[0]->q + 32 * g, _mm256_sub_epi8(_mm256_unpacklo_epi64(t0, t2), off));
+    store32(p[1]->q + 32 * g, _mm256_sub_epi8(_mm256_unpackhi_epi64(t0, t2), off));
+    store32(p[2]->q + 32 * g, _mm256_sub_epi8(_mm256_unpacklo_epi64(t1, t3), off));
+    store32(p[3]->q + 32 * g, _mm256_sub_epi8(_mm256_unpackhi_epi64(t1, t3), off));
+}
+// A re-encoded Q5_K group super-block into the four rows' KPanels, as unpack_panel makes
+// them from the four blocks (the AVX-512 prefill's; the AVX2 one reads the steps as they are)
+inline void unpack_panels_q5_k_x4(const uint8_t* gb, KPanel* const p[4]) {
+    for (int g = 0; g < 8; ++g) {
+        __m256i S[4];
+        q5_k_group_steps(gb, g, S);
+        steps_to_panels(S, _mm256_setzero_si256(), g, p);
+    }
+    for (int r = 0; r < 4; ++r) {
+        int sc[16], mn[16];
+        for (int g = 0; g < 8; ++g) {  // j = 4g + r: low nibbles at 16 + j, top bits at 48..
+            const int j = 4 * g + r;
+            const int top = (gb[48 + j % 16] >> (4 * (j / 16))) & 0x0f;
+            sc[2 * g] = sc[2 * g + 1] = (gb[16 + j] & 0x0f) | ((top & 3) << 4);
+            mn[2 * g] = mn[2 * g + 1] = (gb[16 + j] >> 4) | ((top >> 2) << 4);
+        }
+        put_scales(*p[r], sc, mn);
+        uint16_t d, dmin;
+        std::memcpy(&d, gb + 2 * r, 2);
+        std::memcpy(&dmin, gb + 8 + 2 * r, 2);
+        p[r]->d = f16(d);
+        p[r]->dmin = f16(dmin);
+    }
+}
+
 // Q6_K re-encoded groups (four_row_layout), shared by the AVX2 and AVX-512 kernels.
 constexpr size_t kQ6Group = 4 * sizeof(BlockQ6_K);
 // 32-group g's four steps (unsigned values 0..63): three loads and eleven logic
@@ -406,12 +456,7 @@ inline void unpack_panels_q6_k_x4(const uint8_t* gb, KPanel* const p[4]) {
     for (int g = 0; g < 8; ++g) {
         __m256i S[4];
         q6_k_group_steps(gb, g, S);
-        const __m256i t0 = _mm256_unpacklo_epi32(S[0], S[1]), t1 = _mm256_unpackhi_epi32(S[0], S[1]);
-        const __m256i t2 = _mm256_unpacklo_epi32(S[2], S[3]), t3 = _mm256_unpackhi_epi32(S[2], S[3]);
-        store32(p[0]->q + 32 * g, _mm256_sub_epi8(_mm256_unpacklo_epi64(t0, t2), k32));
-        store32(p[1]->q + 32 * g, _mm256_sub_epi8(_mm256_unpackhi_epi64(t0, t2), k32));
-        store32(p[2]->q + 32 * g, _mm256_sub_epi8(_mm256_unpacklo_epi64(t1, t3), k32));
-        store32(p[3]->q + 32 * g, _mm256_sub_epi8(_mm256_unpackhi_epi64(t1, t3), k32));
+        steps_to_panels(S, k32, g, p);
     }
     for (int r = 0; r < 4; ++r) {
         int sc[16], mn[16] = {};
