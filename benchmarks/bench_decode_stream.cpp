@@ -11,9 +11,11 @@
 // graph; the gap between it and `ember bench --profile`'s matrices is the model's (small
 // ops, barriers, smaller matrices). Machines are shared and drift by a third over minutes,
 // so compare the per-round ratios, not rates from different runs.
-//   build/bench_decode_stream [TYPES [M K [MATRICES [THREADS [ROUNDS]]]]]
+//   build/bench_decode_stream [TYPES [M K [MATRICES [THREADS [ROUNDS [PREFETCH]]]]]]
 //   TYPES: comma-separated type names (default Q4_0,Q4_K,Q5_K,Q6_K,Q8_0); EMBER_ISA and
-//   EMBER_AMX apply as in the engine.
+//   EMBER_AMX apply as in the engine. PREFETCH: comma-separated software prefetch distances
+//   in bytes (0: none), each a decode row alternated within the rounds (default: the one the
+//   engine picks for this CPU, kernels.h decode_prefetch()).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -53,7 +55,8 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, ThreadPool& pool, int rounds, Isa isa) {
+void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, ThreadPool& pool, int rounds, Isa isa,
+              const std::vector<size_t>& ahead) {
     if (K % tt->block_size || !tt->quantize || M % 4) {
         std::printf("%-6s skipped (no reference quantizer, or K not a multiple of its block)\n", tt->name);
         return;
@@ -100,13 +103,18 @@ void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, Thread
     std::vector<std::atomic<int64_t>> chunks((size_t)L * (size_t)nth);
     std::atomic<uint64_t> sink{0};
     const double total = (double)mbytes * L;
-    std::vector<double> probe, read, decode, ratio;
+    const size_t ndist = ahead.size();
+    std::vector<double> probe, read;
+    std::vector<std::vector<double>> decode(ndist), ratio(ndist);
     for (int round = 0; round <= rounds; ++round) {  // round 0 warms up and is not counted
-        double s[3] = {1e30, 0, 0};
-        // mode 0 once per read pattern (the probe's rate is its fastest), then 1 and 2
-        for (int step = 0; step < kReadPatterns + 2; ++step) {
+        std::vector<double> s(2 + ndist, 0.0);
+        s[0] = 1e30;
+        // mode 0 once per read pattern (the probe's rate is its fastest), then 1, then 2 + j:
+        // decoding with the j-th prefetch distance
+        for (int step = 0; step < kReadPatterns + 1 + (int)ndist; ++step) {
             const int mode = std::max(0, step - kReadPatterns + 1);
             const ReadPattern how = kReadPattern[std::min(step, kReadPatterns - 1)];
+            if (mode >= 2) set_decode_prefetch(ahead[(size_t)mode - 2]);
             for (auto& c : chunks) c.store(0, std::memory_order_relaxed);
             const double t0 = now();
             pool.run([&](int ith, int n) {
@@ -135,12 +143,17 @@ void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, Thread
         if (round == 0) continue;
         probe.push_back(total / s[0] * 1e-9);
         read.push_back(total / s[1] * 1e-9);
-        decode.push_back(total / s[2] * 1e-9);
-        ratio.push_back(s[0] / s[2]);
+        for (size_t j = 0; j < ndist; ++j) {
+            decode[j].push_back(total / s[2 + j] * 1e-9);
+            ratio[j].push_back(s[0] / s[2 + j]);
+        }
     }
-    std::printf("%-6s %-7s %8.1f %8.1f %8.1f %9.1f%%   (%.1f%%..%.1f%%)\n", tt->name, isa_name(isa), median(probe),
-                median(read), median(decode), 100.0 * median(ratio), 100.0 * *std::min_element(ratio.begin(), ratio.end()),
-                100.0 * *std::max_element(ratio.begin(), ratio.end()));
+    for (size_t j = 0; j < ndist; ++j) {
+        const std::vector<double>& r = ratio[j];
+        std::printf("%-6s %-7s %8zu %8.1f %8.1f %8.1f %9.1f%%   (%.1f%%..%.1f%%)\n", tt->name, isa_name(isa), ahead[j],
+                    median(probe), median(read), median(decode[j]), 100.0 * median(r),
+                    100.0 * *std::min_element(r.begin(), r.end()), 100.0 * *std::max_element(r.begin(), r.end()));
+    }
     if (sink.load() == 1) std::printf("\n");  // keeps the reads
 }
 
@@ -153,11 +166,21 @@ int main(int argc, char** argv) {
     const int L = argc > 4 ? std::atoi(argv[4]) : 48;  // 48 of them: 450-650 MiB for the 4-8 bit types
     const int threads = argc > 5 ? std::atoi(argv[5]) : 2;
     const int rounds = argc > 6 ? std::atoi(argv[6]) : 5;
+    // decode prefetch distances to alternate within each round (bytes, 0 = none; default:
+    // the one this CPU gets, decode_prefetch())
+    std::vector<size_t> ahead;
+    for (const char* p = argc > 7 ? argv[7] : ""; *p;) {
+        char* end = nullptr;
+        ahead.push_back((size_t)std::strtoull(p, &end, 10));
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break;
+    }
+    if (ahead.empty()) ahead.push_back(decode_prefetch());
     const Isa isa = active_isa();
     ThreadPool pool(threads);
     std::printf("%d x (%lld x %lld), %d thread(s), %d rounds; GB/s medians, decode / probe per round\n", L,
                 (long long)M, (long long)K, threads, rounds);
-    std::printf("%-6s %-7s %8s %8s %8s %10s\n", "type", "isa", "probe", "read", "decode", "decode/probe");
+    std::printf("%-6s %-7s %8s %8s %8s %8s %10s\n", "type", "isa", "prefetch", "probe", "read", "decode", "decode/probe");
     size_t at = 0;
     while (at <= types.size()) {
         const size_t comma = std::min(types.find(',', at), types.size());
@@ -170,7 +193,7 @@ int main(int argc, char** argv) {
             return 2;
         }
         for (uint32_t i = 0; i < 64; ++i)
-            if (type_traits(i) == tt) run_type(tt, (DType)i, M, K, L, pool, rounds, isa);
+            if (type_traits(i) == tt) run_type(tt, (DType)i, M, K, L, pool, rounds, isa, ahead);
     }
     return 0;
 }

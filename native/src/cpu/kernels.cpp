@@ -125,6 +125,45 @@ bool amx_enabled() {
 
 void set_amx_enabled(bool on) { g_amx_on.store(on && amx_supported() ? 1 : 0, std::memory_order_relaxed); }
 
+// Software prefetch in the decode kernels (kpanel_x86.h, prefetch_ahead): 2 KiB ahead was
+// the best distance on a Sapphire Rapids-class Xeon and within noise of 4-16 KiB on Zen 3.
+// On Zen 4 (AMD with AVX-512) the requests slowed the AVX-512 decodes from memory, one
+// thread, 48 matrices of 8192 x 2048 (bench_decode_stream, share of the probed rate): Q4_K
+// 85-92% with them, 100% without; Q5_K 75% / 97%; Q6_K 64-70% / 82-86%; AVX2's Q4_K and
+// Q5_K 91-94% either way. There the hardware prefetchers are left alone.
+size_t decode_prefetch_default() {
+#ifdef EMBER_X86
+    unsigned r[4];
+    cpuid(0, 0, r);
+    const bool amd = r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u;  // "AuthenticAMD"
+    if (amd && detect_isa() == Isa::AVX512) return 0;
+    return 2048;
+#else
+    return 0;  // the NEON kernels issue none
+#endif
+}
+
+namespace detail {
+std::atomic<size_t> g_decode_prefetch{~(size_t)0};  // all ones: not decided yet
+}  // namespace detail
+using detail::g_decode_prefetch;
+
+size_t decode_prefetch() {
+    size_t v = g_decode_prefetch.load(std::memory_order_relaxed);
+    if (v == ~(size_t)0) {
+        v = decode_prefetch_default();
+        if (const char* env = std::getenv("EMBER_DECODE_PREFETCH"); env && *env) {
+            char* end = nullptr;
+            const unsigned long long b = std::strtoull(env, &end, 10);
+            if (end && *end == 0 && b <= (1u << 20)) v = (size_t)b;
+        }
+        g_decode_prefetch.store(v, std::memory_order_relaxed);
+    }
+    return v;
+}
+
+void set_decode_prefetch(size_t bytes) { g_decode_prefetch.store(bytes, std::memory_order_relaxed); }
+
 bool isa_supported(Isa isa) {
     const Isa best = detect_isa();
     if (isa == Isa::SCALAR) return true;
@@ -153,6 +192,7 @@ struct Tables {
     // store, so the AVX-512 table's registration died of SIGILL on Zen 3). An empty table
     // sends dot_kernels() to the level below.
     Tables() {
+        decode_prefetch();  // resolved before any kernel reads it
         register_scalar_kernels(scalar);
         if (isa_supported(Isa::AVX2)) register_avx2_kernels(avx2);
         if (isa_supported(Isa::AVX512)) register_avx512_kernels(avx512);
@@ -290,22 +330,38 @@ inline uint8_t q5_k_value(const BlockQ5_K& b, int g, int e) {
 // 4 (g % 2) + 2..3 for step 3)
 inline int q5_k_x(int g) { return 64 + 160 * (g / 2) + 32 * (g % 2); }
 inline int q5_k_w(int g) { return 64 + 160 * (g / 2) + 128; }
-inline void q5_k_put_value(uint8_t* gb, int g, int r, int e, unsigned u) {
-    const int k = q4_0_step(e), p = q4_0_group_byte(r, e);
-    uint8_t* x = gb + q5_k_x(g) + 64 * (k % 2) + p;  // X for steps 0 and 2, Y for 1 and 3
-    if (k < 2) {
-        *x = (uint8_t)(*x | u);
-    } else {
-        *x = (uint8_t)(*x | ((u & 7) << 5));
-        uint8_t* w = gb + q5_k_w(g) + p;
-        *w = (uint8_t)(*w | ((u >> 3) << (4 * (g % 2) + 2 * (k - 2))));
-    }
-}
 inline unsigned q5_k_get_value(const uint8_t* gb, int g, int r, int e) {
     const int k = q4_0_step(e), p = q4_0_group_byte(r, e);
     const unsigned x = gb[q5_k_x(g) + 64 * (k % 2) + p];
     if (k < 2) return x & 31;
     return (x >> 5) | (((gb[q5_k_w(g) + p] >> (4 * (g % 2) + 2 * (k - 2))) & 3) << 3);
+}
+
+// All of a group super-block's Q5_K values at once, each output byte written once: the
+// four rows' values unpacked first (u[r][g][e], loops the compiler vectorizes), then X, Y
+// and W byte by byte (one value at a time, a read-modify-write each, the copy of a 1B
+// Q5_K_M file took 10.7 s in the background).
+inline void q5_k_put_values(const BlockQ5_K* const b4[4], uint8_t* gb) {
+    uint8_t u[4][8][32];
+    for (int r = 0; r < 4; ++r)
+        for (int g = 0; g < 8; ++g)
+            for (int e = 0; e < 32; ++e)
+                u[r][g][e] = (uint8_t)(((b4[r]->qs[32 * (g / 2) + e] >> (4 * (g % 2))) & 0x0f) |
+                                       (((b4[r]->qh[e] >> g) & 1) << 4));
+    for (int q = 0; q < 4; ++q) {
+        uint8_t* const v = gb + 64 + 160 * q;
+        for (int p = 0; p < 32; ++p) {  // byte p of a step: row r, values 16 L + 4 k + b
+            const int L = p / 16, r = p % 16 / 4, b = p % 4;
+            uint8_t w = 0;
+            for (int h = 0; h < 2; ++h) {
+                const uint8_t* const x = u[r][2 * q + h] + 16 * L + b;  // x[4 k]: step k's value
+                v[32 * h + p] = (uint8_t)(x[0] | ((x[8] & 7) << 5));
+                v[64 + 32 * h + p] = (uint8_t)(x[4] | ((x[12] & 7) << 5));
+                w = (uint8_t)(w | ((x[8] >> 3) << (4 * h)) | ((x[12] >> 3) << (4 * h + 2)));
+            }
+            v[128 + p] = w;
+        }
+    }
 }
 
 template <class B>
@@ -329,13 +385,11 @@ void q45_k_groups(const uint8_t* src, uint8_t* out, size_t ws, int64_t nb, int64
             }
             const B* b4[4];
             for (int r = 0; r < 4; ++r) b4[r] = reinterpret_cast<const B*>(rows + (size_t)r * ws) + i;
-            for (int g = 0; g < 8; ++g) {
-                if constexpr (std::is_same<B, BlockQ5_K>::value) {
-                    for (int r = 0; r < 4; ++r)
-                        for (int e = 0; e < 32; ++e) q5_k_put_value(o, g, r, e, q5_k_value(*b4[r], g, e));
-                } else {
+            if constexpr (std::is_same<B, BlockQ5_K>::value) {
+                q5_k_put_values(b4, o);
+            } else {
+                for (int g = 0; g < 8; ++g)
                     put_step_pairs(o + 64 + 64 * g, [&](int r, int e) { return q4_k_value(*b4[r], g, e); });
-                }
             }
         }
     }

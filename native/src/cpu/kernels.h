@@ -36,6 +36,19 @@ bool amx_supported();
 bool amx_enabled();
 void set_amx_enabled(bool on);
 
+// How far ahead (bytes) the x86 decode kernels request weight lines with software
+// prefetches, 0 for none (the hardware prefetchers alone). Decided once per process by the
+// CPU (decode_prefetch_default()), or by EMBER_DECODE_PREFETCH=<bytes> in the environment;
+// set_decode_prefetch() changes it between runs (bench_decode_stream alternates them). A
+// prefetch moves no result bits.
+size_t decode_prefetch();
+size_t decode_prefetch_default();
+void set_decode_prefetch(size_t bytes);
+namespace detail {
+// decode_prefetch()'s value, read by the kernels (resolved before the first table is built)
+extern std::atomic<size_t> g_decode_prefetch;
+}  // namespace detail
+
 // Converts n activations (one row) to a kernel's activation format.
 using ConvertRowFn = void (*)(const float* x, void* y, int64_t n);
 // s = dot(w, a) over n elements: w one weight row, a one converted activation row.

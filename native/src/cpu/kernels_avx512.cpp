@@ -1122,9 +1122,14 @@ inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const Q40Vn
             prefetch_ahead(gb, gb + kQ40Group);
             __m256i St[4];
             q4_0_group_steps(gb, St);
-            __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.noff));
-            for (int k = 0; k < 4; ++k)
-                h = _mm256_dpbusd_epi32(h, St[k], _mm256_load_si256(reinterpret_cast<const __m256i*>(p.st[k])));
+            // two chains of two (int32 sums: any order gives the same integers)
+            const __m256i* const st = reinterpret_cast<const __m256i*>(p.st[0]);
+            __m256i h0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.noff));
+            __m256i h1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), St[1], _mm256_load_si256(st + 1));
+            h0 = _mm256_dpbusd_epi32(h0, St[0], _mm256_load_si256(st + 0));
+            h1 = _mm256_dpbusd_epi32(h1, St[3], _mm256_load_si256(st + 3));
+            h0 = _mm256_dpbusd_epi32(h0, St[2], _mm256_load_si256(st + 2));
+            const __m256i h = _mm256_add_epi32(h0, h1);
             const __m256 wd = q4_0_group_scales(gb);
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_load_ps(p.da)), acc[j]);
         }

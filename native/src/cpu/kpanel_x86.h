@@ -12,6 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/kernels.h"
 #include "cpu/kernels_ref.h"
 #include "quant/types.h"
 
@@ -27,31 +28,36 @@ inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<c
 // Decoding reads every weight once, front to back through a chunk of contiguous rows. A
 // tile reads its R rows side by side, so having consumed `off` bytes of each row it has
 // used about the first R * off bytes of the tile's span: one software prefetch stream runs
-// kDecodeAhead bytes in front of that point. Each call covers the lines that start in
-// [from, to) + kDecodeAhead, and successive calls continue where the last stopped, so
+// decode_ahead() bytes in front of that point. Each call covers the lines that start in
+// [from, to) + decode_ahead(), and successive calls continue where the last stopped, so
 // every line is requested once and in address order. Per-row prefetches (R streams, a
 // few rows ahead) left rows of 576 F16 values at about 80% of this stream's bandwidth.
+// The distance is decode_prefetch() (kernels.h), decided per CPU: 2 KiB, or none on Zen 4.
 // 2 KiB: on a Sapphire Rapids-class Xeon, one thread decoding a 16384 x 16384 matrix
 // from memory on the four-row copy (bench_kernels), 4 KiB ahead read Q8_0 at 25 GOP/s,
 // Q5_1 31, Q5_0 35, Q4_0 56; 2 KiB 30, 38, 40, 61; 8 KiB and more were slower still.
 // On Zen 3, distances of 2-16 KiB were within noise of each other.
-constexpr uintptr_t kDecodeAhead = 2048;
+inline uintptr_t decode_ahead() { return detail::g_decode_prefetch.load(std::memory_order_relaxed); }
 inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
-    uintptr_t line = ((uintptr_t)from + kDecodeAhead + 63) & ~(uintptr_t)63;
-    const uintptr_t end = (uintptr_t)to + kDecodeAhead;
+    const uintptr_t ahead = decode_ahead();
+    if (!ahead) return;
+    uintptr_t line = ((uintptr_t)from + ahead + 63) & ~(uintptr_t)63;
+    const uintptr_t end = (uintptr_t)to + ahead;
     for (; line < end; line += 64) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 // The same for a span of a compile-time size (a Q4_0 or legacy four-row group block): a
-// request every 64 bytes from its first byte and one for its last, kDecodeAhead in
-// front, unrolled, with no branch; every line the span touches is requested, and a line
-// two neighbouring spans share twice. prefetch_ahead's loop cost a dozen instructions a
+// request every 64 bytes from its first byte and one for its last, decode_ahead() in
+// front, unrolled, with no branch but the one on the distance; every line the span
+// touches is requested, and a line two neighbouring spans share twice. prefetch_ahead's loop cost a dozen instructions a
 // span and kept the compiler from unrolling the streams' loop around it, so their
 // accumulators went through memory: the AVX2 Q4_0 decode took 47% fewer instructions
 // with this. The K-quant kernels' long spans (576-840 bytes) keep the loop: issued all at
 // once they decoded slower (docs/DESIGN.md).
 template <size_t Bytes>
 inline void prefetch_span(const uint8_t* from) {
-    const char* p = reinterpret_cast<const char*>(from + kDecodeAhead);
+    const uintptr_t ahead = decode_ahead();
+    if (!ahead) return;
+    const char* p = reinterpret_cast<const char*>(from + ahead);
 #pragma GCC unroll 16
     for (size_t k = 0; k < Bytes / 64; ++k) _mm_prefetch(p + 64 * k, _MM_HINT_T0);
     _mm_prefetch(p + Bytes - 1, _MM_HINT_T0);
