@@ -131,12 +131,33 @@ void set_amx_enabled(bool on) { g_amx_on.store(on && amx_supported() ? 1 : 0, st
 // thread, 48 matrices of 8192 x 2048 (bench_decode_stream, share of the probed rate): Q4_K
 // 85-92% with them, 100% without; Q5_K 75% / 97%; Q6_K 64-70% / 82-86%; AVX2's Q4_K and
 // Q5_K 91-94% either way. There the hardware prefetchers are left alone.
+bool cpu_is_amd() {
+#ifdef EMBER_X86
+    static const bool amd = [] {
+        unsigned r[4];
+        cpuid(0, 0, r);
+        return r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u;  // "Auth" "enti" "cAMD"
+    }();
+    return amd;
+#else
+    return false;
+#endif
+}
+
+namespace {
+std::atomic<int> g_amd_tuning{-1};  // -1: as the CPU
+}  // namespace
+
+bool amd_tuning() {
+    const int v = g_amd_tuning.load(std::memory_order_relaxed);
+    return v < 0 ? cpu_is_amd() : v == 1;
+}
+
+void set_amd_tuning(bool on) { g_amd_tuning.store(on ? 1 : 0, std::memory_order_relaxed); }
+
 size_t decode_prefetch_default() {
 #ifdef EMBER_X86
-    unsigned r[4];
-    cpuid(0, 0, r);
-    const bool amd = r[1] == 0x68747541u && r[3] == 0x69746e65u && r[2] == 0x444d4163u;  // "AuthenticAMD"
-    if (amd && detect_isa() == Isa::AVX512) return 0;
+    if (cpu_is_amd() && detect_isa() == Isa::AVX512) return 0;
     return 2048;
 #else
     return 0;  // the NEON kernels issue none

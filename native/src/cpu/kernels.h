@@ -36,6 +36,14 @@ bool amx_supported();
 bool amx_enabled();
 void set_amx_enabled(bool on);
 
+// Whether the CPU is AMD's (x86 CPUID vendor "AuthenticAMD"): some kernel choices differ
+// there (Zen 4 runs 512-bit operations as two halves, and its multiplier is not scarce).
+bool cpu_is_amd();
+// The kernel choices that follow it (bit-identical either way): cpu_is_amd() unless set
+// with set_amd_tuning (test_kernels runs the AVX-512 tiles both ways).
+bool amd_tuning();
+void set_amd_tuning(bool on);
+
 // How far ahead (bytes) the x86 decode kernels request weight lines with software
 // prefetches, 0 for none (the hardware prefetchers alone). Decided once per process by the
 // CPU (decode_prefetch_default()), or by EMBER_DECODE_PREFETCH=<bytes> in the environment;

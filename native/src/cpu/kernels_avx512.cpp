@@ -193,7 +193,10 @@ void cols_q8k(int64_t nbk, const uint8_t* A, size_t as, ColsQ8K* out) {
 // (u <= 7) and Q4_K (q <= 15: 16 x 15 x 128 = 30720) does, and Q5_K's (q <= 31) does for
 // eight elements (31744), so its two eight-element sums go in as the two words of a
 // dword (one byte shuffle) against the scale twice. Q6_K's (u <= 63) fits only for four:
-// vpmulld. The same integers either way.
+// vpmulld. The same integers either way. On Zen 4 (AMD) the multiply is no scarcer than
+// the shuffle: Q5_K's split took 225 GOP/s there (bench_kernels, 1024 x 2048 x 512, one
+// thread) against 250 with vpmulld, Q4_K's and Q6_K's rate, so AMD CPUs take vpmulld
+// (amd_tuning()).
 template <class B>
 constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ3_K>::value ||
                              std::is_same<B, BlockQ4_K>::value;
@@ -204,7 +207,7 @@ inline __m512i low_word_up() { return _mm512_set4_epi32(0x0d0c0000, 0x09080000, 
 
 // Four unpacked rows (after offset_panel for the offset types) x the 16 columns of cb,
 // super-blocks [i0, i1) added to acc ([row][lo, hi]; each lane a column), in order
-template <class B>
+template <class B, bool Split = kCols16Split<B>>
 void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, const ColsQ8K* cb, __m512 (*acc_io)[2]) {
     constexpr bool kOffset = kPanelOffset<B> != 0;
     __m512 acc[4][2];
@@ -224,7 +227,7 @@ void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, cons
                     for (int r = 0; r < 4; ++r) {
                         int32_t w4;
                         std::memcpy(&w4, P[r]->q + 16 * j + 4 * g, 4);
-                        __m512i& sum = kCols16Split<B> && g >= 2 ? raw2[r] : raw[r];
+                        __m512i& sum = Split && g >= 2 ? raw2[r] : raw[r];
                         sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi32(w4), a);
                     }
                 }
@@ -232,7 +235,7 @@ void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, cons
                     const int sc = P[r]->scv[jj][8 * h];
                     if constexpr (kCols16Fits<B>) {  // sc x the sum as int16 (high word x 0)
                         is[r][h] = _mm512_dpwssd_epi32(is[r][h], raw[r], _mm512_set1_epi32(sc & 0xffff));
-                    } else if constexpr (kCols16Split<B>) {  // both eight-element sums x sc
+                    } else if constexpr (Split) {  // both eight-element sums x sc
                         const __m512i pair = _mm512_mask_shuffle_epi8(raw[r], 0xccccccccccccccccull, raw2[r], low_word_up());
                         is[r][h] = _mm512_dpwssd_epi32(is[r][h], pair, _mm512_set1_epi32((sc & 0xffff) * 0x10001));
                     } else {
@@ -283,7 +286,10 @@ int gemm_cols16(const KPanel* panel, int64_t nbk, int groups, const uint8_t* A, 
             for (int r = 0; r < 4; ++r) acc[g].v[r][0] = acc[g].v[r][1] = _mm512_setzero_ps();
         for (int64_t i0 = 0; i0 < nbk; i0 += kChunk)
             for (int g = 0; g < groups; ++g)
-                ktile_cols16<B>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
+                if (kCols16Split<B> && amd_tuning())
+                    ktile_cols16<B, false>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
+                else
+                    ktile_cols16<B>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
         for (int g = 0; g < groups; ++g) {  // row r, column j: lo + hi, as ktile512 ends
             alignas(64) float t[4][16];
             for (int r = 0; r < 4; ++r) _mm512_store_ps(t[r], _mm512_add_ps(acc[g].v[r][0], acc[g].v[r][1]));
