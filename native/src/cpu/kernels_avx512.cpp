@@ -711,9 +711,14 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             Q6KPre512* const pre = thread_scratch<Q6KPre512, Site>((size_t)nbk);
             q6_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
-            decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
+            const auto kernel = [&](auto streams, auto x, float* const* o) {
                 q6_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
-            });
+            };
+            // two streams on Zen 4: from memory (bench_decode_stream, no prefetch) one
+            // thread 94-95% of the probe against three's 72-82%, two threads 97-98%
+            // against 90-95%; three elsewhere (docs/DESIGN.md, "Zen 4 kernel choices")
+            if (amd_tuning()) decode_groups<2>(nr / 4, group, s, kernel);
+            else decode_groups<3>(nr / 4, group, s, kernel);
             return;
         }
         if constexpr (X4 && std::is_same<B, BlockQ5_K>::value) {
