@@ -125,12 +125,6 @@ bool amx_enabled() {
 
 void set_amx_enabled(bool on) { g_amx_on.store(on && amx_supported() ? 1 : 0, std::memory_order_relaxed); }
 
-// Software prefetch in the decode kernels (kpanel_x86.h, prefetch_ahead): 2 KiB ahead was
-// the best distance on a Sapphire Rapids-class Xeon and within noise of 4-16 KiB on Zen 3.
-// On Zen 4 (AMD with AVX-512) the requests slowed the AVX-512 decodes from memory, one
-// thread, 48 matrices of 8192 x 2048 (bench_decode_stream, share of the probed rate): Q4_K
-// 85-92% with them, 100% without; Q5_K 75% / 97%; Q6_K 64-70% / 82-86%; AVX2's Q4_K and
-// Q5_K 91-94% either way. There the hardware prefetchers are left alone.
 bool cpu_is_amd() {
 #ifdef EMBER_X86
     static const bool amd = [] {
@@ -155,6 +149,12 @@ bool amd_tuning() {
 
 void set_amd_tuning(bool on) { g_amd_tuning.store(on ? 1 : 0, std::memory_order_relaxed); }
 
+// Software prefetch in the decode kernels (kpanel_x86.h, prefetch_ahead): 2 KiB ahead was
+// the best distance on a Sapphire Rapids-class Xeon and within noise of 4-16 KiB on Zen 3.
+// On Zen 4 (AMD with AVX-512) the requests slowed the AVX-512 decodes from memory, one
+// thread, 48 matrices of 8192 x 2048 (bench_decode_stream, share of the probed rate): Q4_K
+// 85-92% with them, 100% without; Q5_K 75% / 97%; Q6_K 64-70% / 82-86%; AVX2's Q4_K and
+// Q5_K 91-94% either way. There the hardware prefetchers are left alone.
 size_t decode_prefetch_default() {
 #ifdef EMBER_X86
     if (cpu_is_amd() && detect_isa() == Isa::AVX512) return 0;
@@ -367,8 +367,7 @@ inline void q5_k_put_values(const BlockQ5_K* const b4[4], uint8_t* gb) {
     for (int r = 0; r < 4; ++r)
         for (int g = 0; g < 8; ++g)
             for (int e = 0; e < 32; ++e)
-                u[r][g][e] = (uint8_t)(((b4[r]->qs[32 * (g / 2) + e] >> (4 * (g % 2))) & 0x0f) |
-                                       (((b4[r]->qh[e] >> g) & 1) << 4));
+                u[r][g][e] = q5_k_value(*b4[r], g, e);
     for (int q = 0; q < 4; ++q) {
         uint8_t* const v = gb + 64 + 160 * q;
         for (int p = 0; p < 32; ++p) {  // byte p of a step: row r, values 16 L + 4 k + b

@@ -207,7 +207,7 @@ inline __m512i low_word_up() { return _mm512_set4_epi32(0x0d0c0000, 0x09080000, 
 
 // Four unpacked rows (after offset_panel for the offset types) x the 16 columns of cb,
 // super-blocks [i0, i1) added to acc ([row][lo, hi]; each lane a column), in order
-template <class B, bool Split = kCols16Split<B>>
+template <class B, bool Split>
 void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, const ColsQ8K* cb, __m512 (*acc_io)[2]) {
     constexpr bool kOffset = kPanelOffset<B> != 0;
     __m512 acc[4][2];
@@ -280,16 +280,17 @@ int gemm_cols16(const KPanel* panel, int64_t nbk, int groups, const uint8_t* A, 
     struct AccSite;
     ColsQ8K* const cols = thread_scratch<ColsQ8K, ColsSite>((size_t)nbk);
     ColsAcc* const acc = thread_scratch<ColsAcc, AccSite>((size_t)groups);
+    const bool split = kCols16Split<B> && !amd_tuning();  // once per call, not per tile
     for (; c + 16 <= nc; c += 16) {
         cols_q8k<(kPanelOffset<B> != 0)>(nbk, A + c * as, as, cols);
         for (int g = 0; g < groups; ++g)
             for (int r = 0; r < 4; ++r) acc[g].v[r][0] = acc[g].v[r][1] = _mm512_setzero_ps();
         for (int64_t i0 = 0; i0 < nbk; i0 += kChunk)
             for (int g = 0; g < groups; ++g)
-                if (kCols16Split<B> && amd_tuning())
-                    ktile_cols16<B, false>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
+                if (split)
+                    ktile_cols16<B, kCols16Split<B>>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
                 else
-                    ktile_cols16<B>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
+                    ktile_cols16<B, false>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
         for (int g = 0; g < groups; ++g) {  // row r, column j: lo + hi, as ktile512 ends
             alignas(64) float t[4][16];
             for (int r = 0; r < 4; ++r) _mm512_store_ps(t[r], _mm512_add_ps(acc[g].v[r][0], acc[g].v[r][1]));

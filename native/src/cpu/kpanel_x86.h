@@ -48,10 +48,10 @@ inline void prefetch_ahead(const uint8_t* from, const uint8_t* to) {
 // The same for a span of a compile-time size (a Q4_0 or legacy four-row group block): a
 // request every 64 bytes from its first byte and one for its last, decode_ahead() in
 // front, unrolled, with no branch but the one on the distance; every line the span
-// touches is requested, and a line two neighbouring spans share twice. prefetch_ahead's loop cost a dozen instructions a
-// span and kept the compiler from unrolling the streams' loop around it, so their
-// accumulators went through memory: the AVX2 Q4_0 decode took 47% fewer instructions
-// with this. The K-quant kernels' long spans (576-840 bytes) keep the loop: issued all at
+// touches is requested, and a line two neighbouring spans share twice. prefetch_ahead's
+// loop cost a dozen instructions a span and kept the compiler from unrolling the streams'
+// loop around it, so their accumulators went through memory: the AVX2 Q4_0 decode took
+// 47% fewer instructions with this. The K-quant kernels' long spans (576-840 bytes) keep the loop: issued all at
 // once they decoded slower (docs/DESIGN.md).
 template <size_t Bytes>
 inline void prefetch_span(const uint8_t* from) {
