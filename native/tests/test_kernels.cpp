@@ -334,15 +334,15 @@ int check_extreme_sums(const Isa* levels) {
     return failures;
 }
 
-// The AVX-512 level's prefill tiles, without AMX (the 512-bit tiles: sixteen columns in
-// the lanes for the K-quants, then four, then one) and, where the CPU and OS have it, on
-// the AMX tile unit: every output of a batched mul_mat has the bits of each column
-// decoded alone, and the tile unit's the bits of the 512-bit tiles, on the rows as they
-// are and on the four-row copy, for random rows and for the extreme blocks (largest
-// scales and values against +-127 activations: the 256 h + l split and the int32 sums at
-// their bounds). M = 48 rows are three sixteen-row tile blocks; N = 37 columns two
-// sixteen-column blocks and 5 left over; K a whole panel block and part of another (the
-// tiles' panels are made per block).
+// The AVX-512 level's prefill tiles, without AMX (the 512-bit tiles: sixteen rows in the
+// lanes for the K-quants, the four-row groups after them as four rows) and, where the
+// CPU and OS have it, on the AMX tile unit: every output of a batched mul_mat has the
+// bits of each column decoded alone, and the tile unit's the bits of the 512-bit tiles,
+// on the rows as they are and on the four-row copy, for random rows and for the extreme
+// blocks (largest scales and values against +-127 activations: the 256 h + l split and
+// the int32 sums at their bounds). M = 48 rows are three sixteen-row tile blocks (M = 52:
+// and a four-row group after them); N = 37 columns nine four-column tiles and one left
+// over; K a whole panel block and part of another (the tiles' panels are made per block).
 int check_amx() {
     if (!isa_supported(Isa::AVX512)) {
         std::printf("AVX-512 / AMX tiles: skipped (no AVX-512 level on this CPU)\n");
@@ -356,8 +356,10 @@ int check_amx() {
         const TypeTraits* tt = type_traits((uint32_t)t);
         const bool kq = tt->block_size == 256;
         // K: a whole panel block and part of one (8 super-blocks, 64 32-element blocks)
-        const int64_t K = (kq ? 10 : 80) * tt->block_size, M = 48, N = 37;
+        const int64_t K = (kq ? 10 : 80) * tt->block_size, N = 37;
         const size_t wrow = (size_t)row_bytes(*tt, K);
+        // M = 52: the same and a four-row group past the sixteen-row blocks (no AMX)
+        for (const int64_t M : {48, 52})
         for (int variant = 0; variant < 4; ++variant) {
             std::vector<uint8_t> w;
             std::vector<float> xs((size_t)(K * N));
@@ -399,7 +401,7 @@ int check_amx() {
                 set_amd_tuning(false);
                 mul_mat(&wl, &x, &ow, 0, 1, Isa::AVX512);
                 bool bad = std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0, bad_amx = false;
-                if (amx) {
+                if (amx && M % 16 == 0) {
                     set_amx_enabled(true);
                     for (int nth : {1, 2})
                         for (int ith = 0; ith < nth; ++ith) mul_mat(&wl, &x, &og, ith, nth, Isa::AVX512);
@@ -418,8 +420,9 @@ int check_amx() {
                 ++checked;
                 if (bad || bad_amx) {
                     ++failures;
-                    std::printf("%s: %s variant %d%s: not the bits of %s  FAIL\n", bad ? "512-bit tiles" : "AMX tiles",
-                                tt->name, variant, four ? " (four-row copy)" : "",
+                    std::printf("%s: %s M=%lld variant %d%s: not the bits of %s  FAIL\n",
+                                bad ? "512-bit tiles" : "AMX tiles", tt->name, (long long)M, variant,
+                                four ? " (four-row copy)" : "",
                                 bad ? "each column decoded alone" : "the 512-bit tiles");
                 }
             }

@@ -144,59 +144,40 @@ inline void transpose16x16_epi32(__m512i r[16]) {
     for (int j = 0; j < 16; ++j) r[j] = t[j];
 }
 
-// ---- K-quant prefill without AMX: sixteen columns in the lanes ----------------------
+// ---- K-quant prefill without AMX: sixteen rows in the lanes -------------------------
 //
 // ktile512 spends a maddubs and a vpdpwssd on every 64 products of one (row, column) and
-// then folds lanes. Here the lanes are sixteen columns: a column block's activations are
-// transposed once per call (ColsQ8K), so that one 64-byte load holds four consecutive
-// values of each of 16 columns and one vpdpbusd against a row's four weights, broadcast,
-// adds 64 products into their columns' lanes. A 16-element sub-block takes four of them,
-// then its scale multiplies the sums (kCols16Fits below): five or six multiply-port uops
-// per 256 products where ktile512 spends eight, and no fold. The integers are ktile512's: per row and
-// column, the scaled sums over the first and over the second halves of the 32-groups
-// ("lo", "hi"), the min terms over sub-blocks 0-7 and 8-15 (min types), or the offsets'
-// terms over the even and the odd sub-blocks (Q3_K, Q6_K); and the float operations are
-// its own, lane by lane, so the bits are the same (and decode's).
-struct alignas(64) ColsQ8K {  // one super-block of 16 columns
-    int8_t q[64][64];         // [4-element group g][4 c + b] = column c's value 4g + b
-    int32_t pairs[8][16];     // [k][c]: two of column c's sixteen-element sums, as int16 pairs
-    float d[16];
+// then folds lanes. Here the lanes are sixteen rows: their unpacked panels are
+// transposed once per call (Panel16), so that one 64-byte load holds four consecutive
+// values of each of 16 rows, and one vpdpbusd against a column's four activations,
+// broadcast by the instruction from the Q8_K block itself ({1to16}), adds 64 products
+// into their rows' lanes. A 16-element sub-block takes four of them, then its scale (a
+// vector: each row's own) multiplies the sums (kCols16Fits below). Four columns share
+// each panel load. The integers are ktile512's: per row and column, the scaled sums over
+// the first and over the second halves of the 32-groups ("lo", "hi"), the min terms over
+// sub-blocks 0-7 and 8-15 (min types), or the offsets' terms over the even and the odd
+// sub-blocks (Q3_K, Q6_K); and the float operations are its own, lane by lane, so the
+// bits are the same (and decode's).
+//
+// (The previous form put sixteen columns in the lanes and broadcast the weights: on
+// Zen 4 a separate vpbroadcastd per vpdpbusd, and the columns transposed again for every
+// 64-row call, held it at 245-250 GOP/s, one thread, against 470 for vpdpbusd alone.)
+struct alignas(64) Panel16 {  // sixteen rows, one super-block
+    uint8_t q[16][4][64];     // [sub-block j][g][4 r + b]: row r's value 16 j + 4 g + b
+    int32_t sc[16][16];       // [j][r]: row r's scale of sub-block j, as the tile multiplies it
+    int32_t mn[8][16];        // [k][r]: row r's mn words 2k and 2k + 1 as one pair
+    float d[16], dmin[16];
 };
 
-// pairs[k] for the vpdpwssd with the panel's int16 mn read as eight int32 pairs: the min
-// types' natural order (sub-blocks 2k, 2k + 1), or offset_panel's even-then-odd one
-// (k < 4: 4k, 4k + 2; k >= 4: 4(k - 4) + 1, 4(k - 4) + 3)
-template <bool kOffset>
-void cols_q8k(int64_t nbk, const uint8_t* A, size_t as, ColsQ8K* out) {
-    for (int64_t i = 0; i < nbk; ++i) {
-        ColsQ8K& o = out[i];
-        const BlockQ8_K* y[16];
-        for (int c = 0; c < 16; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(A + c * as) + i;
-        for (int c = 0; c < 16; ++c) {
-            o.d[c] = y[c]->d;
-            for (int k = 0; k < 8; ++k) {
-                const int a = kOffset ? (k < 4 ? 4 * k : 4 * (k - 4) + 1) : 2 * k, b = kOffset ? a + 2 : a + 1;
-                o.pairs[k][c] = (int32_t)((uint32_t)(uint16_t)y[c]->bsums[a] | ((uint32_t)(uint16_t)y[c]->bsums[b] << 16));
-            }
-        }
-        for (int part = 0; part < 4; ++part) {  // 64 values of each column: a 16 x 16 dword transpose
-            __m512i r[16];
-            for (int c = 0; c < 16; ++c) r[c] = _mm512_loadu_si512(y[c]->qs + 64 * part);
-            transpose16x16_epi32(r);
-            for (int g = 0; g < 16; ++g) _mm512_store_si512(o.q[16 * part + g], r[g]);
-        }
-    }
-}
-
-// How a sub-block's sum meets its scale. vpmulld is two multiply-port uops; a vpdpwssd
-// is one, where the sum fits in int16 (|a| <= 128): a sixteen-element sum of Q2_K, Q3_K
-// (u <= 7) and Q4_K (q <= 15: 16 x 15 x 128 = 30720) does, and Q5_K's (q <= 31) does for
-// eight elements (31744), so its two eight-element sums go in as the two words of a
-// dword (one byte shuffle) against the scale twice. Q6_K's (u <= 63) fits only for four:
-// vpmulld. The same integers either way. On Zen 4 (AMD) the multiply is no scarcer than
-// the shuffle: Q5_K's split took 225 GOP/s there (bench_kernels, 1024 x 2048 x 512, one
-// thread) against 250 with vpmulld, Q4_K's and Q6_K's rate, so AMD CPUs take vpmulld
-// (amd_tuning()).
+// How a sub-block's sum meets its scale. vpmulld is two multiply-port uops on Intel; a
+// vpdpwssd is one, where the sum fits in int16 (|a| <= 128): a sixteen-element sum of
+// Q2_K, Q3_K (u <= 7) and Q4_K (q <= 15: 16 x 15 x 128 = 30720) does, and Q5_K's
+// (q <= 31) does for eight elements (31744), so its two eight-element sums go in as the
+// two words of a dword (one byte shuffle) against the scale twice. Q6_K's (u <= 63) fits
+// only for four: vpmulld. The same integers either way. On Zen 4 (AMD) the multiply is no
+// scarcer than the shuffle: Q5_K's split took 225 GOP/s there against 250 with vpmulld
+// (sixteen columns in the lanes, bench_kernels, 1024 x 2048 x 512, one thread), so AMD
+// CPUs take vpmulld (amd_tuning()).
 template <class B>
 constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ3_K>::value ||
                              std::is_same<B, BlockQ4_K>::value;
@@ -205,100 +186,139 @@ constexpr bool kCols16Split = std::is_same<B, BlockQ5_K>::value;
 // bytes 2-3 of each dword <- bytes 0-1 of the same dword (the others are masked off)
 inline __m512i low_word_up() { return _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000); }
 
-// Four unpacked rows (after offset_panel for the offset types) x the 16 columns of cb,
-// super-blocks [i0, i1) added to acc ([row][lo, hi]; each lane a column), in order
-template <class B, bool Split>
-void ktile_cols16(const KPanel* panel, int64_t nbk, int64_t i0, int64_t i1, const ColsQ8K* cb, __m512 (*acc_io)[2]) {
-    constexpr bool kOffset = kPanelOffset<B> != 0;
-    __m512 acc[4][2];
-    for (int r = 0; r < 4; ++r) acc[r][0] = acc_io[r][0], acc[r][1] = acc_io[r][1];
-    for (int64_t i = i0; i < i1; ++i) {
-        const KPanel* P[4] = {&panel[i], &panel[nbk + i], &panel[2 * nbk + i], &panel[3 * nbk + i]};
-        const ColsQ8K& y = cb[i];
-        __m512i is[4][2];
-        for (int r = 0; r < 4; ++r) is[r][0] = is[r][1] = _mm512_setzero_si512();
-        for (int jj = 0; jj < 8; ++jj) {
-            for (int h = 0; h < 2; ++h) {  // sub-block j = 2jj + h: lo (h = 0) or hi of 32-group jj
-                const int j = 2 * jj + h;
-                __m512i raw[4], raw2[4];  // raw2: Q5_K's second eight elements
-                for (int r = 0; r < 4; ++r) raw[r] = raw2[r] = _mm512_setzero_si512();
-                for (int g = 0; g < 4; ++g) {
-                    const __m512i a = _mm512_load_si512(y.q[4 * j + g]);
-                    for (int r = 0; r < 4; ++r) {
-                        int32_t w4;
-                        std::memcpy(&w4, P[r]->q + 16 * j + 4 * g, 4);
-                        __m512i& sum = Split && g >= 2 ? raw2[r] : raw[r];
-                        sum = _mm512_dpbusd_epi32(sum, _mm512_set1_epi32(w4), a);
-                    }
-                }
-                for (int r = 0; r < 4; ++r) {
-                    const int sc = P[r]->scv[jj][8 * h];
-                    if constexpr (kCols16Fits<B>) {  // sc x the sum as int16 (high word x 0)
-                        is[r][h] = _mm512_dpwssd_epi32(is[r][h], raw[r], _mm512_set1_epi32(sc & 0xffff));
-                    } else if constexpr (Split) {  // both eight-element sums x sc
-                        const __m512i pair = _mm512_mask_shuffle_epi8(raw[r], 0xccccccccccccccccull, raw2[r], low_word_up());
-                        is[r][h] = _mm512_dpwssd_epi32(is[r][h], pair, _mm512_set1_epi32((sc & 0xffff) * 0x10001));
-                    } else {
-                        is[r][h] = _mm512_add_epi32(is[r][h], _mm512_mullo_epi32(raw[r], _mm512_set1_epi32(sc)));
-                    }
-                }
-            }
-        }
-        const __m512 da = _mm512_load_ps(y.d);
-        for (int r = 0; r < 4; ++r) {
-            int32_t m[8];
-            std::memcpy(m, P[r]->mn, sizeof m);
-            __m512i mins[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-            for (int k = 0; k < 8; ++k)
-                mins[k >> 2] = _mm512_dpwssd_epi32(mins[k >> 2], _mm512_load_si512(y.pairs[k]), _mm512_set1_epi32(m[k]));
-            const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(P[r]->d), da);
-            for (int h = 0; h < 2; ++h) {
-                if constexpr (kOffset) is[r][h] = _mm512_sub_epi32(is[r][h], mins[h]);  // the offsets' term
-                acc[r][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r][h]), dd, acc[r][h]);
-            }
-            if constexpr (!kOffset) {
-                const __m512 dm = _mm512_mul_ps(_mm512_set1_ps(P[r]->dmin), da);
-                for (int h = 0; h < 2; ++h) acc[r][h] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[h]), dm, acc[r][h]);
-            }
-        }
+// Sixteen unpacked rows' panels of one super-block (after offset_panel for the offset
+// types) as a Panel16, the scales in the form the tile's scale step takes (Split: the
+// eight-element pair)
+template <class B>
+void make_panel16(const KPanel* const p[16], bool split, Panel16& out) {
+    for (int part = 0; part < 4; ++part) {  // values 64 part..: dword e is (j, g) = (4 part + e / 4, e % 4)
+        __m512i r[16];
+        for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(p[k]->q + 64 * part);
+        transpose16x16_epi32(r);
+        for (int e = 0; e < 16; ++e) _mm512_store_si512(out.q[0][0] + 64 * (16 * part + e), r[e]);
     }
-    for (int r = 0; r < 4; ++r) acc_io[r][0] = acc[r][0], acc_io[r][1] = acc[r][1];
+    for (int k = 0; k < 16; ++k) {
+        for (int j = 0; j < 16; ++j) {
+            const int sc = p[k]->scv[j >> 1][8 * (j & 1)];
+            out.sc[j][k] = kCols16Fits<B> ? (sc & 0xffff) : kCols16Split<B> && split ? (sc & 0xffff) * 0x10001 : sc;
+        }
+        for (int m = 0; m < 8; ++m) std::memcpy(&out.mn[m][k], p[k]->mn + 2 * m, 4);
+        out.d[k] = p[k]->d;
+        out.dmin[k] = p[k]->dmin;
+    }
 }
 
-struct alignas(64) ColsAcc {
-    __m512 v[4][2];
-};
+// acc + u (unsigned bytes) x the four signed bytes at s, broadcast by the instruction's
+// own memory operand (GCC loads a set1 with a separate vpbroadcastd, a shuffle uop on
+// Zen 4); and the same for int16 pairs
+inline __m512i dpbusd_bcast(__m512i acc, __m512i u, const void* s) {
+#if defined(__GNUC__)
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*static_cast<const int32_t*>(s)));
+    return acc;
+#else
+    int32_t v;
+    std::memcpy(&v, s, 4);
+    return _mm512_dpbusd_epi32(acc, u, _mm512_set1_epi32(v));
+#endif
+}
+inline __m512i dpwssd_bcast(__m512i acc, __m512i a, const void* b) {
+#if defined(__GNUC__)
+    __asm__("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*static_cast<const int32_t*>(b)));
+    return acc;
+#else
+    int32_t v;
+    std::memcpy(&v, b, 4);
+    return _mm512_dpwssd_epi32(acc, a, _mm512_set1_epi32(v));
+#endif
+}
 
-// The sixteen-column blocks of a call from c on (returns the first column left): each
-// block's activations transposed once, then a few super-blocks at a time (kept in L1)
-// against every four-row group, the accumulators between them in memory.
+// The pairs of a column's sixteen-element sums that meet the panel's mn words: the min
+// types' natural order (sub-blocks 2k, 2k + 1: the Q8_K block's bsums as they are), or
+// offset_panel's even-then-odd one, made by cols_pairs once per call
 template <class B>
-int gemm_cols16(const KPanel* panel, int64_t nbk, int groups, const uint8_t* A, size_t as, int c, int nc, float* s,
-                size_t lds) {
-    constexpr int64_t kChunk = 4;  // 4 x 4.6 KiB of columns
-    struct ColsSite;
-    struct AccSite;
-    ColsQ8K* const cols = thread_scratch<ColsQ8K, ColsSite>((size_t)nbk);
-    ColsAcc* const acc = thread_scratch<ColsAcc, AccSite>((size_t)groups);
-    const bool split = kCols16Split<B> && !amd_tuning();  // once per call, not per tile
-    for (; c + 16 <= nc; c += 16) {
-        cols_q8k<(kPanelOffset<B> != 0)>(nbk, A + c * as, as, cols);
-        for (int g = 0; g < groups; ++g)
-            for (int r = 0; r < 4; ++r) acc[g].v[r][0] = acc[g].v[r][1] = _mm512_setzero_ps();
-        for (int64_t i0 = 0; i0 < nbk; i0 += kChunk)
-            for (int g = 0; g < groups; ++g)
-                if (split)
-                    ktile_cols16<B, kCols16Split<B>>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
-                else
-                    ktile_cols16<B, false>(panel + 4 * g * nbk, nbk, i0, std::min(i0 + kChunk, nbk), cols, acc[g].v);
-        for (int g = 0; g < groups; ++g) {  // row r, column j: lo + hi, as ktile512 ends
-            alignas(64) float t[4][16];
-            for (int r = 0; r < 4; ++r) _mm512_store_ps(t[r], _mm512_add_ps(acc[g].v[r][0], acc[g].v[r][1]));
-            for (int j = 0; j < 16; ++j)
-                _mm_storeu_ps(s + (c + j) * lds + 4 * g, _mm_setr_ps(t[0][j], t[1][j], t[2][j], t[3][j]));
+constexpr bool kPairsPermuted = kPanelOffset<B> != 0;
+inline void cols_pairs(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t (*out)[16]) {
+    for (int c = 0; c < nc; ++c)
+        for (int64_t i = 0; i < nbk; ++i) {
+            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(A + c * as)[i];
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[c * nbk + i]),
+                                _mm256_permutexvar_epi16(even_odd(), loadu256(y.bsums)));
+        }
+}
+
+// Sixteen rows (p16: their nbk super-blocks) x C columns from A (pairs: their cols_pairs
+// for the offset types), written to s (column c's sixteen rows at s + c lds)
+template <class B, int C, bool Split>
+void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const int16_t (*pairs)[16], float* s,
+             size_t lds) {
+    constexpr bool kOffset = kPanelOffset<B> != 0;
+    __m512 acc[C][2];
+    for (int c = 0; c < C; ++c) acc[c][0] = acc[c][1] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const Panel16& p = p16[i];
+        const BlockQ8_K* y[C];
+        for (int c = 0; c < C; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(A + c * as) + i;
+        __m512i is[C][2];
+        for (int c = 0; c < C; ++c) is[c][0] = is[c][1] = _mm512_setzero_si512();
+        for (int jj = 0; jj < 8; ++jj)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {  // sub-block j: lo (h = 0) or hi of 32-group jj
+            const int j = 2 * jj + h;
+            __m512i w[4];
+            for (int g = 0; g < 4; ++g) w[g] = _mm512_load_si512(p.q[j][g]);
+            const __m512i sc = _mm512_load_si512(p.sc[j]);
+            for (int c = 0; c < C; ++c) {
+                __m512i raw = _mm512_setzero_si512(), raw2 = _mm512_setzero_si512();  // raw2: Split's second eight
+                for (int g = 0; g < 4; ++g) {
+                    __m512i& sum = Split && g >= 2 ? raw2 : raw;
+                    sum = dpbusd_bcast(sum, w[g], y[c]->qs + 16 * j + 4 * g);
+                }
+                if constexpr (kCols16Fits<B>) {  // sc x the sum as int16 (high word x 0)
+                    is[c][h] = _mm512_dpwssd_epi32(is[c][h], raw, sc);
+                } else if constexpr (Split) {  // both eight-element sums x sc
+                    const __m512i pair = _mm512_mask_shuffle_epi8(raw, 0xccccccccccccccccull, raw2, low_word_up());
+                    is[c][h] = _mm512_dpwssd_epi32(is[c][h], pair, sc);
+                } else {
+                    is[c][h] = _mm512_add_epi32(is[c][h], _mm512_mullo_epi32(raw, sc));
+                }
+            }
+        }
+        __m512i mins[C][2];
+        for (int c = 0; c < C; ++c) mins[c][0] = mins[c][1] = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) {
+            const __m512i m = _mm512_load_si512(p.mn[k]);
+            for (int c = 0; c < C; ++c) {
+                const int16_t* pr = kPairsPermuted<B> ? pairs[c * nbk + i] : y[c]->bsums;
+                mins[c][k >> 2] = dpwssd_bcast(mins[c][k >> 2], m, pr + 2 * k);
+            }
+        }
+        const __m512 d = _mm512_load_ps(p.d), dmin = _mm512_load_ps(p.dmin);
+        for (int c = 0; c < C; ++c) {
+            const __m512 da = _mm512_set1_ps(y[c]->d), dd = _mm512_mul_ps(d, da);
+            for (int h = 0; h < 2; ++h) {
+                if constexpr (kOffset) is[c][h] = _mm512_sub_epi32(is[c][h], mins[c][h]);  // the offsets' term
+                acc[c][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c][h]), dd, acc[c][h]);
+            }
+            if constexpr (!kOffset) {
+                const __m512 dm = _mm512_mul_ps(dmin, da);
+                for (int h = 0; h < 2; ++h) acc[c][h] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[c][h]), dm, acc[c][h]);
+            }
         }
     }
-    return c;
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(s + c * lds, _mm512_add_ps(acc[c][0], acc[c][1]));  // lo + hi
+}
+
+// Columns [c, nc) against the blocks16 sixteen-row blocks of p16, four columns at a time
+// sharing each panel load, then one
+template <class B, bool Split>
+void gemm_rows16(const Panel16* p16, int64_t nbk, int blocks16, const uint8_t* A, size_t as, int c, int nc,
+                 const int16_t (*pairs)[16], float* s, size_t lds) {
+    for (; c + 4 <= nc; c += 4)
+        for (int b = 0; b < blocks16; ++b)
+            ktile16<B, 4, Split>(p16 + b * nbk, nbk, A + c * as, as, pairs ? pairs + c * nbk : nullptr, s + c * lds + 16 * b, lds);
+    for (; c < nc; ++c)
+        for (int b = 0; b < blocks16; ++b)
+            ktile16<B, 1, Split>(p16 + b * nbk, nbk, A + c * as, as, pairs ? pairs + c * nbk : nullptr, s + c * lds + 16 * b, lds);
 }
 
 // The four rows' panels of super-block i of a four-row group (four_row_layout) that
@@ -762,35 +782,61 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         }
     }
 #endif
-    // every four rows of the call unpacked first (kept in L2), then the columns stream
-    // past them four at a time, as the AVX2 gemm_k does
-    const int groups = nr / 4;
-    struct Site;
-    KPanel* const panel = thread_scratch<KPanel, Site>((size_t)(4 * groups * nbk));  // the largest call so far
-    for (int g = 0; g < groups; ++g) {
+    // The four rows' panels of super-block i of four-row group g
+    const auto unpack = [&](int g, int64_t i, KPanel* const p[4]) {
         if constexpr (X4) {  // nr is a multiple of 4: no rows are left over
-            for (int64_t i = 0; i < nbk; ++i) {
-                KPanel* const p[4] = {&panel[(size_t)(4 * g * nbk + i)], &panel[(size_t)((4 * g + 1) * nbk + i)],
-                                      &panel[(size_t)((4 * g + 2) * nbk + i)], &panel[(size_t)((4 * g + 3) * nbk + i)]};
-                unpack_panels_x4<B>(W + (size_t)(4 * g) * ws, i, p);
-            }
+            unpack_panels_x4<B>(W + (size_t)(4 * g) * ws, i, p);
         } else {
-            for (int rr = 0; rr < 4; ++rr) {
-                const B* x = reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws);
-                for (int64_t i = 0; i < nbk; ++i) unpack_panel(x[i], panel[(size_t)((4 * g + rr) * nbk + i)]);
-            }
+            for (int rr = 0; rr < 4; ++rr) unpack_panel(reinterpret_cast<const B*>(W + (size_t)(4 * g + rr) * ws)[i], *p[rr]);
         }
+        if constexpr (kPanelOffset<B> != 0)
+            for (int rr = 0; rr < 4; ++rr) offset_panel<B>(*p[rr]);
+    };
+    // Every sixteen rows of the call unpacked and transposed first (kept in L2), then the
+    // columns stream past them four at a time; the four-row groups past the last sixteen
+    // rows as unpacked panels, through ktile512.
+    const int groups = nr / 4, blocks16 = c < nc ? nr / 16 : 0, rest = groups - 4 * blocks16;
+    const bool split = kCols16Split<B> && !amd_tuning();  // once per call, not per tile
+    struct Site16;
+    struct Site;
+    struct PairsSite;
+    Panel16* const p16 = thread_scratch<Panel16, Site16>((size_t)blocks16 * nbk);  // the largest call so far
+    KPanel* const panel = thread_scratch<KPanel, Site>((size_t)(4 * rest * nbk));
+    for (int b = 0; b < blocks16; ++b)
+        for (int64_t i = 0; i < nbk; ++i) {
+            KPanel t[16];
+            const KPanel* const pt[16] = {&t[0], &t[1], &t[2],  &t[3],  &t[4],  &t[5],  &t[6],  &t[7],
+                                          &t[8], &t[9], &t[10], &t[11], &t[12], &t[13], &t[14], &t[15]};
+            for (int q = 0; q < 4; ++q) {
+                KPanel* const p[4] = {&t[4 * q], &t[4 * q + 1], &t[4 * q + 2], &t[4 * q + 3]};
+                unpack(4 * b + q, i, p);
+            }
+            make_panel16<B>(pt, split, p16[(size_t)b * nbk + i]);
+        }
+    for (int g = 0; g < rest; ++g)
+        for (int64_t i = 0; i < nbk; ++i) {
+            KPanel* const p[4] = {&panel[(size_t)(4 * g * nbk + i)], &panel[(size_t)((4 * g + 1) * nbk + i)],
+                                  &panel[(size_t)((4 * g + 2) * nbk + i)], &panel[(size_t)((4 * g + 3) * nbk + i)]};
+            unpack(4 * blocks16 + g, i, p);
+        }
+    if (blocks16) {
+        int16_t(*pairs)[16] = nullptr;
+        if constexpr (kPairsPermuted<B>) {
+            pairs = thread_scratch<int16_t[16], PairsSite>((size_t)(nc - c) * nbk);
+            cols_pairs(nbk, nc - c, A + c * as, as, pairs);
+        }
+        if (split)
+            gemm_rows16<B, kCols16Split<B>>(p16, nbk, blocks16, A + c * as, as, 0, nc - c, pairs, s + c * lds, lds);
+        else
+            gemm_rows16<B, false>(p16, nbk, blocks16, A + c * as, as, 0, nc - c, pairs, s + c * lds, lds);
     }
-    if constexpr (kPanelOffset<B> != 0)
-        for (int64_t k = 0; k < 4 * groups * nbk; ++k) offset_panel<B>(panel[(size_t)k]);
-    // sixteen columns in the lanes, then four, then one
-    if (groups) c = gemm_cols16<B>(panel, nbk, groups, A, as, c, nc, s, lds);
-    for (; c + 4 <= nc; c += 4)
-        for (int g = 0; g < groups; ++g)
-            ktile512<B, 4>(panel + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
-    for (; c < nc; ++c)
-        for (int g = 0; g < groups; ++g)
-            ktile512<B, 1>(panel + 4 * g * nbk, nbk, A + c * as, as, s + c * lds + 4 * g, lds);
+    float* const sr = s + 16 * blocks16;  // the rest's rows
+    for (int cc = c; cc + 4 <= nc; cc += 4)
+        for (int g = 0; g < rest; ++g)
+            ktile512<B, 4>(panel + 4 * g * nbk, nbk, A + cc * as, as, sr + cc * lds + 4 * g, lds);
+    for (int cc = c + (nc - c) / 4 * 4; cc < nc; ++cc)
+        for (int g = 0; g < rest; ++g)
+            ktile512<B, 1>(panel + 4 * g * nbk, nbk, A + cc * as, as, sr + cc * lds + 4 * g, lds);
     for (int r = 4 * groups; r < nr; ++r)
         for (int c = 0; c < nc; ++c) avx2.vec_dot(n, s + c * lds + r, W + r * ws, A + c * as);
 }
