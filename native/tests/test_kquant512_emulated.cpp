@@ -130,13 +130,13 @@ int check(DType t, int64_t K, int64_t M, int mode, uint8_t fill, int8_t scale, f
         std::vector<Q6KPre512> pre((size_t)nbk);
         q6_k_prepare512(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
         decode_groups<3>((int)(M / 4), group, got.data(), [&](auto streams, auto x, float* const* o) {
-            q6_k_decode512<decltype(streams)::value>(nbk, x, pre.data(), o);
+            q6_k_decode512<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data(), o);
         });
     } else {
         std::vector<Q5KPre512> pre((size_t)nbk);
         q5_k_prepare512(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
         decode_groups<3>((int)(M / 4), group, got.data(), [&](auto streams, auto x, float* const* o) {
-            q5_k_decode512<decltype(streams)::value>(nbk, x, pre.data(), o);
+            q5_k_decode512<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data(), o);
         });
     }
     int bad = t == DType::Q5_K ? check_q5_panels(w, x4, K, M) : 0;

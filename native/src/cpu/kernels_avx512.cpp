@@ -384,60 +384,72 @@ constexpr Q4KScalePick kQ4KScalePick{};
 // Decoding Q4_K on its re-encoded four-row groups (four_row_layout), a 32-group
 // per 512-bit register: one 64-byte load holds steps 0 | 2 in its low nibbles and 1 | 3
 // in its high ones, so two maddubs (against the activation's step broadcasts, paired
-// the same way once per call) cover the group's four rows, where AVX2's q4_k_group_col
-// takes two loads and four. The int16 sums of two steps stay within bounds (2 x 2 x 31
-// x 128), one madd by the rows' scales (in both halves) makes int32 lanes [h][r] in each
-// half, and the halves are added once per super-block: q4_k_group_col's integers and
-// float operations, so the same bits.
+// the same way) cover the group's four rows, where AVX2's q4_k_group_col takes two loads
+// and four. The int16 sums of two steps stay within bounds (2 x 2 x 31 x 128), one madd
+// by the rows' scales (in both halves) makes int32 lanes [h][r] in each half, and the
+// halves are added once per super-block: q4_k_group_col's integers and float
+// operations, so the same bits.
+//
+// The step broadcasts are made in the kernel from the Q8_K block (two vpermd per group,
+// shared by the streams), not stored once per call: stored, they were four times the
+// activations (1120 bytes a super-block), and for rows of 4096 values or more they no
+// longer stayed in L1 between one group of streams and the next; their misses then took
+// the fill buffers the weights' stream needs (bench_decode_stream 2048 x 8192, two
+// threads, Zen 4: 58% of the probe at the 68 GB/s level, 72-87% at 37, where 8192 x 2048
+// reached 90-98%).
 struct Q4KPre512 {
-    int8_t st[8][2][64];  // group g: [step 0 | step 2], [step 1 | step 3] broadcasts
     int16_t amin[2][16];  // as Q4KPre (the min shuffles' pairing)
     float da[8];
 };
 inline void q4_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q4KPre512* pre) {
     for (int64_t i = 0; i < nbk; ++i) {
-        Q4KPre512& p = pre[i];
-        for (int g = 0; g < 8; ++g) {
-            const __m512i av = _mm512_broadcast_i64x4(loadu256(y[i].qs + 32 * g));
-            // dword k of each 128-bit lane broadcast: k = 0 | 2 and 1 | 3 in the two 256-bit halves
-            const __m512i k02 = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 2, 2, 2, 2, 6, 6, 6, 6);
-            const __m512i k13 = _mm512_add_epi32(k02, _mm512_set1_epi32(1));
-            _mm512_storeu_si512(p.st[g][0], _mm512_permutexvar_epi32(k02, av));
-            _mm512_storeu_si512(p.st[g][1], _mm512_permutexvar_epi32(k13, av));
-        }
-        q4_k_min_pairs(y[i], p.amin);
-        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
+        q4_k_min_pairs(y[i], pre[i].amin);
+        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
     }
 }
 
 template <int S>
-void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const Q4KPre512* pre, float* const* s) {
+void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre512* pre,
+                    float* const* s) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
+    // dword k of each 128-bit lane broadcast: k = 0 | 2 and 1 | 3 in the two 256-bit halves
+    const __m512i k02 = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 2, 2, 2, 2, 6, 6, 6, 6);
+    const __m512i k13 = _mm512_add_epi32(k02, _mm512_set1_epi32(1));
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q4KPre512& p = pre[i];
+        const uint8_t* gb[S];
+        __m512i sc_lo[S], sc_hi[S], isum[S];
+        __m256i mb[S];  // bytes 4g + r: row r's min of 32-group g
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * 4 * sizeof(BlockQ4_K);
-            prefetch_ahead(gb, gb + 4 * sizeof(BlockQ4_K));
-            __m256i scb, mb;  // bytes 4g + r: row r's scale and min of 32-group g
-            q4_k_group_scales(gb, &scb, &mb);
-            const __m512i sc_lo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
-            const __m512i sc_hi = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
-            __m512i isum = _mm512_setzero_si512();
-            for (int g = 0; g < 8; ++g) {
-                const __m512i v = _mm512_loadu_si512(gb + 64 + 64 * g);
+            gb[j] = w[j] + (size_t)i * 4 * sizeof(BlockQ4_K);
+            prefetch_ahead(gb[j], gb[j] + 4 * sizeof(BlockQ4_K));
+            __m256i scb;  // bytes 4g + r: row r's scale of 32-group g
+            q4_k_group_scales(gb[j], &scb, &mb[j]);
+            sc_lo[j] = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
+            sc_hi[j] = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
+            isum[j] = _mm512_setzero_si512();
+        }
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) {
+            const __m512i av = _mm512_broadcast_i64x4(loadu256(y[i].qs + 32 * g));
+            const __m512i a02 = _mm512_permutexvar_epi32(k02, av), a13 = _mm512_permutexvar_epi32(k13, av);
+            const __m512i pick = _mm512_loadu_si512(kQ4KScalePick.idx[g & 3]);
+            for (int j = 0; j < S; ++j) {
+                const __m512i v = _mm512_loadu_si512(gb[j] + 64 + 64 * g);
                 const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, _mm512_loadu_si512(p.st[g][0])),
-                                                   _mm512_maddubs_epi16(hi, _mm512_loadu_si512(p.st[g][1])));
-                const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo : sc_hi, _mm512_loadu_si512(kQ4KScalePick.idx[g & 3]));
-                isum = _mm512_dpwssd_epi32(isum, t, sv);  // madd by the scales and add: the same sums
+                const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, a02), _mm512_maddubs_epi16(hi, a13));
+                const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo[j] : sc_hi[j], pick);
+                isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
             }
-            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-            const __m256i im = q4_k_min_sum(mb, p.amin);
-            const __m256 da = _mm256_loadu_ps(p.da);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc[j]);
+        }
+        const __m256 da = _mm256_loadu_ps(p.da);
+        for (int j = 0; j < S; ++j) {
+            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
+            const __m256i im = q4_k_min_sum(mb[j], p.amin);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
         }
     }
     for (int j = 0; j < S; ++j)
@@ -733,7 +745,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             q6_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             const auto kernel = [&](auto streams, auto x, float* const* o) {
-                q6_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
+                q6_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
             };
             // two streams on Zen 4: from memory (bench_decode_stream, no prefetch) one
             // thread 94-95% of the probe against three's 72-82%, two threads 97-98%
@@ -749,7 +761,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             q5_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
-                q5_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
+                q5_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
             });
             return;
         }
@@ -760,7 +772,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
-                q4_k_decode512<decltype(streams)::value>(nbk, x, pre, o);
+                q4_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
             });
             return;
         }

@@ -25,25 +25,19 @@
 namespace ember {
 namespace {
 
-// An activation super-block as this kernel reads it, once per call: for group pair q and
-// step k the two groups' broadcasts side by side; the min sums as q4_k_min_pairs pairs them.
+// What this kernel reads of an activation super-block besides its values, once per call:
+// the min sums as q4_k_min_pairs pairs them, and d. The steps' broadcasts (for group
+// pair q and step k, the two groups' dword k in each 128-bit lane) are made in the kernel,
+// one vpshufd each, shared by the streams: stored, four times the activations, they fell
+// out of L1 between groups of streams on rows of 4096 values or more (see Q4KPre512).
 struct Q5KPre512 {
-    int8_t st[4][4][64];
     int16_t amin[2][16];
     float da[8];
 };
 inline void q5_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q5KPre512* pre) {
     for (int64_t i = 0; i < nbk; ++i) {
-        Q5KPre512& p = pre[i];
-        for (int g = 0; g < 8; ++g) {
-            const __m256i av = loadu256(y[i].qs + 32 * g);
-            const __m256i st[4] = {_mm256_shuffle_epi32(av, 0x00), _mm256_shuffle_epi32(av, 0x55),
-                                   _mm256_shuffle_epi32(av, 0xaa), _mm256_shuffle_epi32(av, 0xff)};
-            for (int k = 0; k < 4; ++k)
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g / 2][k] + 32 * (g % 2)), st[k]);
-        }
-        q4_k_min_pairs(y[i], p.amin);
-        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
+        q4_k_min_pairs(y[i], pre[i].amin);
+        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
     }
 }
 
@@ -63,7 +57,8 @@ struct Q5KScalePick512 {
 constexpr Q5KScalePick512 kQ5KScalePick512{};
 
 template <int S>
-void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const Q5KPre512* pre, float* const* s) {
+void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q5KPre512* pre,
+                    float* const* s) {
     const __m512i m31 = _mm512_set1_epi8(31), m7 = _mm512_set1_epi8(7), m18 = _mm512_set1_epi8(0x18);
     // W's bits 4 h + 0..1 (step 2) and 4 h + 2..3 (step 3) of group 2q + h to bits 3-4 of
     // the same byte: 32-bit rotates by 3 | -1 and 1 | -3 (the low | high 256 bits)
@@ -73,17 +68,26 @@ void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const Q5KPre512* pre, 
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q5KPre512& p = pre[i];
+        const uint8_t* gb[S];
+        __m512i sc_lo[S], sc_hi[S], isum[S];
+        __m256i mb[S];  // bytes 4g + r: row r's min of 32-group g
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * 4 * sizeof(BlockQ5_K);
-            prefetch_ahead(gb, gb + 4 * sizeof(BlockQ5_K));
-            __m256i scb, mb;  // bytes 4g + r: row r's scale and min of 32-group g
-            q4_k_group_scales(gb, &scb, &mb);
-            const __m512i sc_lo = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
-            const __m512i sc_hi = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
-            __m512i isum = _mm512_setzero_si512();
+            gb[j] = w[j] + (size_t)i * 4 * sizeof(BlockQ5_K);
+            prefetch_ahead(gb[j], gb[j] + 4 * sizeof(BlockQ5_K));
+            __m256i scb;  // bytes 4g + r: row r's scale of 32-group g
+            q4_k_group_scales(gb[j], &scb, &mb[j]);
+            sc_lo[j] = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
+            sc_hi[j] = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
+            isum[j] = _mm512_setzero_si512();
+        }
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; ++q) {
-                const uint8_t* v = gb + 64 + 160 * q;
+        for (int q = 0; q < 4; ++q) {
+            const __m512i av = _mm512_loadu_si512(y[i].qs + 64 * q);  // groups 2q, 2q + 1
+            const __m512i st0 = dword_bcast512<0>(av), st1 = dword_bcast512<1>(av);
+            const __m512i st2 = dword_bcast512<2>(av), st3 = dword_bcast512<3>(av);
+            const __m512i pick = _mm512_loadu_si512(kQ5KScalePick512.idx[q % 2]);
+            for (int j = 0; j < S; ++j) {
+                const uint8_t* v = gb[j] + 64 + 160 * q;
                 const __m512i X = _mm512_loadu_si512(v), Y = _mm512_loadu_si512(v + 64);
                 const __m512i W = _mm512_broadcast_i64x4(loadu256(v + 128));
                 // steps 2 and 3: the top bits of X / Y shifted down, | the rotated W bits
@@ -92,18 +96,20 @@ void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const Q5KPre512* pre, 
                                                              _mm512_rolv_epi32(W, rot2), m18, 0xf8);
                 const __m512i s3 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(Y, 5), m7),
                                                              _mm512_rolv_epi32(W, rot3), m18, 0xf8);
-                __m512i t = _mm512_maddubs_epi16(_mm512_and_si512(X, m31), _mm512_loadu_si512(p.st[q][0]));
-                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(_mm512_and_si512(Y, m31), _mm512_loadu_si512(p.st[q][1])));
-                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(s2, _mm512_loadu_si512(p.st[q][2])));
-                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(s3, _mm512_loadu_si512(p.st[q][3])));
-                const __m512i sv = _mm512_shuffle_epi8(q < 2 ? sc_lo : sc_hi, _mm512_loadu_si512(kQ5KScalePick512.idx[q % 2]));
-                isum = _mm512_dpwssd_epi32(isum, t, sv);  // madd by the scales and add: the same sums
+                __m512i t = _mm512_maddubs_epi16(_mm512_and_si512(X, m31), st0);
+                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(_mm512_and_si512(Y, m31), st1));
+                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(s2, st2));
+                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(s3, st3));
+                const __m512i sv = _mm512_shuffle_epi8(q < 2 ? sc_lo[j] : sc_hi[j], pick);
+                isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
             }
-            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-            const __m256i im = q4_k_min_sum(mb, p.amin);
-            const __m256 da = _mm256_loadu_ps(p.da);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc[j]);
+        }
+        const __m256 da = _mm256_loadu_ps(p.da);
+        for (int j = 0; j < S; ++j) {
+            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
+            const __m256i im = q4_k_min_sum(mb[j], p.amin);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
         }
     }
     for (int j = 0; j < S; ++j)

@@ -25,10 +25,12 @@
 namespace ember {
 namespace {
 
-// An activation super-block as this kernel reads it, once per call: for group pair q
-// and step k the two groups' broadcasts side by side, and the pair's -32 terms.
+// What this kernel reads of an activation super-block besides its values, once per call:
+// the pairs' -32 terms and d. The steps' broadcasts (for group pair q and step k, the two
+// groups' dword k in each 128-bit lane) are made in the kernel, one vpshufd each, shared
+// by the streams: stored, four times the activations, they fell out of L1 between groups
+// of streams on rows of 4096 values or more (see Q4KPre512 in kernels_avx512.cpp).
 struct Q6KPre512 {
-    int8_t st[4][4][64];
     int16_t off[4][32];
     float da[8];
 };
@@ -38,8 +40,6 @@ inline void q6_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q6KPre512* pre) {
         for (int g = 0; g < 8; ++g) {
             __m256i st[4];
             const __m256i off = q6_k_group_acts(y[i].qs + 32 * g, st);
-            for (int k = 0; k < 4; ++k)
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g / 2][k] + 32 * (g % 2)), st[k]);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g / 2] + 16 * (g % 2)), off);
         }
         _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
@@ -61,7 +61,8 @@ struct Q6KScalePick512 {
 constexpr Q6KScalePick512 kQ6KScalePick512{};
 
 template <int S>
-void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const Q6KPre512* pre, float* const* s) {
+void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q6KPre512* pre,
+                    float* const* s) {
     const __m512i m63 = _mm512_set1_epi8(63), m3 = _mm512_set1_epi8(3);
     const __m512i m12 = _mm512_set1_epi8(12), m48 = _mm512_set1_epi8(48);
     const __m512i pick = _mm512_loadu_si512(kQ6KScalePick512.idx);
@@ -69,13 +70,21 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const Q6KPre512* pre, 
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q6KPre512& p = pre[i];
+        const uint8_t* gb[S];
+        __m512i isum[S];
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * kQ6Group;
-            prefetch_ahead(gb, gb + kQ6Group);
-            __m512i isum = _mm512_setzero_si512();
+            gb[j] = w[j] + (size_t)i * kQ6Group;
+            prefetch_ahead(gb[j], gb[j] + kQ6Group);
+            isum[j] = _mm512_setzero_si512();
+        }
 #pragma GCC unroll 4
-            for (int q = 0; q < 4; ++q) {
-                const uint8_t* v = gb + 72 + 192 * q;
+        for (int q = 0; q < 4; ++q) {
+            const __m512i av = _mm512_loadu_si512(y[i].qs + 64 * q);  // groups 2q, 2q + 1
+            const __m512i st0 = dword_bcast512<0>(av), st1 = dword_bcast512<1>(av);
+            const __m512i st2 = dword_bcast512<2>(av), st3 = dword_bcast512<3>(av);
+            const __m512i off = _mm512_loadu_si512(p.off[q]);
+            for (int j = 0; j < S; ++j) {
+                const uint8_t* v = gb[j] + 72 + 192 * q;
                 const __m512i X = _mm512_loadu_si512(v), Y = _mm512_loadu_si512(v + 64);
                 const __m512i Z = _mm512_loadu_si512(v + 128);
                 // step 2: X's top bits | Y's << 2 | Z's << 4 (A | B & C as vpternlog 0xf8)
@@ -83,17 +92,20 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const Q6KPre512* pre, 
                     _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(X, 6), m3), _mm512_srli_epi16(Y, 4),
                                               m12, 0xf8),
                     _mm512_srli_epi16(Z, 2), m48, 0xf8);
-                __m512i t = _mm512_maddubs_epi16(_mm512_and_si512(X, m63), _mm512_loadu_si512(p.st[q][0]));
-                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(_mm512_and_si512(Y, m63), _mm512_loadu_si512(p.st[q][1])));
-                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(s2, _mm512_loadu_si512(p.st[q][2])));
-                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(_mm512_and_si512(Z, m63), _mm512_loadu_si512(p.st[q][3])));
-                t = _mm512_sub_epi16(t, _mm512_loadu_si512(p.off[q]));
-                const __m512i sb = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb + 8 + 16 * q)));
-                isum = _mm512_dpwssd_epi32(isum, t, _mm512_srai_epi16(_mm512_shuffle_epi8(sb, pick), 8));
+                __m512i t = _mm512_maddubs_epi16(_mm512_and_si512(X, m63), st0);
+                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(_mm512_and_si512(Y, m63), st1));
+                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(s2, st2));
+                t = _mm512_add_epi16(t, _mm512_maddubs_epi16(_mm512_and_si512(Z, m63), st3));
+                t = _mm512_sub_epi16(t, off);
+                const __m512i sb =
+                    _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gb[j] + 8 + 16 * q)));
+                isum[j] = _mm512_dpwssd_epi32(isum[j], t, _mm512_srai_epi16(_mm512_shuffle_epi8(sb, pick), 8));
             }
-            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
-            const __m256 da = _mm256_loadu_ps(p.da);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
+        }
+        const __m256 da = _mm256_loadu_ps(p.da);
+        for (int j = 0; j < S; ++j) {
+            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
         }
     }
     for (int j = 0; j < S; ++j)

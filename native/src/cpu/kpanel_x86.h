@@ -407,6 +407,19 @@ inline void unpack_panels_q5_k_x4(const uint8_t* gb, KPanel* const p[4]) {
     }
 }
 
+// Dword k of each 128-bit lane of v in all four of its dwords: the 512-bit decodes' step
+// broadcasts (vpshufd; a template, so that it is compiled only where AVX-512 code is).
+// Under SIMDe (test_kquant512_emulated), which lacks the 512-bit vpshufd, the same as a
+// byte shuffle.
+template <int K>
+inline __m512i dword_bcast512(__m512i v) {
+#ifdef SIMDE_VERSION
+    return _mm512_shuffle_epi8(v, _mm512_set1_epi32(0x03020100 + 0x04040404 * K));
+#else
+    return _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)(0x55 * K));
+#endif
+}
+
 // Q6_K re-encoded groups (four_row_layout), shared by the AVX2 and AVX-512 kernels.
 constexpr size_t kQ6Group = 4 * sizeof(BlockQ6_K);
 // 32-group g's four steps (unsigned values 0..63): three loads and eleven logic
