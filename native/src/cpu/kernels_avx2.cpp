@@ -1412,58 +1412,68 @@ inline void q4_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
     }
 }
 
-// An activation super-block as decoding reads it, made once per call: each 32-group's
-// bytes with dword k broadcast in each 128-bit half (step k), the 32-group sums as the
-// min shuffles pair them ([A0 A1] x 4 | [A4 A5] x 4, then groups 2, 3 | 6, 7), its scale.
+// What decoding reads of an activation super-block besides its values, made once per
+// call: the 32-group sums as the min shuffles pair them ([A0 A1] x 4 | [A4 A5] x 4, then
+// groups 2, 3 | 6, 7), its scale. Each 32-group's bytes with dword k broadcast in each
+// 128-bit half (step k) are made in the kernel, four vpshufd per group shared by the
+// streams: stored once per call they were four times the activations and, on rows of
+// 4096 values or more, fell out of L1 between one group of streams and the next.
 struct Q4KPre {
-    int8_t st[8][4][32];
     int16_t amin[2][16];
     float da[8];
 };
 inline void q4_k_prepare(int64_t nbk, const BlockQ8_K* y, Q4KPre* pre) {
     for (int64_t i = 0; i < nbk; ++i) {
-        Q4KPre& p = pre[i];
-        for (int g = 0; g < 8; ++g) {
-            const __m256i av = loadu256(y[i].qs + 32 * g);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][0]), _mm256_shuffle_epi32(av, 0x00));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][1]), _mm256_shuffle_epi32(av, 0x55));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][2]), _mm256_shuffle_epi32(av, 0xaa));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][3]), _mm256_shuffle_epi32(av, 0xff));
-        }
-        q4_k_min_pairs(y[i], p.amin);
-        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
+        q4_k_min_pairs(y[i], pre[i].amin);
+        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
     }
+}
+// Step k's activations of 32-group g: dword k broadcast in each 128-bit half
+inline void q_k_steps_acts(const BlockQ8_K& y, int g, __m256i st[4]) {
+    const __m256i av = loadu256(y.qs + 32 * g);
+    st[0] = _mm256_shuffle_epi32(av, 0x00);
+    st[1] = _mm256_shuffle_epi32(av, 0x55);
+    st[2] = _mm256_shuffle_epi32(av, 0xaa);
+    st[3] = _mm256_shuffle_epi32(av, 0xff);
 }
 
 // One group (four rows) x one column: decode4_k_x4's int32 lanes and float operations.
 // A group's four steps add up in int16 (8 elements of at most 31 * 128), then one madd
 // by the group's scale vector gives each row's scaled 16-element sums in its lanes.
 template <class B, int S>
-inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const Q4KPre* pre, float* const* s) {
+inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre* pre,
+                           float* const* s) {
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q4KPre& p = pre[i];
+        const uint8_t* gb[S];
+        __m256i scb[S], mb[S], isum[S];
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * kQ45Group<B>;
-            prefetch_ahead(gb, gb + kQ45Group<B>);
-            __m256i scb, mb;
-            q4_k_group_scales(gb, &scb, &mb);
-            __m256i isum = _mm256_setzero_si256();
+            gb[j] = w[j] + (size_t)i * kQ45Group<B>;
+            prefetch_ahead(gb[j], gb[j] + kQ45Group<B>);
+            q4_k_group_scales(gb[j], &scb[j], &mb[j]);
+            isum[j] = _mm256_setzero_si256();
+        }
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; ++g) {
+        for (int g = 0; g < 8; ++g) {
+            __m256i st[4];
+            q_k_steps_acts(y[i], g, st);
+            for (int j = 0; j < S; ++j) {
                 __m256i St[4];
-                q4_k_group_steps<B>(gb, g, St);
-                __m256i t = _mm256_maddubs_epi16(St[0], loadu256(p.st[g][0]));
-                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], loadu256(p.st[g][1])));
-                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], loadu256(p.st[g][2])));
-                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], loadu256(p.st[g][3])));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q4_k_scale_vector(scb, g)));
+                q4_k_group_steps<B>(gb[j], g, St);
+                __m256i t = _mm256_maddubs_epi16(St[0], st[0]);
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], st[1]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], st[2]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], st[3]));
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(t, q4_k_scale_vector(scb[j], g)));
             }
-            const __m256i im = q4_k_min_sum(mb, p.amin);
-            const __m256 da = _mm256_loadu_ps(p.da);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb + 8), da), acc[j]);
+        }
+        const __m256 da = _mm256_loadu_ps(p.da);
+        for (int j = 0; j < S; ++j) {
+            const __m256i im = q4_k_min_sum(mb[j], p.amin);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
         }
     }
     for (int j = 0; j < S; ++j)
@@ -1491,8 +1501,8 @@ inline void pack4_q4_k_x4(const uint8_t* gb, KPanel4& o) {
 
 // ---- Q6_K in its re-encoded four-row groups (kernels.h; kQ6Group and its helpers in
 // kpanel_x86.h) ----
-// The activations as q4_k_prepare lays them out (step k: dword k broadcast in each
-// 128-bit half), and per 32-group 32 x the sums of the eight activations each int16 word
+// The activations' steps as q4_k_group_col makes them (q_k_steps_acts), and, made once
+// per call, per 32-group 32 x the sums of the eight activations each int16 word
 // of a step's maddubs covers: subtracting them takes the -32 off inside the group. The
 // four steps' pair sums (each <= 2 * 63 * 127) wrap around in int16, but the true sum
 // over the eight products, |(u - 32) a| <= 32 * 127 each, fits, so the wrapped
@@ -1501,7 +1511,6 @@ inline void pack4_q4_k_x4(const uint8_t* gb, KPanel4& o) {
 // integer equals decode4_k_x4's (k_sums takes the -32 off through the activation sums
 // per block), and the float operations are its: the same bits.
 struct Q6KPre {
-    int8_t st[8][4][32];
     int16_t off[8][16];
     float da[8];
 };
@@ -1510,37 +1519,44 @@ inline void q6_k_prepare(int64_t nbk, const BlockQ8_K* y, Q6KPre* pre) {
         Q6KPre& p = pre[i];
         for (int g = 0; g < 8; ++g) {
             __m256i st[4];
-            const __m256i off = q6_k_group_acts(y[i].qs + 32 * g, st);
-            for (int k = 0; k < 4; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.st[g][k]), st[k]);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g]), off);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g]), q6_k_group_acts(y[i].qs + 32 * g, st));
         }
         _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
     }
 }
 template <int S>
-inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const Q6KPre* pre, float* const* s) {
+inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q6KPre* pre,
+                           float* const* s) {
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const Q6KPre& p = pre[i];
+        const uint8_t* gb[S];
+        __m256i isum[S];
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            const uint8_t* gb = w[j] + (size_t)i * kQ6Group;
-            prefetch_ahead(gb, gb + kQ6Group);
-            __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-            for (int g = 0; g < 8; ++g) {
-                __m256i St[4];
-                q6_k_group_steps(gb, g, St);
-                __m256i t = _mm256_maddubs_epi16(St[0], loadu256(p.st[g][0]));
-                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], loadu256(p.st[g][1])));
-                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], loadu256(p.st[g][2])));
-                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], loadu256(p.st[g][3])));
-                t = _mm256_sub_epi16(t, loadu256(p.off[g]));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(t, q6_k_scale_vector(gb, g)));
-            }
-            const __m256 da = _mm256_loadu_ps(p.da);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(f16x4_twice(gb), da), acc[j]);
+            gb[j] = w[j] + (size_t)i * kQ6Group;
+            prefetch_ahead(gb[j], gb[j] + kQ6Group);
+            isum[j] = _mm256_setzero_si256();
         }
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; ++g) {
+            __m256i st[4];
+            q_k_steps_acts(y[i], g, st);
+            const __m256i off = loadu256(p.off[g]);
+            for (int j = 0; j < S; ++j) {
+                __m256i St[4];
+                q6_k_group_steps(gb[j], g, St);
+                __m256i t = _mm256_maddubs_epi16(St[0], st[0]);
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], st[1]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], st[2]));
+                t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], st[3]));
+                t = _mm256_sub_epi16(t, off);
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(t, q6_k_scale_vector(gb[j], g)));
+            }
+        }
+        const __m256 da = _mm256_loadu_ps(p.da);
+        for (int j = 0; j < S; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
     }
     for (int j = 0; j < S; ++j)
         _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
@@ -1592,7 +1608,7 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
             decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
                           [&](auto streams, auto x, float* const* o) {
-                q4_k_group_col<B, decltype(streams)::value>(nbk, x, pre, o);
+                q4_k_group_col<B, decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(A), pre, o);
             });
         } else if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
             struct Site;
@@ -1600,7 +1616,7 @@ void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void
             q6_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(A), pre);
             decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s,
                           [&](auto streams, auto x, float* const* o) {
-                q6_k_group_col<decltype(streams)::value>(nbk, x, pre, o);
+                q6_k_group_col<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(A), pre, o);
             });
         } else if constexpr (X4) {
             const auto* y = reinterpret_cast<const BlockQ8_K*>(A);
