@@ -1156,23 +1156,21 @@ struct AmxLegacy {
 // int32 lanes [r0 r1 r2 r3 | r0 r1 r2 r3] (the rows' 16-element sums of u a, u = w + 8,
 // less 8 x the activation half's sum), but each step k is one vpdpbusd of the unsigned
 // nibbles against the activations' dword k broadcast in each 128-bit lane, where AVX2
-// spends a shuffle, a maddubs and an add per step and a madd per block. The broadcasts
-// and the offset terms are made once per call for all the groups; the float operations
-// are q4_0_group_col's in its order, so the same bits. 256-bit on purpose: a 512-bit
-// operation anywhere in the loop closes the third vector port, and this loop is bound by
-// its vector operations (about 15 per 72-byte group block, where AVX2 takes 24).
+// spends a shuffle, a maddubs and an add per step and a madd per block. The offset terms
+// are made once per call for all the groups, the broadcasts in the kernel (one vpshufd
+// per step, shared by the streams: stored, six times the activations with the offsets,
+// they fell out of L1 between groups of streams on rows of 4096 values or more, as the
+// K-quants' did); the float operations are q4_0_group_col's in its order, so the same
+// bits. 256-bit on purpose: a 512-bit operation anywhere in the loop closes the third
+// vector port, and this loop is bound by its vector operations (about 15 per 72-byte
+// group block, where AVX2 takes 24).
 struct alignas(32) Q40Vnni {
-    uint8_t st[4][32];  // the block's dword k broadcast in each 128-bit lane
-    int32_t noff[8];    // -8 x the sum of the lane's half of the block
+    int32_t noff[8];  // -8 x the sum of the lane's half of the block
     float da[8];
 };
 void q4_0_prepare_vnni(int64_t nb, const BlockQ8_0* y, Q40Vnni* pre) {
     for (int64_t i = 0; i < nb; ++i) {
         const __m256i av = loadu256(y[i].qs);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[0]), _mm256_shuffle_epi32(av, 0x00));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[1]), _mm256_shuffle_epi32(av, 0x55));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[2]), _mm256_shuffle_epi32(av, 0xaa));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].st[3]), _mm256_shuffle_epi32(av, 0xff));
         __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), av);
         q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0x4e));
         q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0xb1));
@@ -1182,23 +1180,26 @@ void q4_0_prepare_vnni(int64_t nb, const BlockQ8_0* y, Q40Vnni* pre) {
     }
 }
 template <int S>
-inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const Q40Vnni* pre, float* const* s) {
+inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const BlockQ8_0* y, const Q40Vnni* pre,
+                                float* const* s) {
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
         const Q40Vnni& p = pre[i];
+        const __m256i av = loadu256(y[i].qs);
+        const __m256i st0 = _mm256_shuffle_epi32(av, 0x00), st1 = _mm256_shuffle_epi32(av, 0x55);
+        const __m256i st2 = _mm256_shuffle_epi32(av, 0xaa), st3 = _mm256_shuffle_epi32(av, 0xff);
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
             const uint8_t* gb = w[j] + (size_t)i * kQ40Group;
             prefetch_ahead(gb, gb + kQ40Group);
             __m256i St[4];
             q4_0_group_steps(gb, St);
             // two chains of two (int32 sums: any order gives the same integers)
-            const __m256i* const st = reinterpret_cast<const __m256i*>(p.st[0]);
             __m256i h0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.noff));
-            __m256i h1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), St[1], _mm256_load_si256(st + 1));
-            h0 = _mm256_dpbusd_epi32(h0, St[0], _mm256_load_si256(st + 0));
-            h1 = _mm256_dpbusd_epi32(h1, St[3], _mm256_load_si256(st + 3));
-            h0 = _mm256_dpbusd_epi32(h0, St[2], _mm256_load_si256(st + 2));
+            __m256i h1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), St[1], st1);
+            h0 = _mm256_dpbusd_epi32(h0, St[0], st0);
+            h1 = _mm256_dpbusd_epi32(h1, St[3], st3);
+            h0 = _mm256_dpbusd_epi32(h0, St[2], st2);
             const __m256i h = _mm256_add_epi32(h0, h1);
             const __m256 wd = q4_0_group_scales(gb);
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_load_ps(p.da)), acc[j]);
@@ -1212,11 +1213,12 @@ void q4_0_groups_cols_vnni(int64_t nb, int groups, int nc, const uint8_t* W, siz
     struct Site;
     Q40Vnni* const pre = thread_scratch<Q40Vnni, Site>((size_t)nb);
     for (int c = 0; c < nc; ++c) {
-        q4_0_prepare_vnni(nb, reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as), pre);
+        const BlockQ8_0* const y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
+        q4_0_prepare_vnni(nb, y, pre);
         float* const out = s + (size_t)c * lds;
         const auto group = [&](int g) { return W + (size_t)(4 * g) * ws; };
         decode_groups<3>(groups, group, out, [&](auto streams, auto x, float* const* o) {
-            q4_0_group_col_vnni<decltype(streams)::value>(nb, x, pre, o);
+            q4_0_group_col_vnni<decltype(streams)::value>(nb, x, y, pre, o);
         });
     }
 }
