@@ -143,8 +143,14 @@ std::atomic<int> g_amd_tuning{-1};  // -1: as the CPU
 }  // namespace
 
 bool amd_tuning() {
-    const int v = g_amd_tuning.load(std::memory_order_relaxed);
-    return v < 0 ? cpu_is_amd() : v == 1;
+    int v = g_amd_tuning.load(std::memory_order_relaxed);
+    if (v < 0) {  // first use: EMBER_AMD_TUNING=0 / 1 (for measuring one choice against the other), else the CPU's
+        const char* env = std::getenv("EMBER_AMD_TUNING");
+        v = env && (*env == '0' || *env == '1') ? *env - '0' : cpu_is_amd() ? 1 : 0;
+        int expected = -1;
+        if (!g_amd_tuning.compare_exchange_strong(expected, v, std::memory_order_relaxed)) v = expected;
+    }
+    return v == 1;
 }
 
 void set_amd_tuning(bool on) { g_amd_tuning.store(on ? 1 : 0, std::memory_order_relaxed); }

@@ -40,7 +40,8 @@ void set_amx_enabled(bool on);
 // there (Zen 4 runs 512-bit operations as two halves, and its multiplier is not scarce).
 bool cpu_is_amd();
 // The kernel choices that follow it (bit-identical either way): cpu_is_amd() unless set
-// with set_amd_tuning (test_kernels runs the AVX-512 tiles both ways).
+// by EMBER_AMD_TUNING=0 / 1 or with set_amd_tuning (test_kernels runs the AVX-512 tiles
+// both ways).
 bool amd_tuning();
 void set_amd_tuning(bool on);
 
