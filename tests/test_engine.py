@@ -107,6 +107,31 @@ def test_last_token_only_prefill_gives_the_same_bits(starter_model_path):
     assert np.array_equal(m.logits(), every[2])
 
 
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_prefill_gives_each_token_the_bits_of_its_decode(starter_model_path, isa):
+    # Batch invariance at every level the CPU has (test_isa_avx512 checks the AVX-512
+    # level on Gemma): prefill's tiles and attention compute each token's sums in the
+    # order decoding does, so every row of a batched pass must equal that token decoded
+    # alone. 75 tokens in batches of 64: attention's key blocks of 32 and their tails,
+    # and a second batch whose keys start in the first.
+    from ember.engine import supported_isas
+    if isa not in supported_isas():
+        pytest.skip(f"this CPU has no {isa} level: its prefill attention was NOT exercised here")
+    m = Model(starter_model_path, n_ctx=128, n_threads=2, n_batch=64, isa=isa)
+    try:
+        ids = m.tokenize("The tide came in over the flats and the birds rose, calling, from the "
+                         "mud. " * 6)[:75]
+        assert len(ids) == 75
+        batched = m.eval_logits(ids)
+        alone = []
+        for pos, tok in enumerate(ids):
+            m.decode([tok], pos)
+            alone.append(m.logits())
+    finally:
+        m.close()
+    assert np.array_equal(batched.view(np.uint32), np.stack(alone).view(np.uint32))
+
+
 @pytest.mark.parametrize("variant", ["starter", "Q4_0"])
 def test_decoding_while_the_weights_are_copied_gives_the_bits_of_either_layout(
         variant, starter_model_path, model_variants, monkeypatch):
