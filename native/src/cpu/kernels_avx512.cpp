@@ -1319,7 +1319,8 @@ inline __m512 load_h8x2(const uint16_t* a, const uint16_t* b, __mmask8 ma, __mma
 // The eight keys' sums, each folded as AVX2's fold4 folds one accumulator:
 // ((x0 + x1) + (x2 + x3)) + ((x4 + x5) + (x6 + x7)), in key order. p[m] holds keys 2m
 // (lanes 0-7) and 2m + 1 (lanes 8-15).
-inline __m256 fold8(const __m512 p[4]) {
+__attribute__((always_inline)) inline __m256 fold8(__m512 p0, __m512 p1, __m512 p2, __m512 p3) {
+    const __m512 p[4] = {p0, p1, p2, p3};
     constexpr int kEven = _MM_SHUFFLE(2, 0, 2, 0), kOdd = _MM_SHUFFLE(3, 1, 3, 1);
     // per 128-bit lane: [a0 + a1, a2 + a3, b0 + b1, b2 + b3], as hadd
     const __m512 s01 = _mm512_add_ps(_mm512_shuffle_ps(p[0], p[1], kEven), _mm512_shuffle_ps(p[0], p[1], kOdd));
@@ -1340,19 +1341,27 @@ inline void scores8(const float* q, size_t qs, const uint16_t* k, size_t stride,
         kp[t] = k + (size_t)(t < n ? t : 0) * stride;
         m[t] = t < n ? 0xFF : 0;
     }
+    // (every loop unrolled in full and fold8's four by value: GCC otherwise kept the
+    // accumulators on the stack across the loop's end, 32 stores and loads per eight keys)
     __m512 a[G][4];
+#pragma GCC unroll 4
     for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
         for (int u = 0; u < 4; ++u) a[g][u] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += 8) {
         __m512 kv[4];
+#pragma GCC unroll 4
         for (int u = 0; u < 4; ++u) kv[u] = load_h8x2<MASKED>(kp[2 * u] + i, kp[2 * u + 1] + i, m[2 * u], m[2 * u + 1]);
+#pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
             const __m512 qv = _mm512_broadcast_f32x8(_mm256_loadu_ps(q + g * qs + i));
+#pragma GCC unroll 4
             for (int u = 0; u < 4; ++u) a[g][u] = _mm512_fmadd_ps(qv, kv[u], a[g][u]);
         }
     }
+#pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-        const __m256 s = _mm256_mul_ps(fold8(a[g]), scale);
+        const __m256 s = _mm256_mul_ps(fold8(a[g][0], a[g][1], a[g][2], a[g][3]), scale);
         if (MASKED) _mm256_mask_storeu_ps(out + g * ldo, (__mmask8)((1u << n) - 1), s);
         else _mm256_storeu_ps(out + g * ldo, s);
     }
@@ -1387,19 +1396,28 @@ void attn_scores_avx512(const float* q, size_t qs, int G, const uint16_t* k, siz
 template <int G, int V>
 void accumulate_group512(float* acc, size_t as, const uint16_t* v, size_t stride, const float* w, size_t ldw,
                          int64_t nk, int64_t i) {
+    // (every loop unrolled in full: GCC otherwise kept the accumulators on the stack
+    // around the loop over keys, as in scores8)
     __m512 a[G][V];
+#pragma GCC unroll 4
     for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
         for (int t = 0; t < V; ++t) a[g][t] = _mm512_loadu_ps(acc + g * as + i + 16 * t);
     for (int64_t j = 0; j < nk; ++j) {
         __m512 vv[V];
+#pragma GCC unroll 4
         for (int t = 0; t < V; ++t)
             vv[t] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + j * stride + i + 16 * t)));
+#pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
             const __m512 wj = _mm512_set1_ps(w[g * ldw + j]);
+#pragma GCC unroll 4
             for (int t = 0; t < V; ++t) a[g][t] = _mm512_fmadd_ps(wj, vv[t], a[g][t]);
         }
     }
+#pragma GCC unroll 4
     for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
         for (int t = 0; t < V; ++t) _mm512_storeu_ps(acc + g * as + i + 16 * t, a[g][t]);
 }
 
