@@ -133,8 +133,8 @@ int check(DType t, int64_t K, int64_t M, int mode, uint8_t fill, int8_t scale, f
             q6_k_decode512<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data(), o);
         });
     } else {
-        std::vector<Q5KPre512> pre((size_t)nbk);
-        q5_k_prepare512(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
+        std::vector<KMinPre512> pre((size_t)nbk);
+        k_min_prepare512(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
         decode_groups<3>((int)(M / 4), group, got.data(), [&](auto streams, auto x, float* const* o) {
             q5_k_decode512<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data(), o);
         });

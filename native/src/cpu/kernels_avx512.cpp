@@ -391,25 +391,9 @@ constexpr Q4KScalePick kQ4KScalePick{};
 // operations, so the same bits.
 //
 // The step broadcasts are made in the kernel from the Q8_K block (two vpermd per group,
-// shared by the streams), not stored once per call: stored, they were four times the
-// activations (1120 bytes a super-block), and for rows of 4096 values or more they no
-// longer stayed in L1 between one group of streams and the next; their misses then took
-// the fill buffers the weights' stream needs (bench_decode_stream 2048 x 8192, two
-// threads, Zen 4: 58% of the probe at the 68 GB/s level, 72-87% at 37, where 8192 x 2048
-// reached 90-98%).
-struct Q4KPre512 {
-    int16_t amin[2][16];  // as Q4KPre (the min shuffles' pairing)
-    float da[8];
-};
-inline void q4_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q4KPre512* pre) {
-    for (int64_t i = 0; i < nbk; ++i) {
-        q4_k_min_pairs(y[i], pre[i].amin);
-        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
-    }
-}
-
+// shared by the streams), not stored once per call (KMinPre512, kernels_q5k512.h).
 template <int S>
-void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre512* pre,
+void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const KMinPre512* pre,
                     float* const* s) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     // dword k of each 128-bit lane broadcast: k = 0 | 2 and 1 | 3 in the two 256-bit halves
@@ -418,19 +402,10 @@ void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-        const Q4KPre512& p = pre[i];
         const uint8_t* gb[S];
-        __m512i sc_lo[S], sc_hi[S], isum[S];
-        __m256i mb[S];  // bytes 4g + r: row r's min of 32-group g
-        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            gb[j] = w[j] + (size_t)i * 4 * sizeof(BlockQ4_K);
-            prefetch_ahead(gb[j], gb[j] + 4 * sizeof(BlockQ4_K));
-            __m256i scb;  // bytes 4g + r: row r's scale of 32-group g
-            q4_k_group_scales(gb[j], &scb, &mb[j]);
-            sc_lo[j] = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
-            sc_hi[j] = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
-            isum[j] = _mm512_setzero_si512();
-        }
+        __m512i sc_lo[S], sc_hi[S], isum[S];  // groups 0-3 | 4-7
+        __m256i mb[S];
+        k_block_begin512<S, 4 * sizeof(BlockQ4_K)>(w, i, gb, sc_lo, sc_hi, isum, mb);
 #pragma GCC unroll 8
         for (int g = 0; g < 8; ++g) {
             const __m512i av = _mm512_broadcast_i64x4(loadu256(y[i].qs + 32 * g));
@@ -444,16 +419,9 @@ void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
                 isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
             }
         }
-        const __m256 da = _mm256_loadu_ps(p.da);
-        for (int j = 0; j < S; ++j) {
-            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
-            const __m256i im = q4_k_min_sum(mb[j], p.amin);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
-        }
+        k_block_end512<S>(gb, isum, mb, pre[i], acc);
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    k_store_rows512<S>(acc, s);
 }
 
 // Not on Windows: the OS side is untested there (amx_supported() says no), and GCC's
@@ -757,8 +725,8 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         if constexpr (X4 && std::is_same<B, BlockQ5_K>::value) {
             const int64_t nbk = n / QK_K;
             struct Site;
-            Q5KPre512* const pre = thread_scratch<Q5KPre512, Site>((size_t)nbk);
-            q5_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            KMinPre512* const pre = thread_scratch<KMinPre512, Site>((size_t)nbk);
+            k_min_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
                 q5_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
@@ -768,8 +736,8 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         if constexpr (X4 && std::is_same<B, BlockQ4_K>::value) {
             const int64_t nbk = n / QK_K;
             struct Site;
-            Q4KPre512* const pre = thread_scratch<Q4KPre512, Site>((size_t)nbk);
-            q4_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            KMinPre512* const pre = thread_scratch<KMinPre512, Site>((size_t)nbk);
+            k_min_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
                 q4_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);

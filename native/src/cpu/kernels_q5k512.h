@@ -25,20 +25,62 @@
 namespace ember {
 namespace {
 
-// What this kernel reads of an activation super-block besides its values, once per call:
-// the min sums as q4_k_min_pairs pairs them, and d. The steps' broadcasts (for group
-// pair q and step k, the two groups' dword k in each 128-bit lane) are made in the kernel,
-// one vpshufd each, shared by the streams: stored, four times the activations, they fell
-// out of L1 between groups of streams on rows of 4096 values or more (see Q4KPre512).
-struct Q5KPre512 {
+// What the Q4_K and Q5_K decodes read of an activation super-block besides its values,
+// once per call: the min sums as q4_k_min_pairs pairs them, and d. The steps' broadcasts
+// are made in the kernels, shared by the streams (for Q5_K's group pair q and step k,
+// the two groups' dword k in each 128-bit lane, one vpshufd each): stored, four times the
+// activations, they fell out of L1 between groups of streams on rows of 4096 values or
+// more (bench_decode_stream 2048 x 8192, two threads, Zen 4: Q4_K 58% of the probe at
+// the 68 GB/s level, 72-87% at 37, where 8192 x 2048 reached 90-98%).
+struct KMinPre512 {
     int16_t amin[2][16];
     float da[8];
 };
-inline void q5_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q5KPre512* pre) {
+inline void k_min_prepare512(int64_t nbk, const BlockQ8_K* y, KMinPre512* pre) {
     for (int64_t i = 0; i < nbk; ++i) {
         q4_k_min_pairs(y[i], pre[i].amin);
         _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
     }
+}
+
+// The per-super-block frame the Q4_K and Q5_K decodes share (kBlock: the four rows'
+// bytes of one super-block in the four-row layout). Begin: each stream's block address,
+// its prefetch, its group scales (bytes 4g + r: row r's scale of 32-group g, groups 0-3
+// broadcast to sc_lo and 4-7 to sc_hi) and mins (mb), and a zeroed sum.
+template <int S, size_t kBlock>
+__attribute__((always_inline)) inline void k_block_begin512(const uint8_t* const* w, int64_t i,
+                                                            const uint8_t* (&gb)[S], __m512i (&sc_lo)[S],
+                                                            __m512i (&sc_hi)[S], __m512i (&isum)[S],
+                                                            __m256i (&mb)[S]) {
+    for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
+        gb[j] = w[j] + (size_t)i * kBlock;
+        prefetch_ahead(gb[j], gb[j] + kBlock);
+        __m256i scb;
+        q4_k_group_scales(gb[j], &scb, &mb[j]);
+        sc_lo[j] = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));
+        sc_hi[j] = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));
+        isum[j] = _mm512_setzero_si512();
+    }
+}
+// End: the sum's two 256-bit halves added into AVX2's [r0..r3 lo | r0..r3 hi] lanes, the
+// min term, and AVX2's float operations on them (so the same bits)
+template <int S>
+__attribute__((always_inline)) inline void k_block_end512(const uint8_t* const (&gb)[S], const __m512i (&isum)[S],
+                                                          const __m256i (&mb)[S], const KMinPre512& p,
+                                                          __m256 (&acc)[S]) {
+    const __m256 da = _mm256_loadu_ps(p.da);
+    for (int j = 0; j < S; ++j) {
+        const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
+        const __m256i im = q4_k_min_sum(mb[j], p.amin);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
+        acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
+    }
+}
+// the streams' four rows each: their lo and hi halves added
+template <int S>
+inline void k_store_rows512(const __m256 (&acc)[S], float* const* s) {
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
 }
 
 // The scale bytes 4g + r of groups 4h .. 4h + 3 (a 128-bit lane of q4_k_group_scales' scb,
@@ -57,7 +99,7 @@ struct Q5KScalePick512 {
 constexpr Q5KScalePick512 kQ5KScalePick512{};
 
 template <int S>
-void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q5KPre512* pre,
+void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const KMinPre512* pre,
                     float* const* s) {
     const __m512i m31 = _mm512_set1_epi8(31), m7 = _mm512_set1_epi8(7), m18 = _mm512_set1_epi8(0x18);
     // W's bits 4 h + 0..1 (step 2) and 4 h + 2..3 (step 3) of group 2q + h to bits 3-4 of
@@ -67,19 +109,10 @@ void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-        const Q5KPre512& p = pre[i];
         const uint8_t* gb[S];
-        __m512i sc_lo[S], sc_hi[S], isum[S];
-        __m256i mb[S];  // bytes 4g + r: row r's min of 32-group g
-        for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
-            gb[j] = w[j] + (size_t)i * 4 * sizeof(BlockQ5_K);
-            prefetch_ahead(gb[j], gb[j] + 4 * sizeof(BlockQ5_K));
-            __m256i scb;  // bytes 4g + r: row r's scale of 32-group g
-            q4_k_group_scales(gb[j], &scb, &mb[j]);
-            sc_lo[j] = _mm512_broadcast_i32x4(_mm256_castsi256_si128(scb));       // groups 0-3
-            sc_hi[j] = _mm512_broadcast_i32x4(_mm256_extracti128_si256(scb, 1));  // groups 4-7
-            isum[j] = _mm512_setzero_si512();
-        }
+        __m512i sc_lo[S], sc_hi[S], isum[S];  // groups 0-3 | 4-7
+        __m256i mb[S];
+        k_block_begin512<S, 4 * sizeof(BlockQ5_K)>(w, i, gb, sc_lo, sc_hi, isum, mb);
 #pragma GCC unroll 4
         for (int q = 0; q < 4; ++q) {
             const __m512i av = _mm512_loadu_si512(y[i].qs + 64 * q);  // groups 2q, 2q + 1
@@ -104,16 +137,9 @@ void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
                 isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
             }
         }
-        const __m256 da = _mm256_loadu_ps(p.da);
-        for (int j = 0; j < S; ++j) {
-            const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
-            const __m256i im = q4_k_min_sum(mb[j], p.amin);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
-        }
+        k_block_end512<S>(gb, isum, mb, pre[i], acc);
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    k_store_rows512<S>(acc, s);
 }
 
 }  // namespace

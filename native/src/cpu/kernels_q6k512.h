@@ -29,7 +29,7 @@ namespace {
 // the pairs' -32 terms and d. The steps' broadcasts (for group pair q and step k, the two
 // groups' dword k in each 128-bit lane) are made in the kernel, one vpshufd each, shared
 // by the streams: stored, four times the activations, they fell out of L1 between groups
-// of streams on rows of 4096 values or more (see Q4KPre512 in kernels_avx512.cpp).
+// of streams on rows of 4096 values or more (see KMinPre512 in kernels_q5k512.h).
 struct Q6KPre512 {
     int16_t off[4][32];
     float da[8];
