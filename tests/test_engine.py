@@ -15,7 +15,7 @@ import pytest
 from gguf import GGUFReader, GGUFValueType
 
 from ember import native
-from ember.engine import CancelledError, ContextFullError, EmberError, Model
+from ember.engine import CancelledError, ContextFullError, EmberError, Model, supported_isas
 
 IDS = [1, 504, 3575, 282, 4649, 314, 7042, 30, 378, 1458, 282, 253, 2268, 314]
 
@@ -114,7 +114,6 @@ def test_prefill_gives_each_token_the_bits_of_its_decode(starter_model_path, isa
     # order decoding does, so every row of a batched pass must equal that token decoded
     # alone. 75 tokens in batches of 64: attention's key blocks of 32 and their tails,
     # and a second batch whose keys start in the first.
-    from ember.engine import supported_isas
     if isa not in supported_isas():
         pytest.skip(f"this CPU has no {isa} level: its prefill attention was NOT exercised here")
     m = Model(starter_model_path, n_ctx=128, n_threads=2, n_batch=64, isa=isa)

@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "core/fp16.h"
+#include "core/thread_state.h"
 #include "cpu/kernels.h"
 
 namespace ember {
@@ -188,43 +189,31 @@ void op_rope(const Tensor* t, int ith, int nth) {
     // A token's angles are the same for all its heads: each thread works out the cos/sin
     // pairs once per token of its range (libm's cos and sin took 1.5% of a 3B prefill
     // when they were taken per head), with the same float operations as before.
-    constexpr int64_t kMaxPairs = 512;
-    float cs[kMaxPairs][2];
-    const bool cached = n_rot / 2 <= kMaxPairs;
+    struct Site;
+    float (*cs)[2] = thread_scratch<float[2], Site>((size_t)(n_rot / 2));
     int64_t cs_tok = -1;
-    const auto angle_cs = [&](int64_t i0, float theta, float& c, float& s) {
-        const float extrap = factors ? theta / factors[i0 / 2] : theta;
-        float angle = freq_scale * extrap;
-        if (ext_factor != 0.0f) {
-            const float mix = yarn_ramp(corr_lo, corr_hi, i0) * ext_factor;
-            angle = angle * (1.0f - mix) + extrap * mix;
-        }
-        c = std::cos(angle) * mscale;
-        s = std::sin(angle) * mscale;
-    };
     const Range r = split(n_tok * n_head, ith, nth);
     for (int64_t idx = r.begin; idx < r.end; ++idx) {
         const int64_t j = idx / n_head, h = idx % n_head;
         const float* xi = x->row<float>(h, j);
         float* yi = t->row<float>(h, j);
-        if (cached && cs_tok != j) {
+        if (cs_tok != j) {
             float theta = (float)pos[j];
             for (int64_t i0 = 0; i0 < n_rot; i0 += 2) {
-                angle_cs(i0, theta, cs[i0 / 2][0], cs[i0 / 2][1]);
+                const float extrap = factors ? theta / factors[i0 / 2] : theta;
+                float angle = freq_scale * extrap;
+                if (ext_factor != 0.0f) {
+                    const float mix = yarn_ramp(corr_lo, corr_hi, i0) * ext_factor;
+                    angle = angle * (1.0f - mix) + extrap * mix;
+                }
+                cs[i0 / 2][0] = std::cos(angle) * mscale;
+                cs[i0 / 2][1] = std::sin(angle) * mscale;
                 theta *= theta_scale;
             }
             cs_tok = j;
         }
-        float theta = (float)pos[j];
         for (int64_t i0 = 0; i0 < n_rot; i0 += 2) {
-            float c, s;
-            if (cached) {
-                c = cs[i0 / 2][0];
-                s = cs[i0 / 2][1];
-            } else {
-                angle_cs(i0, theta, c, s);
-                theta *= theta_scale;
-            }
+            const float c = cs[i0 / 2][0], s = cs[i0 / 2][1];
             const int64_t a = neox ? i0 / 2 : i0;
             const int64_t b = neox ? i0 / 2 + n_rot / 2 : i0 + 1;
             const float x0 = xi[a], x1 = xi[b];
