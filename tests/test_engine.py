@@ -235,6 +235,10 @@ RSS_SCRIPT = textwrap.dedent("""
     tok = 1
     m.decode([tok], 0)
     tok = int(m.logits().argmax())  # numpy is imported on first use: count it in `first`
+    # The first decode opens the context, which starts the background copy of the weights
+    # into the kernels' layout; while it runs it trades file pages for anonymous ones (not
+    # one for one: 2 MiB pages), so let it finish, and measure decoding alone.
+    m.layout_progress(wait=True)
     first = rss_kb()
     for pos in range(1, 501):
         m.decode([tok], pos)
