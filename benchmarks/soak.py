@@ -92,6 +92,7 @@ def soak_tokens(
     lib, n_vocab = ctx._lib, model.n_vocab
     history = model.tokenize("Once upon a time, in a land far away,", add_special=True)
     ctx.decode(history, 0)
+    model.layout_progress(wait=True)  # the background weight copy the first decode started
     pos, events = len(history), 0
     warmup = warmup if warmup is not None else max(n_ctx * 3, n_tokens // 10)
     warm, peak, t0 = None, 0, time.perf_counter()
