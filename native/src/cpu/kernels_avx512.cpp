@@ -165,7 +165,8 @@ inline void transpose16x16_epi32(__m512i r[16]) {
 struct alignas(64) Panel16 {  // sixteen rows, one super-block
     uint8_t q[16][4][64];     // [sub-block j][g][4 r + b]: row r's value 16 j + 4 g + b
     int32_t sc[16][16];       // [j][r]: row r's scale of sub-block j, as the tile multiplies it
-    int32_t mn[8][16];        // [k][r]: row r's mn words 2k and 2k + 1 as one pair
+    int32_t mn[8][16];        // [k][r]: row r's mn words 2k and 2k + 1 as one pair (kMins32: of
+                              // the 32-groups 2k and 2k + 1, k < 4)
     float d[16], dmin[16];
 };
 
@@ -183,6 +184,12 @@ constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B
                              std::is_same<B, BlockQ4_K>::value;
 template <class B>
 constexpr bool kCols16Split = std::is_same<B, BlockQ5_K>::value;
+// Q4_K's and Q5_K's mins are per 32 elements: their min terms take the 32-groups' sums of
+// the activations (cols_sums32, once per call) against pairs of groups' mins, four
+// vpdpwssd per super-block and column instead of eight over the sixteen-element sums
+// (m_g b_2g + m_g b_2g+1 = m_g (b_2g + b_2g+1): the same integers)
+template <class B>
+constexpr bool kMins32 = std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value;
 // bytes 2-3 of each dword <- bytes 0-1 of the same dword (the others are masked off)
 inline __m512i low_word_up() { return _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000); }
 
@@ -202,7 +209,11 @@ void make_panel16(const KPanel* const p[16], bool split, Panel16& out) {
             const int sc = p[k]->scv[j >> 1][8 * (j & 1)];
             out.sc[j][k] = kCols16Fits<B> ? (sc & 0xffff) : kCols16Split<B> && split ? (sc & 0xffff) * 0x10001 : sc;
         }
-        for (int m = 0; m < 8; ++m) std::memcpy(&out.mn[m][k], p[k]->mn + 2 * m, 4);
+        if constexpr (kMins32<B>)
+            for (int m = 0; m < 4; ++m)
+                out.mn[m][k] = (int32_t)(uint16_t)p[k]->mn[4 * m] | (int32_t)((uint32_t)(uint16_t)p[k]->mn[4 * m + 2] << 16);
+        else
+            for (int m = 0; m < 8; ++m) std::memcpy(&out.mn[m][k], p[k]->mn + 2 * m, 4);
         out.d[k] = p[k]->d;
         out.dmin[k] = p[k]->dmin;
     }
@@ -246,8 +257,21 @@ inline void cols_pairs(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t
         }
 }
 
+// kMins32's activation sums: each column's 32-groups' sums (b_2g + b_2g+1, |.| <= 4096), in
+// the first eight words of its row of out
+inline void cols_sums32(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t (*out)[16]) {
+    for (int c = 0; c < nc; ++c)
+        for (int64_t i = 0; i < nbk; ++i) {
+            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(A + c * as)[i];
+            const __m256i b = loadu256(y.bsums);  // pairs of words added: dwords, then packed back
+            const __m256i sums = _mm256_madd_epi16(b, _mm256_set1_epi16(1));
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out[c * nbk + i]), _mm256_cvtepi32_epi16(sums));
+        }
+}
+
 // Sixteen rows (p16: their nbk super-blocks) x C columns from A (pairs: their cols_pairs
-// for the offset types), written to s (column c's sixteen rows at s + c lds)
+// for the offset types, cols_sums32 for kMins32), written to s (column c's sixteen rows
+// at s + c lds)
 template <class B, int C, bool Split>
 void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const int16_t (*pairs)[16], float* s,
              size_t lds) {
@@ -285,11 +309,12 @@ void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const
         }
         __m512i mins[C][2];
         for (int c = 0; c < C; ++c) mins[c][0] = mins[c][1] = _mm512_setzero_si512();
-        for (int k = 0; k < 8; ++k) {
+        constexpr int kPairs = kMins32<B> ? 4 : 8;  // per super-block: half to mins[.][0], half to [1]
+        for (int k = 0; k < kPairs; ++k) {
             const __m512i m = _mm512_load_si512(p.mn[k]);
             for (int c = 0; c < C; ++c) {
-                const int16_t* pr = kPairsPermuted<B> ? pairs[c * nbk + i] : y[c]->bsums;
-                mins[c][k >> 2] = dpwssd_bcast(mins[c][k >> 2], m, pr + 2 * k);
+                const int16_t* pr = kPairsPermuted<B> || kMins32<B> ? pairs[c * nbk + i] : y[c]->bsums;
+                mins[c][2 * k / kPairs] = dpwssd_bcast(mins[c][2 * k / kPairs], m, pr + 2 * k);
             }
         }
         const __m512 d = _mm512_load_ps(p.d), dmin = _mm512_load_ps(p.dmin);
@@ -801,9 +826,10 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         }
     if (blocks16) {
         int16_t(*pairs)[16] = nullptr;
-        if constexpr (kPairsPermuted<B>) {
+        if constexpr (kPairsPermuted<B> || kMins32<B>) {
             pairs = thread_scratch<int16_t[16], PairsSite>((size_t)(nc - c) * nbk);
-            cols_pairs(nbk, nc - c, A + c * as, as, pairs);
+            if constexpr (kMins32<B>) cols_sums32(nbk, nc - c, A + c * as, as, pairs);
+            else cols_pairs(nbk, nc - c, A + c * as, as, pairs);
         }
         if (split)
             gemm_rows16<B, kCols16Split<B>>(p16, nbk, blocks16, A + c * as, as, 0, nc - c, pairs, s + c * lds, lds);
