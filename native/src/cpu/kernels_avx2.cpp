@@ -1079,8 +1079,12 @@ void vec_dot_k(int64_t n, float* s, const void* w, const void* a) {
     KAcc acc;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const KSums k = k_sums(x[i], y[i]);
-        acc.add(hsum_lo(k.isum), hsum_hi(k.isum), hsum_lo(k.imin), hsum_hi(k.imin), f16(x[i].d), f16(k_dmin(x[i])),
-                y[i].d);
+        if constexpr (kKWhole32<B>)  // lo + hi, 0 (kpanel_x86.h)
+            acc.add(hsum_lo(k.isum) + hsum_hi(k.isum), 0, hsum_lo(k.imin) + hsum_hi(k.imin), 0, f16(x[i].d),
+                    f16(k_dmin(x[i])), y[i].d);
+        else
+            acc.add(hsum_lo(k.isum), hsum_hi(k.isum), hsum_lo(k.imin), hsum_hi(k.imin), f16(x[i].d),
+                    f16(k_dmin(x[i])), y[i].d);
     }
     *s = acc.result();
 }
@@ -1128,6 +1132,11 @@ void decode_k(int64_t nbk, int nr, const uint8_t* W, size_t ws, const BlockQ8_K*
             __m256i ilo, ihi, mlo, mhi;
             fold8(q.isum, &ilo, &ihi);
             fold8(q.imin, &mlo, &mhi);
+            if constexpr (kKWhole32<B>) {  // lo + hi, 0 (kpanel_x86.h)
+                ilo = _mm256_add_epi32(ilo, ihi);
+                mlo = _mm256_add_epi32(mlo, mhi);
+                ihi = mhi = _mm256_setzero_si256();
+            }
             const __m256 da = _mm256_set1_ps(y[i].d);
             const __m256 dda = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(q.d))), da);
             const __m256 dmda =
@@ -1352,11 +1361,13 @@ void ktile4x(const KPanel4* panel, int64_t nbk, const uint8_t* a, size_t as, flo
                 is = _mm256_sub_epi32(is, hadd4(_mm256_madd_epi16(x0, bs), _mm256_madd_epi16(x1, bs),
                                                 _mm256_madd_epi16(x2, bs), _mm256_madd_epi16(x3, bs)));
             }
+            if constexpr (kKWhole32<B>) is = whole32(is);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, da), acc[c]);
             if constexpr (kMins) {
                 const __m256i bs = loadu256(y[c]->bsums);
-                const __m256i mins = hadd4(_mm256_madd_epi16(x0, bs), _mm256_madd_epi16(x1, bs),
-                                           _mm256_madd_epi16(x2, bs), _mm256_madd_epi16(x3, bs));
+                __m256i mins = hadd4(_mm256_madd_epi16(x0, bs), _mm256_madd_epi16(x1, bs),
+                                     _mm256_madd_epi16(x2, bs), _mm256_madd_epi16(x3, bs));
+                if constexpr (kKWhole32<B>) mins = whole32(mins);
                 acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
             }
             // without mins, decode_k subtracts 0 * 0 here: skipping it gives the same bits
@@ -1470,9 +1481,9 @@ inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
             }
         }
         const __m256 da = _mm256_loadu_ps(p.da);
-        for (int j = 0; j < S; ++j) {
-            const __m256i im = q4_k_min_sum(mb[j], p.amin);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
+        for (int j = 0; j < S; ++j) {  // lo + hi, 0 (kpanel_x86.h)
+            const __m256i im = whole32(q4_k_min_sum(mb[j], p.amin));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(whole32(isum[j])), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
             acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
         }
     }
@@ -1577,13 +1588,14 @@ void decode4_k_x4(int64_t nbk, const B* const* x, const BlockQ8_K* y, float* con
             const B* b = x[j] + 4 * i;
             prefetch_ahead(reinterpret_cast<const uint8_t*>(b), reinterpret_cast<const uint8_t*>(b + 4));
             const KSums k0 = k_sums(b[0], y[i]), k1 = k_sums(b[1], y[i]), k2 = k_sums(b[2], y[i]), k3 = k_sums(b[3], y[i]);
-            const __m256i is = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.isum, k1.isum), _mm256_hadd_epi32(k2.isum, k3.isum));
+            __m256i is = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.isum, k1.isum), _mm256_hadd_epi32(k2.isum, k3.isum));
+            if constexpr (kKWhole32<B>) is = whole32(is);
             const __m256 da = _mm256_set1_ps(y[i].d);
             const __m128i dh = pack_u16x4(b[0].d, b[1].d, b[2].d, b[3].d);
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)), da), acc[j]);
             if constexpr (kKMins<B>) {
-                const __m256i im =
-                    _mm256_hadd_epi32(_mm256_hadd_epi32(k0.imin, k1.imin), _mm256_hadd_epi32(k2.imin, k3.imin));
+                __m256i im = _mm256_hadd_epi32(_mm256_hadd_epi32(k0.imin, k1.imin), _mm256_hadd_epi32(k2.imin, k3.imin));
+                if constexpr (kKWhole32<B>) im = whole32(im);
                 const __m128i mh = pack_u16x4(k_dmin(b[0]), k_dmin(b[1]), k_dmin(b[2]), k_dmin(b[3]));
                 acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(_mm256_cvtph_ps(_mm_unpacklo_epi64(mh, mh)), da), acc[j]);
             }

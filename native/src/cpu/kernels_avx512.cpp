@@ -110,8 +110,11 @@ void ktile512(const KPanel* panel, int64_t nbk, const uint8_t* a, size_t as, flo
                 hadd4(_mm256_madd_epi16(loadu256(P[0]->mn), bs), _mm256_madd_epi16(loadu256(P[1]->mn), bs),
                       _mm256_madd_epi16(loadu256(P[2]->mn), bs), _mm256_madd_epi16(loadu256(P[3]->mn), bs));
             if constexpr (kOffset) is = _mm256_sub_epi32(is, mins);  // the offsets' term
+            if constexpr (kKWhole32<B>) is = whole32(is);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d, da), acc[c]);
-            if constexpr (!kOffset) acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dm, da), acc[c]);
+            if constexpr (!kOffset)
+                acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(kKWhole32<B> ? whole32(mins) : mins), _mm256_mul_ps(dm, da),
+                                          acc[c]);
         }
     }
     for (int c = 0; c < C; ++c)
@@ -152,12 +155,13 @@ inline void transpose16x16_epi32(__m512i r[16]) {
 // values of each of 16 rows, and one vpdpbusd against a column's four activations,
 // broadcast by the instruction from the Q8_K block itself ({1to16}), adds 64 products
 // into their rows' lanes. A 16-element sub-block takes four of them, then its scale (a
-// vector: each row's own) multiplies the sums (kCols16Fits below). Four columns share
-// each panel load. The integers are ktile512's: per row and column, the scaled sums over
-// the first and over the second halves of the 32-groups ("lo", "hi"), the min terms over
-// sub-blocks 0-7 and 8-15 (min types), or the offsets' terms over the even and the odd
-// sub-blocks (Q3_K, Q6_K); and the float operations are its own, lane by lane, so the
-// bits are the same (and decode's).
+// vector: each row's own) multiplies the sums (kCols16Fits below; Q4_K and Q5_K: a whole
+// 32-group's eight, kKWhole32). Four columns share each panel load. The integers are
+// ktile512's: per row and column, the scaled sums over the first and over the second
+// halves of the 32-groups ("lo", "hi"; Q4_K and Q5_K: lo + hi and zero), the min terms
+// over sub-blocks 0-7 and 8-15 (min types), or the offsets' terms over the even and the
+// odd sub-blocks (Q3_K, Q6_K); and the float operations are its own, lane by lane, so
+// the bits are the same (and decode's).
 //
 // (The previous form put sixteen columns in the lanes and broadcast the weights: on
 // Zen 4 a separate vpbroadcastd per vpdpbusd, and the columns transposed again for every
@@ -165,39 +169,27 @@ inline void transpose16x16_epi32(__m512i r[16]) {
 struct alignas(64) Panel16 {  // sixteen rows, one super-block
     uint8_t q[16][4][64];     // [sub-block j][g][4 r + b]: row r's value 16 j + 4 g + b
     int32_t sc[16][16];       // [j][r]: row r's scale of sub-block j, as the tile multiplies it
-    int32_t mn[8][16];        // [k][r]: row r's mn words 2k and 2k + 1 as one pair (kMins32: of
-                              // the 32-groups 2k and 2k + 1, k < 4)
+    int32_t mn[8][16];        // [k][r]: row r's mn words 2k and 2k + 1 as one pair (kKWhole32:
+                              // of the 32-groups 2k and 2k + 1, k < 4)
     float d[16], dmin[16];
 };
 
-// How a sub-block's sum meets its scale. vpmulld is two multiply-port uops on Intel; a
-// vpdpwssd is one, where the sum fits in int16 (|a| <= 128): a sixteen-element sum of
-// Q2_K, Q3_K (u <= 7) and Q4_K (q <= 15: 16 x 15 x 128 = 30720) does, and Q5_K's
-// (q <= 31) does for eight elements (31744), so its two eight-element sums go in as the
-// two words of a dword (one byte shuffle) against the scale twice. Q6_K's (u <= 63) fits
-// only for four: vpmulld. The same integers either way. On Zen 4 (AMD) the multiply is no
-// scarcer than the shuffle: Q5_K's split took 225 GOP/s there against 250 with vpmulld
-// (sixteen columns in the lanes, bench_kernels, 1024 x 2048 x 512, one thread), so AMD
-// CPUs take vpmulld (amd_tuning()).
+// How a sub-block's sum meets its scale: a vpdpwssd against (scale, 0) where the sum fits
+// in int16 (|a| <= 128): Q2_K's and Q3_K's sixteen-element sums (u <= 7) do; Q6_K's (u <=
+// 63) do not: vpmulld. Q4_K and Q5_K scale each 32-group's whole sum (kKWhole32,
+// kpanel_x86.h; |.| <= 32 x 31 x 128: vpmulld), once where their sixteen-element halves
+// took a multiply each. (On Zen 4 every 512-bit multiply-pipe instruction costs about the
+// same: vpdpbusd, vpdpwssd, vpmulld; docs/DESIGN.md counts the tile.) Their min terms take
+// the 32-groups' activation sums (cols_sums32, once per call) against pairs of groups'
+// mins: four vpdpwssd per super-block and column instead of eight over the
+// sixteen-element sums (m_g b_2g + m_g b_2g+1 = m_g (b_2g + b_2g+1): the same integers).
 template <class B>
-constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ3_K>::value ||
-                             std::is_same<B, BlockQ4_K>::value;
-template <class B>
-constexpr bool kCols16Split = std::is_same<B, BlockQ5_K>::value;
-// Q4_K's and Q5_K's mins are per 32 elements: their min terms take the 32-groups' sums of
-// the activations (cols_sums32, once per call) against pairs of groups' mins, four
-// vpdpwssd per super-block and column instead of eight over the sixteen-element sums
-// (m_g b_2g + m_g b_2g+1 = m_g (b_2g + b_2g+1): the same integers)
-template <class B>
-constexpr bool kMins32 = std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value;
-// bytes 2-3 of each dword <- bytes 0-1 of the same dword (the others are masked off)
-inline __m512i low_word_up() { return _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000); }
+constexpr bool kCols16Fits = std::is_same<B, BlockQ2_K>::value || std::is_same<B, BlockQ3_K>::value;
 
 // Sixteen unpacked rows' panels of one super-block (after offset_panel for the offset
-// types) as a Panel16, the scales in the form the tile's scale step takes (Split: the
-// eight-element pair)
+// types) as a Panel16, the scales in the form the tile's scale step takes
 template <class B>
-void make_panel16(const KPanel* const p[16], bool split, Panel16& out) {
+void make_panel16(const KPanel* const p[16], Panel16& out) {
     for (int part = 0; part < 4; ++part) {  // values 64 part..: dword e is (j, g) = (4 part + e / 4, e % 4)
         __m512i r[16];
         for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_si512(p[k]->q + 64 * part);
@@ -207,9 +199,9 @@ void make_panel16(const KPanel* const p[16], bool split, Panel16& out) {
     for (int k = 0; k < 16; ++k) {
         for (int j = 0; j < 16; ++j) {
             const int sc = p[k]->scv[j >> 1][8 * (j & 1)];
-            out.sc[j][k] = kCols16Fits<B> ? (sc & 0xffff) : kCols16Split<B> && split ? (sc & 0xffff) * 0x10001 : sc;
+            out.sc[j][k] = kCols16Fits<B> ? (sc & 0xffff) : sc;
         }
-        if constexpr (kMins32<B>)
+        if constexpr (kKWhole32<B>)
             for (int m = 0; m < 4; ++m)
                 out.mn[m][k] = (int32_t)(uint16_t)p[k]->mn[4 * m] | (int32_t)((uint32_t)(uint16_t)p[k]->mn[4 * m + 2] << 16);
         else
@@ -257,7 +249,7 @@ inline void cols_pairs(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t
         }
 }
 
-// kMins32's activation sums: each column's 32-groups' sums (b_2g + b_2g+1, |.| <= 4096), in
+// kKWhole32's activation sums: each column's 32-groups' sums (b_2g + b_2g+1, |.| <= 4096), in
 // the first eight words of its row of out
 inline void cols_sums32(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t (*out)[16]) {
     for (int c = 0; c < nc; ++c)
@@ -270,9 +262,9 @@ inline void cols_sums32(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_
 }
 
 // Sixteen rows (p16: their nbk super-blocks) x C columns from A (pairs: their cols_pairs
-// for the offset types, cols_sums32 for kMins32), written to s (column c's sixteen rows
+// for the offset types, cols_sums32 for kKWhole32), written to s (column c's sixteen rows
 // at s + c lds)
-template <class B, int C, bool Split>
+template <class B, int C>
 void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const int16_t (*pairs)[16], float* s,
              size_t lds) {
     constexpr bool kOffset = kPanelOffset<B> != 0;
@@ -284,6 +276,26 @@ void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const
         for (int c = 0; c < C; ++c) y[c] = reinterpret_cast<const BlockQ8_K*>(A + c * as) + i;
         __m512i is[C][2];
         for (int c = 0; c < C; ++c) is[c][0] = is[c][1] = _mm512_setzero_si512();
+        if constexpr (kKWhole32<B>) {
+            // lo + hi as integers, hi zero (kpanel_x86.h): one scale multiply per 32-group, on
+            // its whole sum (|.| <= 32 x 31 x 128: vpmulld); the halves' sums as two chains
+            for (int jj = 0; jj < 8; ++jj) {
+                __m512i raw[C][2];
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; ++h) {
+                    const int j = 2 * jj + h;
+                    __m512i w[4];
+                    for (int g = 0; g < 4; ++g) w[g] = _mm512_load_si512(p.q[j][g]);
+                    for (int c = 0; c < C; ++c) {
+                        raw[c][h] = _mm512_setzero_si512();
+                        for (int g = 0; g < 4; ++g) raw[c][h] = dpbusd_bcast(raw[c][h], w[g], y[c]->qs + 16 * j + 4 * g);
+                    }
+                }
+                const __m512i sc = _mm512_load_si512(p.sc[2 * jj]);  // the group's scale, in both halves' rows
+                for (int c = 0; c < C; ++c)
+                    is[c][0] = _mm512_add_epi32(is[c][0], _mm512_mullo_epi32(_mm512_add_epi32(raw[c][0], raw[c][1]), sc));
+            }
+        } else
         for (int jj = 0; jj < 8; ++jj)
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {  // sub-block j: lo (h = 0) or hi of 32-group jj
@@ -292,16 +304,10 @@ void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const
             for (int g = 0; g < 4; ++g) w[g] = _mm512_load_si512(p.q[j][g]);
             const __m512i sc = _mm512_load_si512(p.sc[j]);
             for (int c = 0; c < C; ++c) {
-                __m512i raw = _mm512_setzero_si512(), raw2 = _mm512_setzero_si512();  // raw2: Split's second eight
-                for (int g = 0; g < 4; ++g) {
-                    __m512i& sum = Split && g >= 2 ? raw2 : raw;
-                    sum = dpbusd_bcast(sum, w[g], y[c]->qs + 16 * j + 4 * g);
-                }
+                __m512i raw = _mm512_setzero_si512();
+                for (int g = 0; g < 4; ++g) raw = dpbusd_bcast(raw, w[g], y[c]->qs + 16 * j + 4 * g);
                 if constexpr (kCols16Fits<B>) {  // sc x the sum as int16 (high word x 0)
                     is[c][h] = _mm512_dpwssd_epi32(is[c][h], raw, sc);
-                } else if constexpr (Split) {  // both eight-element sums x sc
-                    const __m512i pair = _mm512_mask_shuffle_epi8(raw, 0xccccccccccccccccull, raw2, low_word_up());
-                    is[c][h] = _mm512_dpwssd_epi32(is[c][h], pair, sc);
                 } else {
                     is[c][h] = _mm512_add_epi32(is[c][h], _mm512_mullo_epi32(raw, sc));
                 }
@@ -309,12 +315,13 @@ void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const
         }
         __m512i mins[C][2];
         for (int c = 0; c < C; ++c) mins[c][0] = mins[c][1] = _mm512_setzero_si512();
-        constexpr int kPairs = kMins32<B> ? 4 : 8;  // per super-block: half to mins[.][0], half to [1]
+        constexpr int kPairs = kKWhole32<B> ? 4 : 8;  // per super-block: half to mins[.][0], half to [1]
         for (int k = 0; k < kPairs; ++k) {
             const __m512i m = _mm512_load_si512(p.mn[k]);
             for (int c = 0; c < C; ++c) {
-                const int16_t* pr = kPairsPermuted<B> || kMins32<B> ? pairs[c * nbk + i] : y[c]->bsums;
-                mins[c][2 * k / kPairs] = dpwssd_bcast(mins[c][2 * k / kPairs], m, pr + 2 * k);
+                const int16_t* pr = kPairsPermuted<B> || kKWhole32<B> ? pairs[c * nbk + i] : y[c]->bsums;
+                const int h = kKWhole32<B> ? 0 : 2 * k / kPairs;  // whole 32-groups: all in lo
+                mins[c][h] = dpwssd_bcast(mins[c][h], m, pr + 2 * k);
             }
         }
         const __m512 d = _mm512_load_ps(p.d), dmin = _mm512_load_ps(p.dmin);
@@ -335,15 +342,15 @@ void ktile16(const Panel16* p16, int64_t nbk, const uint8_t* A, size_t as, const
 
 // Columns [c, nc) against the blocks16 sixteen-row blocks of p16, four columns at a time
 // sharing each panel load, then one
-template <class B, bool Split>
+template <class B>
 void gemm_rows16(const Panel16* p16, int64_t nbk, int blocks16, const uint8_t* A, size_t as, int c, int nc,
                  const int16_t (*pairs)[16], float* s, size_t lds) {
     for (; c + 4 <= nc; c += 4)
         for (int b = 0; b < blocks16; ++b)
-            ktile16<B, 4, Split>(p16 + b * nbk, nbk, A + c * as, as, pairs ? pairs + c * nbk : nullptr, s + c * lds + 16 * b, lds);
+            ktile16<B, 4>(p16 + b * nbk, nbk, A + c * as, as, pairs ? pairs + c * nbk : nullptr, s + c * lds + 16 * b, lds);
     for (; c < nc; ++c)
         for (int b = 0; b < blocks16; ++b)
-            ktile16<B, 1, Split>(p16 + b * nbk, nbk, A + c * as, as, pairs ? pairs + c * nbk : nullptr, s + c * lds + 16 * b, lds);
+            ktile16<B, 1>(p16 + b * nbk, nbk, A + c * as, as, pairs ? pairs + c * nbk : nullptr, s + c * lds + 16 * b, lds);
 }
 
 // The four rows' panels of super-block i of a four-row group (four_row_layout) that
@@ -604,16 +611,24 @@ inline void amx_epilogue(const AmxPanel& pb, const AmxC& cs, const AmxKCols& y, 
                   mp2 = _mm512_load_si512(pb.mp[2]), mp3 = _mm512_load_si512(pb.mp[3]);
     for (int m = 0; m < 16; ++m) {
         const __m512 da = _mm512_set1_ps(y.d[m]);
-        const __m512i lo = _mm512_add_epi32(_mm512_load_si512(cs.c[0][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[2][m]), 8));
-        const __m512i hi = _mm512_add_epi32(_mm512_load_si512(cs.c[1][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[3][m]), 8));
+        __m512i lo = _mm512_add_epi32(_mm512_load_si512(cs.c[0][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[2][m]), 8));
+        __m512i hi = _mm512_add_epi32(_mm512_load_si512(cs.c[1][m]), _mm512_slli_epi32(_mm512_load_si512(cs.c[3][m]), 8));
+        if constexpr (kKWhole32<B>) {  // lo + hi, 0 (kpanel_x86.h)
+            lo = _mm512_add_epi32(lo, hi);
+            hi = _mm512_setzero_si512();
+        }
         const __m512 dd = _mm512_mul_ps(d, da);
         __m512 alo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(lo), dd, acc[m][0]);
         __m512 ahi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(hi), dd, acc[m][1]);
         if constexpr (kMins) {
-            const __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(mp0, _mm512_set1_epi32(y.ap[m][0])),
-                                                 _mm512_madd_epi16(mp1, _mm512_set1_epi32(y.ap[m][1])));
-            const __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(mp2, _mm512_set1_epi32(y.ap[m][2])),
-                                                 _mm512_madd_epi16(mp3, _mm512_set1_epi32(y.ap[m][3])));
+            __m512i mlo = _mm512_add_epi32(_mm512_madd_epi16(mp0, _mm512_set1_epi32(y.ap[m][0])),
+                                           _mm512_madd_epi16(mp1, _mm512_set1_epi32(y.ap[m][1])));
+            __m512i mhi = _mm512_add_epi32(_mm512_madd_epi16(mp2, _mm512_set1_epi32(y.ap[m][2])),
+                                           _mm512_madd_epi16(mp3, _mm512_set1_epi32(y.ap[m][3])));
+            if constexpr (kKWhole32<B>) {
+                mlo = _mm512_add_epi32(mlo, mhi);
+                mhi = _mm512_setzero_si512();
+            }
             const __m512 dm = _mm512_mul_ps(dmin, da);
             alo = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mlo), dm, alo);
             ahi = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mhi), dm, ahi);
@@ -801,7 +816,6 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     // columns stream past them four at a time; the four-row groups past the last sixteen
     // rows as unpacked panels, through ktile512.
     const int groups = nr / 4, blocks16 = c < nc ? nr / 16 : 0, rest = groups - 4 * blocks16;
-    const bool split = kCols16Split<B> && !amd_tuning();  // once per call, not per tile
     struct Site16;
     struct Site;
     struct PairsSite;
@@ -816,7 +830,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
                 KPanel* const p[4] = {&t[4 * q], &t[4 * q + 1], &t[4 * q + 2], &t[4 * q + 3]};
                 unpack(4 * b + q, i, p);
             }
-            make_panel16<B>(pt, split, p16[(size_t)b * nbk + i]);
+            make_panel16<B>(pt, p16[(size_t)b * nbk + i]);
         }
     for (int g = 0; g < rest; ++g)
         for (int64_t i = 0; i < nbk; ++i) {
@@ -826,15 +840,12 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         }
     if (blocks16) {
         int16_t(*pairs)[16] = nullptr;
-        if constexpr (kPairsPermuted<B> || kMins32<B>) {
+        if constexpr (kPairsPermuted<B> || kKWhole32<B>) {
             pairs = thread_scratch<int16_t[16], PairsSite>((size_t)(nc - c) * nbk);
-            if constexpr (kMins32<B>) cols_sums32(nbk, nc - c, A + c * as, as, pairs);
+            if constexpr (kKWhole32<B>) cols_sums32(nbk, nc - c, A + c * as, as, pairs);
             else cols_pairs(nbk, nc - c, A + c * as, as, pairs);
         }
-        if (split)
-            gemm_rows16<B, kCols16Split<B>>(p16, nbk, blocks16, A + c * as, as, 0, nc - c, pairs, s + c * lds, lds);
-        else
-            gemm_rows16<B, false>(p16, nbk, blocks16, A + c * as, as, 0, nc - c, pairs, s + c * lds, lds);
+        gemm_rows16<B>(p16, nbk, blocks16, A + c * as, as, 0, nc - c, pairs, s + c * lds, lds);
     }
     float* const sr = s + 16 * blocks16;  // the rest's rows
     for (int cc = c; cc + 4 <= nc; cc += 4)

@@ -70,8 +70,9 @@ __attribute__((always_inline)) inline void k_block_end512(const uint8_t* const (
                                                           __m256 (&acc)[S]) {
     const __m256 da = _mm256_loadu_ps(p.da);
     for (int j = 0; j < S; ++j) {
-        const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
-        const __m256i im = q4_k_min_sum(mb[j], p.amin);
+        // lo + hi, 0 (kpanel_x86.h: Q4_K's and Q5_K's whole 32-groups)
+        const __m256i is = whole32(_mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1)));
+        const __m256i im = whole32(q4_k_min_sum(mb[j], p.amin));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
         acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
     }

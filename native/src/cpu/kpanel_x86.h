@@ -215,6 +215,24 @@ inline void q6_values(const BlockQ6_K& b, int c, __m256i q[4]) {
                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), m3), 4));
 }
 
+// ---- Q4_K's and Q5_K's whole 32-groups ---------------------------------------------------
+//
+// The x86 K-quant kernels keep each row's sums over the first and the second sixteen
+// elements of every 32-group apart ("lo" and "hi": AVX2's [r0..r3 lo | r0..r3 hi] lanes),
+// and the min terms over groups 0-3 and 4-7 likewise, each converted to float and
+// multiply-added on its own. Q4_K's and Q5_K's scales and mins are per 32 elements, so
+// for them every kernel (decode and prefill, AVX2 and AVX-512, the AMX epilogue) adds hi
+// into lo as integers first and leaves hi zero: the float operations are unchanged and
+// the same in every kernel (so decode and prefill keep identical bits), and the
+// sixteen-row prefill tile may scale whole 32-element sums, one multiply where it took
+// two (kernels_avx512.cpp, ktile16).
+template <class B>
+constexpr bool kKWhole32 = std::is_same<B, BlockQ4_K>::value || std::is_same<B, BlockQ5_K>::value;
+// [lo | hi] -> [lo + hi | 0]
+inline __m256i whole32(__m256i v) {
+    return _mm256_zextsi128_si256(_mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+}
+
 // ---- K-quant tiles: rows unpacked once per call, then a pure int8 micro-kernel --------
 //
 // Prefill reuses every weight row across many columns, so each super-block is first
