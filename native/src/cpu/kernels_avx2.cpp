@@ -1079,12 +1079,13 @@ void vec_dot_k(int64_t n, float* s, const void* w, const void* a) {
     KAcc acc;
     for (int64_t i = 0; i < n / QK_K; ++i) {
         const KSums k = k_sums(x[i], y[i]);
-        if constexpr (kKWhole32<B>)  // lo + hi, 0 (kpanel_x86.h)
-            acc.add(hsum_lo(k.isum) + hsum_hi(k.isum), 0, hsum_lo(k.imin) + hsum_hi(k.imin), 0, f16(x[i].d),
-                    f16(k_dmin(x[i])), y[i].d);
-        else
-            acc.add(hsum_lo(k.isum), hsum_hi(k.isum), hsum_lo(k.imin), hsum_hi(k.imin), f16(x[i].d),
-                    f16(k_dmin(x[i])), y[i].d);
+        int ilo = hsum_lo(k.isum), ihi = hsum_hi(k.isum), mlo = hsum_lo(k.imin), mhi = hsum_hi(k.imin);
+        if constexpr (kKWhole32<B>) {  // lo + hi, 0 (kpanel_x86.h)
+            ilo += ihi;
+            mlo += mhi;
+            ihi = mhi = 0;
+        }
+        acc.add(ilo, ihi, mlo, mhi, f16(x[i].d), f16(k_dmin(x[i])), y[i].d);
     }
     *s = acc.result();
 }

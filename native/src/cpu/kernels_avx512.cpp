@@ -249,16 +249,19 @@ inline void cols_pairs(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t
         }
 }
 
-// kKWhole32's activation sums: each column's 32-groups' sums (b_2g + b_2g+1, |.| <= 4096), in
-// the first eight words of its row of out
+// A Q8_K block's eight 32-group sums A_g = b_2g + b_2g+1 as int16 words, in order
+// (|A_g| <= 32 x 128): the min terms' other factor for Q4_K and Q5_K
+inline __m128i group32_sums(const BlockQ8_K& y) {
+    return _mm256_cvtepi32_epi16(_mm256_madd_epi16(loadu256(y.bsums), _mm256_set1_epi16(1)));
+}
+
+// kKWhole32's activation sums: each column's group32_sums, in the first eight words of
+// its row of out
 inline void cols_sums32(int64_t nbk, int nc, const uint8_t* A, size_t as, int16_t (*out)[16]) {
     for (int c = 0; c < nc; ++c)
-        for (int64_t i = 0; i < nbk; ++i) {
-            const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(A + c * as)[i];
-            const __m256i b = loadu256(y.bsums);  // pairs of words added: dwords, then packed back
-            const __m256i sums = _mm256_madd_epi16(b, _mm256_set1_epi16(1));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out[c * nbk + i]), _mm256_cvtepi32_epi16(sums));
-        }
+        for (int64_t i = 0; i < nbk; ++i)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out[c * nbk + i]),
+                             group32_sums(reinterpret_cast<const BlockQ8_K*>(A + c * as)[i]));
 }
 
 // Sixteen rows (p16: their nbk super-blocks) x C columns from A (pairs: their cols_pairs
@@ -583,13 +586,9 @@ inline void amx_step(const AmxPanel& pb, const uint8_t* a, size_t as, AmxC& out)
 // the activation's 32-group sums A_g of the sixteen columns' blocks at y0 (`as` apart) as
 // int16 pairs: ap[m][p] = (A_2p, A_2p+1), the min terms' other factor
 inline void amx_min_pairs(const uint8_t* y0, size_t as, int32_t (*ap)[4]) {
-    for (int m = 0; m < 16; ++m) {
-        const BlockQ8_K& y = *reinterpret_cast<const BlockQ8_K*>(y0 + m * as);
-        const __m256i ag = _mm256_madd_epi16(loadu256(y.bsums), _mm256_set1_epi16(1));  // A_0..A_3 | A_4..A_7
-        const __m256i pk = _mm256_packs_epi32(ag, ag);  // |A_g| <= 32 * 128: no saturation
+    for (int m = 0; m < 16; ++m)
         _mm_storeu_si128(reinterpret_cast<__m128i*>(ap[m]),
-                         _mm256_castsi256_si128(_mm256_permute4x64_epi64(pk, 0x08)));  // qwords 0 and 2
-    }
+                         group32_sums(*reinterpret_cast<const BlockQ8_K*>(y0 + m * as)));
 }
 
 // What the float work of a K-quant step needs of its sixteen columns' super-block i: their
