@@ -127,14 +127,14 @@ int check(DType t, int64_t K, int64_t M, int mode, uint8_t fill, int8_t scale, f
     // the groups through the kernel's three streams side by side, then one at a time
     const auto group = [&](int g) { return static_cast<const uint8_t*>(x4.data()) + (size_t)(4 * g) * row; };
     if (t == DType::Q6_K) {
-        std::vector<Q6KPre512> pre((size_t)nbk);
-        q6_k_prepare512(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
+        std::vector<Q6KPre> pre((size_t)nbk);
+        q6_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
         decode_groups<3>((int)(M / 4), group, got.data(), [&](auto streams, auto x, float* const* o) {
             q6_k_decode512<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data(), o);
         });
     } else {
-        std::vector<KMinPre512> pre((size_t)nbk);
-        k_min_prepare512(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
+        std::vector<Q4KPre> pre((size_t)nbk);
+        q4_k_prepare(nbk, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data());
         decode_groups<3>((int)(M / 4), group, got.data(), [&](auto streams, auto x, float* const* o) {
             q5_k_decode512<decltype(streams)::value>(nbk, x, reinterpret_cast<const BlockQ8_K*>(a.data()), pre.data(), o);
         });

@@ -403,35 +403,17 @@ struct Unpacked {
 
 // ---- Q4_0 in its re-encoded four-row groups: kQ40Group and its helpers in kpanel_x86.h ----
 
-// What decoding needs of each activation block beside its values, made once per call
-// for all the groups: 8 * the sums of its two halves (in the rows' lanes: the offset
-// term sum (u - 8) a = sum u a - 8 sum a, taken out in int32 instead of per row in
-// int16; the same integers, exactly) and its scale as a vector.
-struct Q40Pre {
-    int32_t off[8];
-    float da[8];
-};
-inline void q4_0_prepare(int64_t nb, const BlockQ8_0* y, Q40Pre* pre) {
-    for (int64_t i = 0; i < nb; ++i) {
-        __m256i q = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), loadu256(y[i].qs)),
-                                      _mm256_set1_epi16(1));
-        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0x4e));
-        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0xb1));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(pre[i].off), _mm256_slli_epi32(q, 3));
-        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(f16(y[i].d)));
-    }
-}
-
 // One group (four rows) x one column: tile4_legacy<DecQ4_0, 1>'s int32 lanes and float
 // operations, so the bits of the rows as they are. Each step k lines up with the
 // activations' dword k broadcast in each 128-bit half (vpshufd); the four products add
 // up in int16 (8 elements of at most 15 * 128) and one madd gives the rows' 16-element
 // sums [r0 r1 r2 r3 | r0 r1 r2 r3].
 template <int S>
-inline void q4_0_group_col(int64_t nb, const uint8_t* const* w, const BlockQ8_0* y, const Q40Pre* pre, float* const* s) {
+inline void q4_0_group_col(int64_t nb, const uint8_t* const* w, const Q40Act* pre, float* const* s) {
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
+        const Q40Act& p = pre[i];
 #pragma GCC unroll 4
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
             const uint8_t* gb = w[j] + (size_t)i * kQ40Group;
@@ -439,14 +421,13 @@ inline void q4_0_group_col(int64_t nb, const uint8_t* const* w, const BlockQ8_0*
             __m256i St[4];
             q4_0_group_steps(gb, St);
             const __m256 wd = q4_0_group_scales(gb);
-            const __m256i av = loadu256(y[i].qs);
+            const __m256i av = loadu256(p.qs);
             __m256i t = _mm256_maddubs_epi16(St[0], _mm256_shuffle_epi32(av, 0x00));
             t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[1], _mm256_shuffle_epi32(av, 0x55)));
             t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[2], _mm256_shuffle_epi32(av, 0xaa)));
             t = _mm256_add_epi16(t, _mm256_maddubs_epi16(St[3], _mm256_shuffle_epi32(av, 0xff)));
-            const __m256i h = _mm256_sub_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
-                                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pre[i].off)));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_loadu_ps(pre[i].da)), acc[j]);
+            const __m256i h = _mm256_sub_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)), q4_0_act_off(p));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_broadcast_ss(&p.d)), acc[j]);
         }
     }
     for (int j = 0; j < S; ++j)
@@ -457,14 +438,14 @@ inline void q4_0_group_col(int64_t nb, const uint8_t* const* w, const BlockQ8_0*
 void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
                       float* s, size_t lds) {
     struct Site;
-    Q40Pre* const pre = thread_scratch<Q40Pre, Site>((size_t)nb);
+    Q40Act* const pre = thread_scratch<Q40Act, Site>((size_t)nb);
     for (int c = 0; c < nc; ++c) {
         const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
         q4_0_prepare(nb, y, pre);
         float* const out = s + (size_t)c * lds;
         decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
                       [&](auto streams, auto x, float* const* o) {
-            q4_0_group_col<decltype(streams)::value>(nb, x, y, pre, o);
+            q4_0_group_col<decltype(streams)::value>(nb, x, pre, o);
         });
     }
 }
@@ -1424,22 +1405,6 @@ inline void q4_k_group_steps(const uint8_t* gb, int g, __m256i S[4]) {
     }
 }
 
-// What decoding reads of an activation super-block besides its values, made once per
-// call: the 32-group sums as the min shuffles pair them ([A0 A1] x 4 | [A4 A5] x 4, then
-// groups 2, 3 | 6, 7), its scale. Each 32-group's bytes with dword k broadcast in each
-// 128-bit half (step k) are made in the kernel, four vpshufd per group shared by the
-// streams: stored once per call they were four times the activations and, on rows of
-// 4096 values or more, fell out of L1 between one group of streams and the next.
-struct Q4KPre {
-    int16_t amin[2][16];
-    float da[8];
-};
-inline void q4_k_prepare(int64_t nbk, const BlockQ8_K* y, Q4KPre* pre) {
-    for (int64_t i = 0; i < nbk; ++i) {
-        q4_k_min_pairs(y[i], pre[i].amin);
-        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
-    }
-}
 // Step k's activations of 32-group g: dword k broadcast in each 128-bit half
 inline void q_k_steps_acts(const BlockQ8_K& y, int g, __m256i st[4]) {
     const __m256i av = loadu256(y.qs + 32 * g);
@@ -1481,7 +1446,7 @@ inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
                 isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(t, q4_k_scale_vector(scb[j], g)));
             }
         }
-        const __m256 da = _mm256_loadu_ps(p.da);
+        const __m256 da = _mm256_broadcast_ss(&y[i].d);
         for (int j = 0; j < S; ++j) {  // lo + hi, 0 (kpanel_x86.h)
             const __m256i im = whole32(q4_k_min_sum(mb[j], p.amin));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(whole32(isum[j])), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
@@ -1521,21 +1486,7 @@ inline void pack4_q4_k_x4(const uint8_t* gb, KPanel4& o) {
 // arithmetic ends on it exactly; one madd by the group's scale vector then gives each
 // row's sc (u - 32) a over its lo and hi sixteen elements in its lanes. Every lane's
 // integer equals decode4_k_x4's (k_sums takes the -32 off through the activation sums
-// per block), and the float operations are its: the same bits.
-struct Q6KPre {
-    int16_t off[8][16];
-    float da[8];
-};
-inline void q6_k_prepare(int64_t nbk, const BlockQ8_K* y, Q6KPre* pre) {
-    for (int64_t i = 0; i < nbk; ++i) {
-        Q6KPre& p = pre[i];
-        for (int g = 0; g < 8; ++g) {
-            __m256i st[4];
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g]), q6_k_group_acts(y[i].qs + 32 * g, st));
-        }
-        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
-    }
-}
+// per block), and the float operations are its: the same bits. (Q6KPre: kpanel_x86.h.)
 template <int S>
 inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q6KPre* pre,
                            float* const* s) {
@@ -1554,7 +1505,7 @@ inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
         for (int g = 0; g < 8; ++g) {
             __m256i st[4];
             q_k_steps_acts(y[i], g, st);
-            const __m256i off = loadu256(p.off[g]);
+            const __m256i off = q6_k_off256(p.off[g]);
             for (int j = 0; j < S; ++j) {
                 __m256i St[4];
                 q6_k_group_steps(gb[j], g, St);
@@ -1566,7 +1517,7 @@ inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
                 isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(t, q6_k_scale_vector(gb[j], g)));
             }
         }
-        const __m256 da = _mm256_loadu_ps(p.da);
+        const __m256 da = _mm256_broadcast_ss(&y[i].d);
         for (int j = 0; j < S; ++j)
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
     }

@@ -426,9 +426,9 @@ constexpr Q4KScalePick kQ4KScalePick{};
 // operations, so the same bits.
 //
 // The step broadcasts are made in the kernel from the Q8_K block (two vpermd per group,
-// shared by the streams), not stored once per call (KMinPre512, kernels_q5k512.h).
+// shared by the streams), not stored once per call (Q4KPre, kpanel_x86.h).
 template <int S>
-void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const KMinPre512* pre,
+void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre* pre,
                     float* const* s) {
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     // dword k of each 128-bit lane broadcast: k = 0 | 2 and 1 | 3 in the two 256-bit halves
@@ -454,7 +454,7 @@ void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
                 isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
             }
         }
-        k_block_end512<S>(gb, isum, mb, pre[i], acc);
+        k_block_end512<S>(gb, isum, mb, pre[i], y[i].d, acc);
     }
     k_store_rows512<S>(acc, s);
 }
@@ -748,24 +748,25 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         if constexpr (X4 && std::is_same<B, BlockQ6_K>::value) {
             const int64_t nbk = n / QK_K;
             struct Site;
-            Q6KPre512* const pre = thread_scratch<Q6KPre512, Site>((size_t)nbk);
-            q6_k_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            Q6KPre* const pre = thread_scratch<Q6KPre, Site>((size_t)nbk);
+            q6_k_prepare(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             const auto kernel = [&](auto streams, auto x, float* const* o) {
                 q6_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
             };
-            // two streams on Zen 4: from memory (bench_decode_stream, no prefetch) one
-            // thread 94-95% of the probe against three's 72-82%, two threads 97-98%
-            // against 90-95%; three elsewhere (docs/DESIGN.md, "Zen 4 kernel choices")
-            if (amd_tuning()) decode_groups<2>(nr / 4, group, s, kernel);
-            else decode_groups<3>(nr / 4, group, s, kernel);
+            // three streams everywhere. Zen 4 took two while the activations' -32 terms
+            // were vectors (288 bytes a super-block) and fell out of L1 on long rows; with
+            // them 64 bytes, three read faster at one thread (bench_decode_stream, one
+            // thread, three alternations: 2048 x 8192 90-94% of the probe against two's
+            // 82-90%, 8192 x 2048 91-95% against 88-92%) and as fast at two (94-99% both)
+            decode_groups<3>(nr / 4, group, s, kernel);
             return;
         }
         if constexpr (X4 && std::is_same<B, BlockQ5_K>::value) {
             const int64_t nbk = n / QK_K;
             struct Site;
-            KMinPre512* const pre = thread_scratch<KMinPre512, Site>((size_t)nbk);
-            k_min_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            Q4KPre* const pre = thread_scratch<Q4KPre, Site>((size_t)nbk);
+            q4_k_prepare(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
                 q5_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
@@ -775,8 +776,8 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
         if constexpr (X4 && std::is_same<B, BlockQ4_K>::value) {
             const int64_t nbk = n / QK_K;
             struct Site;
-            KMinPre512* const pre = thread_scratch<KMinPre512, Site>((size_t)nbk);
-            k_min_prepare512(nbk, static_cast<const BlockQ8_K*>(a), pre);
+            Q4KPre* const pre = thread_scratch<Q4KPre, Site>((size_t)nbk);
+            q4_k_prepare(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
                 q4_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
@@ -1168,45 +1169,30 @@ struct AmxLegacy {
 // bits. 256-bit on purpose: a 512-bit operation anywhere in the loop closes the third
 // vector port, and this loop is bound by its vector operations (about 15 per 72-byte
 // group block, where AVX2 takes 24).
-struct alignas(32) Q40Vnni {
-    int32_t noff[8];  // -8 x the sum of the lane's half of the block
-    float da[8];
-};
-void q4_0_prepare_vnni(int64_t nb, const BlockQ8_0* y, Q40Vnni* pre) {
-    for (int64_t i = 0; i < nb; ++i) {
-        const __m256i av = loadu256(y[i].qs);
-        __m256i q = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), av);
-        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0x4e));
-        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0xb1));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pre[i].noff), _mm256_sub_epi32(_mm256_setzero_si256(),
-                                                                                     _mm256_slli_epi32(q, 3)));
-        _mm256_store_ps(pre[i].da, _mm256_set1_ps(f16(y[i].d)));
-    }
-}
 template <int S>
-inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const BlockQ8_0* y, const Q40Vnni* pre,
-                                float* const* s) {
+inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const Q40Act* pre, float* const* s) {
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i) {
-        const Q40Vnni& p = pre[i];
-        const __m256i av = loadu256(y[i].qs);
+        const Q40Act& p = pre[i];
+        const __m256i av = loadu256(p.qs);
         const __m256i st0 = _mm256_shuffle_epi32(av, 0x00), st1 = _mm256_shuffle_epi32(av, 0x55);
         const __m256i st2 = _mm256_shuffle_epi32(av, 0xaa), st3 = _mm256_shuffle_epi32(av, 0xff);
+        const __m256i noff = _mm256_sub_epi32(_mm256_setzero_si256(), q4_0_act_off(p));
+        const __m256 da = _mm256_broadcast_ss(&p.d);
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
             const uint8_t* gb = w[j] + (size_t)i * kQ40Group;
             prefetch_ahead(gb, gb + kQ40Group);
             __m256i St[4];
             q4_0_group_steps(gb, St);
             // two chains of two (int32 sums: any order gives the same integers)
-            __m256i h0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.noff));
             __m256i h1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), St[1], st1);
-            h0 = _mm256_dpbusd_epi32(h0, St[0], st0);
+            __m256i h0 = _mm256_dpbusd_epi32(noff, St[0], st0);
             h1 = _mm256_dpbusd_epi32(h1, St[3], st3);
             h0 = _mm256_dpbusd_epi32(h0, St[2], st2);
             const __m256i h = _mm256_add_epi32(h0, h1);
             const __m256 wd = q4_0_group_scales(gb);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_load_ps(p.da)), acc[j]);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[j]);
         }
     }
     for (int j = 0; j < S; ++j)
@@ -1215,14 +1201,14 @@ inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const Block
 void q4_0_groups_cols_vnni(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
                            float* s, size_t lds) {
     struct Site;
-    Q40Vnni* const pre = thread_scratch<Q40Vnni, Site>((size_t)nb);
+    Q40Act* const pre = thread_scratch<Q40Act, Site>((size_t)nb);
     for (int c = 0; c < nc; ++c) {
         const BlockQ8_0* const y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
-        q4_0_prepare_vnni(nb, y, pre);
+        q4_0_prepare(nb, y, pre);
         float* const out = s + (size_t)c * lds;
         const auto group = [&](int g) { return W + (size_t)(4 * g) * ws; };
         decode_groups<3>(groups, group, out, [&](auto streams, auto x, float* const* o) {
-            q4_0_group_col_vnni<decltype(streams)::value>(nb, x, y, pre, o);
+            q4_0_group_col_vnni<decltype(streams)::value>(nb, x, pre, o);
         });
     }
 }

@@ -25,24 +25,6 @@
 namespace ember {
 namespace {
 
-// What the Q4_K and Q5_K decodes read of an activation super-block besides its values,
-// once per call: the min sums as q4_k_min_pairs pairs them, and d. The steps' broadcasts
-// are made in the kernels, shared by the streams (for Q5_K's group pair q and step k,
-// the two groups' dword k in each 128-bit lane, one vpshufd each): stored, four times the
-// activations, they fell out of L1 between groups of streams on rows of 4096 values or
-// more (bench_decode_stream 2048 x 8192, two threads, Zen 4: Q4_K 58% of the probe at
-// the 68 GB/s level, 72-87% at 37, where 8192 x 2048 reached 90-98%).
-struct KMinPre512 {
-    int16_t amin[2][16];
-    float da[8];
-};
-inline void k_min_prepare512(int64_t nbk, const BlockQ8_K* y, KMinPre512* pre) {
-    for (int64_t i = 0; i < nbk; ++i) {
-        q4_k_min_pairs(y[i], pre[i].amin);
-        _mm256_storeu_ps(pre[i].da, _mm256_set1_ps(y[i].d));
-    }
-}
-
 // The per-super-block frame the Q4_K and Q5_K decodes share (kBlock: the four rows'
 // bytes of one super-block in the four-row layout). Begin: each stream's block address,
 // its prefetch, its group scales (bytes 4g + r: row r's scale of 32-group g, groups 0-3
@@ -66,9 +48,9 @@ __attribute__((always_inline)) inline void k_block_begin512(const uint8_t* const
 // min term, and AVX2's float operations on them (so the same bits)
 template <int S>
 __attribute__((always_inline)) inline void k_block_end512(const uint8_t* const (&gb)[S], const __m512i (&isum)[S],
-                                                          const __m256i (&mb)[S], const KMinPre512& p,
-                                                          __m256 (&acc)[S]) {
-    const __m256 da = _mm256_loadu_ps(p.da);
+                                                          const __m256i (&mb)[S], const Q4KPre& p,
+                                                          const float& d, __m256 (&acc)[S]) {
+    const __m256 da = _mm256_broadcast_ss(&d);
     for (int j = 0; j < S; ++j) {
         // lo + hi, 0 (kpanel_x86.h: Q4_K's and Q5_K's whole 32-groups)
         const __m256i is = whole32(_mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1)));
@@ -100,7 +82,7 @@ struct Q5KScalePick512 {
 constexpr Q5KScalePick512 kQ5KScalePick512{};
 
 template <int S>
-void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const KMinPre512* pre,
+void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre* pre,
                     float* const* s) {
     const __m512i m31 = _mm512_set1_epi8(31), m7 = _mm512_set1_epi8(7), m18 = _mm512_set1_epi8(0x18);
     // W's bits 4 h + 0..1 (step 2) and 4 h + 2..3 (step 3) of group 2q + h to bits 3-4 of
@@ -138,7 +120,7 @@ void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
                 isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
             }
         }
-        k_block_end512<S>(gb, isum, mb, pre[i], acc);
+        k_block_end512<S>(gb, isum, mb, pre[i], y[i].d, acc);
     }
     k_store_rows512<S>(acc, s);
 }

@@ -25,25 +25,11 @@
 namespace ember {
 namespace {
 
-// What this kernel reads of an activation super-block besides its values, once per call:
-// the pairs' -32 terms and d. The steps' broadcasts (for group pair q and step k, the two
-// groups' dword k in each 128-bit lane) are made in the kernel, one vpshufd each, shared
-// by the streams: stored, four times the activations, they fell out of L1 between groups
-// of streams on rows of 4096 values or more (see KMinPre512 in kernels_q5k512.h).
-struct Q6KPre512 {
-    int16_t off[4][32];
-    float da[8];
-};
-inline void q6_k_prepare512(int64_t nbk, const BlockQ8_K* y, Q6KPre512* pre) {
-    for (int64_t i = 0; i < nbk; ++i) {
-        Q6KPre512& p = pre[i];
-        for (int g = 0; g < 8; ++g) {
-            __m256i st[4];
-            const __m256i off = q6_k_group_acts(y[i].qs + 32 * g, st);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.off[g / 2] + 16 * (g % 2)), off);
-        }
-        _mm256_storeu_ps(p.da, _mm256_set1_ps(y[i].d));
-    }
+// pair q's -32 terms (Q6KPre, kpanel_x86.h) as q6_k_group_acts gives them for the two
+// groups side by side: one 16-byte load and one vpermd, shared by the streams
+inline __m512i q6_k_off512(const Q6KPre& p, int q) {
+    const __m512i lanes = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    return _mm512_permutexvar_epi32(lanes, _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.off[2 * q]))));
 }
 
 // The scale bytes of pair q (sixteen at 8 + 16q: byte 8e + 4h + r is row r's scale
@@ -61,7 +47,7 @@ struct Q6KScalePick512 {
 constexpr Q6KScalePick512 kQ6KScalePick512{};
 
 template <int S>
-void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q6KPre512* pre,
+void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q6KPre* pre,
                     float* const* s) {
     const __m512i m63 = _mm512_set1_epi8(63), m3 = _mm512_set1_epi8(3);
     const __m512i m12 = _mm512_set1_epi8(12), m48 = _mm512_set1_epi8(48);
@@ -69,7 +55,7 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
-        const Q6KPre512& p = pre[i];
+        const Q6KPre& p = pre[i];
         const uint8_t* gb[S];
         __m512i isum[S];
         for (int j = 0; j < S; ++j) {  // the streams side by side, block by block
@@ -82,7 +68,7 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
             const __m512i av = _mm512_loadu_si512(y[i].qs + 64 * q);  // groups 2q, 2q + 1
             const __m512i st0 = dword_bcast512<0>(av), st1 = dword_bcast512<1>(av);
             const __m512i st2 = dword_bcast512<2>(av), st3 = dword_bcast512<3>(av);
-            const __m512i off = _mm512_loadu_si512(p.off[q]);
+            const __m512i off = q6_k_off512(p, q);
             for (int j = 0; j < S; ++j) {
                 const uint8_t* v = gb[j] + 72 + 192 * q;
                 const __m512i X = _mm512_loadu_si512(v), Y = _mm512_loadu_si512(v + 64);
@@ -102,7 +88,7 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
                 isum[j] = _mm512_dpwssd_epi32(isum[j], t, _mm512_srai_epi16(_mm512_shuffle_epi8(sb, pick), 8));
             }
         }
-        const __m256 da = _mm256_loadu_ps(p.da);
+        const __m256 da = _mm256_broadcast_ss(&y[i].d);
         for (int j = 0; j < S; ++j) {
             const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum[j]), _mm512_extracti64x4_epi64(isum[j], 1));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);

@@ -115,6 +115,39 @@ inline void q4_0_group_steps(const uint8_t* gb, __m256i S[4]) {
     S[2] = _mm256_and_si256(v23, m);
     S[3] = _mm256_and_si256(_mm256_srli_epi16(v23, 4), m);
 }
+// What the Q4_0 decodes read of an activation block, made once per call for all the
+// groups: its values, 8 x the sums of its two halves (the offset term: sum (u - 8) a =
+// sum u a - 8 sum a, taken out in int32 instead of per row in int16; the same integers,
+// exactly) and its scale, in 48 bytes. The values are copied so that one record is all a
+// block needs: with the block and a 64-byte record of vectors beside it (98 bytes a block),
+// the activations fell out of L1 between a group's passes on rows of 4096 values or more,
+// and a thread read its weights at 63-76% of the probe there (bench_decode_stream, one
+// thread, Zen 4) against 88-94% since.
+struct Q40Act {
+    int8_t qs[32];
+    int32_t off[2];
+    float d;
+    int32_t pad;
+};
+inline void q4_0_prepare(int64_t nb, const BlockQ8_0* y, Q40Act* pre) {
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i av = loadu256(y[i].qs);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(pre[i].qs), av);
+        __m256i q = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), av), _mm256_set1_epi16(1));
+        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0x4e));
+        q = _mm256_add_epi32(q, _mm256_shuffle_epi32(q, 0xb1));  // each 128-bit half's sum
+        pre[i].off[0] = 8 * _mm256_extract_epi32(q, 0);
+        pre[i].off[1] = 8 * _mm256_extract_epi32(q, 4);
+        pre[i].d = f16(y[i].d);
+        pre[i].pad = 0;
+    }
+}
+// the offsets in the rows' lanes [o0 o0 o0 o0 | o1 o1 o1 o1]
+inline __m256i q4_0_act_off(const Q40Act& p) {
+    return _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.off))),
+                                       _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+
 // [d0 d1 d2 d3 | d0 d1 d2 d3]
 inline __m256 q4_0_group_scales(const uint8_t* gb) {
     int64_t d4;
@@ -374,6 +407,17 @@ inline void q4_k_min_pairs(const BlockQ8_K& y, int16_t amin[2][16]) {
             amin[h][8 + 2 * r + 1] = A[4 + 2 * h + 1];
         }
 }
+// What the Q4_K and Q5_K decodes (AVX2 and AVX-512) read of an activation super-block
+// besides its values and d, made once per call: the min sums as q4_k_min_pairs pairs them.
+// Each 32-group's steps (dword k broadcast in each 128-bit half) are made in the kernels,
+// shared by the streams: stored once per call they were four times the activations and,
+// on rows of 4096 values or more, fell out of L1 between one group of streams and the next.
+struct Q4KPre {
+    int16_t amin[2][16];
+};
+inline void q4_k_prepare(int64_t nbk, const BlockQ8_K* y, Q4KPre* pre) {
+    for (int64_t i = 0; i < nbk; ++i) q4_k_min_pairs(y[i], pre[i].amin);
+}
 
 // Q5_K's re-encoded values (kernels.h): 32-group g's four steps (0..31) from its X and Y
 // and its pair's W, two and a half loads and twelve logic operations for the four rows'
@@ -485,6 +529,30 @@ inline __m256i q6_k_group_acts(const int8_t* qs, __m256i st[4]) {
                                          _mm256_add_epi16(_mm256_maddubs_epi16(ones, st[2]), _mm256_maddubs_epi16(ones, st[3])));
     return _mm256_slli_epi16(sum, 5);
 }
+// What the Q6_K decodes (AVX2 and AVX-512) read of an activation super-block besides its
+// values and d, made once per call: per 32-group g, q6_k_group_acts' -32 terms, which hold
+// one pair of int16 words repeated across each 128-bit half, as those two 32-bit pairs
+// (q6_k_off256 repeats them; the AVX-512 decode reads groups 2q and 2q + 1 as one 16-byte
+// row). 64 bytes a super-block where the vectors took 288: with them the activations fell
+// out of L1 between a group's passes on rows of 4096 values or more, and a thread read
+// its weights at 69-76% of the probe there (bench_decode_stream, one thread, Zen 4).
+struct Q6KPre {
+    uint32_t off[8][2];
+};
+inline void q6_k_prepare(int64_t nbk, const BlockQ8_K* y, Q6KPre* pre) {
+    for (int64_t i = 0; i < nbk; ++i)
+        for (int g = 0; g < 8; ++g) {
+            __m256i st[4];
+            const __m256i off = q6_k_group_acts(y[i].qs + 32 * g, st);
+            pre[i].off[g][0] = (uint32_t)_mm256_extract_epi32(off, 0);
+            pre[i].off[g][1] = (uint32_t)_mm256_extract_epi32(off, 4);
+        }
+}
+inline __m256i q6_k_off256(const uint32_t (&off)[2]) {
+    return _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(off))),
+                                       _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+
 // A re-encoded group super-block into the four rows' KPanels, as unpack_panel makes them
 // from the four blocks: the steps transposed back into each row's element order (a 4 x 4
 // dword transpose in each 128-bit lane), the offset taken off.
