@@ -313,9 +313,14 @@ constexpr int64_t kAttnBlock = 32;
 
 // One head's keys (or values) at consecutive positions: on the CPU's head-major caches
 // one stream (Context), on a cache laid out position-major (all heads of a position
-// together) a stride of n_head_kv * head_dim * 2 bytes. Either way the next block's rows
-// are asked for while this one is computed (with none asked for, 1B at a depth of 4096
-// spends a quarter more time in attention).
+// together) a stride of n_head_kv * head_dim * 2 bytes. The next block's rows are asked
+// for while this one is computed where the CPU takes software prefetches at all
+// (decode_prefetch(), cpu/kernels.h: with none asked for, 1B at a depth of 4096 spent a
+// quarter more time in attention on a Sapphire Rapids-class Xeon). Zen 4 takes none: its
+// hardware prefetchers alone read the head's stream faster (1B Q4_0 at a depth of 4096,
+// tg alternated: one thread +6 to +13% in four runs of five, two threads +7% on average
+// over five noisy pairs), and the prefetch instructions were 70% of the op's own samples
+// there, waiting on lines already in flight.
 inline void prefetch_rows(const uint16_t* first, size_t stride, int64_t n, int64_t row_elems) {
     for (int64_t r = 0; r < n; ++r) {
         const char* row = reinterpret_cast<const char*>(first + (size_t)r * stride);
@@ -357,6 +362,7 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     const size_t kv_stride = kc->nb[2] / sizeof(uint16_t);
     if (vc->nb[2] != kc->nb[2]) fail(EMBER_ERR_INTERNAL, "attention: K and V cache layouts differ");
     const size_t q_stride = q->nb[1] / sizeof(float);  // between the heads of one token
+    const bool prefetch = decode_prefetch() != 0;
     auto one = [&](int64_t it) {
         const int64_t j = it / n_head_kv, hk = it % n_head_kv, h0 = hk * group;
         const int64_t n_kv = (int64_t)pos[j] + 1;
@@ -374,7 +380,7 @@ void op_attention(const Tensor* t, ComputeParams& p) {
             // wraps around (sliding-window caches keep position p in row p % rows)
             const int64_t row0 = k0 % rows;
             nk = std::min({kAttnBlock, n_kv - k0, rows - row0});
-            if (k0 + nk < n_kv) {
+            if (prefetch && k0 + nk < n_kv) {
                 const int64_t next = (k0 + nk) % rows, n_next = std::min({kAttnBlock, n_kv - k0 - nk, rows - next});
                 prefetch_rows(kc->row<uint16_t>(hk, next), kv_stride, n_next, head_dim);
                 prefetch_rows(vc->row<uint16_t>(hk, next), kv_stride, n_next, head_dim);
