@@ -191,6 +191,14 @@ size_t decode_prefetch() {
 
 void set_decode_prefetch(size_t bytes) { g_decode_prefetch.store(bytes, std::memory_order_relaxed); }
 
+bool attention_prefetch() {
+#ifdef EMBER_X86
+    return decode_prefetch() != 0;
+#else
+    return true;  // where the decode kernels issue none by design, not measured without it
+#endif
+}
+
 bool isa_supported(Isa isa) {
     const Isa best = detect_isa();
     if (isa == Isa::SCALAR) return true;

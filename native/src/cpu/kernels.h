@@ -53,6 +53,10 @@ void set_amd_tuning(bool on);
 size_t decode_prefetch();
 size_t decode_prefetch_default();
 void set_decode_prefetch(size_t bytes);
+// Whether attention asks for its next block of keys and values while it computes one
+// (cpu/ops.cpp): on x86 where the decode kernels take software prefetches at all
+// (decode_prefetch() != 0; Zen 4 takes none), and on other CPUs.
+bool attention_prefetch();
 namespace detail {
 // decode_prefetch()'s value, read by the kernels (resolved before the first table is built)
 extern std::atomic<size_t> g_decode_prefetch;

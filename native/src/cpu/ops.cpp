@@ -314,8 +314,8 @@ constexpr int64_t kAttnBlock = 32;
 // One head's keys (or values) at consecutive positions: on the CPU's head-major caches
 // one stream (Context), on a cache laid out position-major (all heads of a position
 // together) a stride of n_head_kv * head_dim * 2 bytes. The next block's rows are asked
-// for while this one is computed where the CPU takes software prefetches at all
-// (decode_prefetch(), cpu/kernels.h: with none asked for, 1B at a depth of 4096 spent a
+// for while this one is computed, except on x86 CPUs that take no software prefetches
+// (attention_prefetch(), cpu/kernels.h: with none asked for, 1B at a depth of 4096 spent a
 // quarter more time in attention on a Sapphire Rapids-class Xeon). Zen 4 takes none: its
 // hardware prefetchers alone read the head's stream faster (1B Q4_0 at a depth of 4096,
 // tg alternated: one thread +6 to +13% in four runs of five, two threads +7% on average
@@ -362,7 +362,7 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     const size_t kv_stride = kc->nb[2] / sizeof(uint16_t);
     if (vc->nb[2] != kc->nb[2]) fail(EMBER_ERR_INTERNAL, "attention: K and V cache layouts differ");
     const size_t q_stride = q->nb[1] / sizeof(float);  // between the heads of one token
-    const bool prefetch = decode_prefetch() != 0;
+    const bool prefetch = attention_prefetch();
     auto one = [&](int64_t it) {
         const int64_t j = it / n_head_kv, hk = it % n_head_kv, h0 = hk * group;
         const int64_t n_kv = (int64_t)pos[j] + 1;
