@@ -404,59 +404,74 @@ void unpack_panels_x4(const uint8_t* w4, int64_t i, KPanel* const p[4]) {
     }
 }
 
-// Index tables of the decode kernels below, made at compile time (not per call).
-// q4_k_decode512: int16 words [s0 s0 s1 s1 s2 s2 s3 s3] of group 4h + q from a 128-bit
-// lane holding bytes 4g + r (high bytes zeroed), the same in every lane
-struct Q4KScalePick {
-    int8_t idx[4][64];
-    constexpr Q4KScalePick() : idx() {
-        for (int q = 0; q < 4; ++q)
-            for (int l = 0; l < 64; ++l) idx[q][l] = (l % 2) ? (int8_t)-128 : (int8_t)(4 * q + (l % 16) / 4);
-    }
-};
-constexpr Q4KScalePick kQ4KScalePick{};
-
-// Decoding Q4_K on its re-encoded four-row groups (four_row_layout), a 32-group
-// per 512-bit register: one 64-byte load holds steps 0 | 2 in its low nibbles and 1 | 3
-// in its high ones, so two maddubs (against the activation's step broadcasts, paired
-// the same way) cover the group's four rows, where AVX2's q4_k_group_col takes two loads
-// and four. The int16 sums of two steps stay within bounds (2 x 2 x 31 x 128), one madd
-// by the rows' scales (in both halves) makes int32 lanes [h][r] in each half, and the
-// halves are added once per super-block: q4_k_group_col's integers and float
-// operations, so the same bits.
-//
-// The step broadcasts are made in the kernel from the Q8_K block (two vpermd per group,
-// shared by the streams), not stored once per call (Q4KPre, kpanel_x86.h).
+// Decoding Q4_K on its re-encoded four-row groups (four_row_layout) with VNNI at 256 bits.
+// Each step k is one vpdpbusd of the unsigned nibbles against the activations' dword k
+// broadcast in each 128-bit lane (made in the kernel from the Q8_K block, shared by the
+// streams), where AVX2's q4_k_group_col spends a maddubs and an add; the four are chained
+// in int32. A lane's sum then covers row r's sixteen values of its half of the 32-group,
+// |sum| <= 16 x 15 x 128 < 2^15, so it is also that int32's low int16 word, and one
+// vpdpwssd by the row's scale in that word (the high word zero) adds sc x sum to the
+// super-block's sum: q4_k_group_col's integers in its lanes, and its float operations,
+// so the same bits.
+//   12 vector operations a group and stream, 5 of them multiplies. The 512-bit kernel
+// this replaced (a 32-group per register, two maddubs against paired step broadcasts, an
+// add and a vpdpwssd) took 8 at 512 bits, 6 multiply halves, and decoded slower: in
+// cache 117-137 GOP/s against 170 (bench_kernels 256 x 4096, one thread, Zen 4); from
+// memory 56-70% of the probe against 57-73%, ahead in each of five alternated runs
+// (bench_decode_stream, one and two threads). The same form for Q5_K and Q6_K (two
+// two-step chains each, the int16 bound) was 20-30% faster in cache there too but read
+// no faster from memory (behind in 4 of 5 runs by 1-6 points), so those keep their
+// 512-bit kernels (kernels_q5k512.h, kernels_q6k512.h).
 template <int S>
-void q4_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre* pre,
-                    float* const* s) {
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    // dword k of each 128-bit lane broadcast: k = 0 | 2 and 1 | 3 in the two 256-bit halves
-    const __m512i k02 = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 2, 2, 2, 2, 6, 6, 6, 6);
-    const __m512i k13 = _mm512_add_epi32(k02, _mm512_set1_epi32(1));
+void q4_k_decode_vnni(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, const Q4KPre* pre,
+                      float* const* s) {
+    constexpr size_t kBlock = 4 * sizeof(BlockQ4_K);
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
     __m256 acc[S];
     for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nbk; ++i) {
         const uint8_t* gb[S];
-        __m512i sc_lo[S], sc_hi[S], isum[S];  // groups 0-3 | 4-7
-        __m256i mb[S];
-        k_block_begin512<S, 4 * sizeof(BlockQ4_K)>(w, i, gb, sc_lo, sc_hi, isum, mb);
+        __m256i sc_lo[S], sc_hi[S], isum[S], mb[S];
+#pragma GCC unroll 4
+        for (int j = 0; j < S; ++j) {
+            gb[j] = w[j] + (size_t)i * kBlock;
+            prefetch_ahead(gb[j], gb[j] + kBlock);
+            __m256i scb;
+            q4_k_group_scales(gb[j], &scb, &mb[j]);
+            sc_lo[j] = _mm256_permute2x128_si256(scb, scb, 0x00);
+            sc_hi[j] = _mm256_permute2x128_si256(scb, scb, 0x11);
+            isum[j] = _mm256_setzero_si256();
+        }
 #pragma GCC unroll 8
         for (int g = 0; g < 8; ++g) {
-            const __m512i av = _mm512_broadcast_i64x4(loadu256(y[i].qs + 32 * g));
-            const __m512i a02 = _mm512_permutexvar_epi32(k02, av), a13 = _mm512_permutexvar_epi32(k13, av);
-            const __m512i pick = _mm512_loadu_si512(kQ4KScalePick.idx[g & 3]);
+            const __m256i av = loadu256(y[i].qs + 32 * g);
+            const __m256i st[4] = {_mm256_shuffle_epi32(av, 0x00), _mm256_shuffle_epi32(av, 0x55),
+                                   _mm256_shuffle_epi32(av, 0xaa), _mm256_shuffle_epi32(av, 0xff)};
+            // byte 4 (g % 4) + r of the scales' lane into the low byte of dword r, the rest zero
+            const int b0 = (int)(0x80808000u + 4u * (unsigned)(g % 4));
+            const __m256i pick = _mm256_setr_epi32(b0, b0 + 1, b0 + 2, b0 + 3, b0, b0 + 1, b0 + 2, b0 + 3);
+#pragma GCC unroll 4
             for (int j = 0; j < S; ++j) {
-                const __m512i v = _mm512_loadu_si512(gb[j] + 64 + 64 * g);
-                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-                const __m512i t = _mm512_add_epi16(_mm512_maddubs_epi16(lo, a02), _mm512_maddubs_epi16(hi, a13));
-                const __m512i sv = _mm512_shuffle_epi8(g < 4 ? sc_lo[j] : sc_hi[j], pick);
-                isum[j] = _mm512_dpwssd_epi32(isum[j], t, sv);  // madd by the scales and add: the same sums
+                const __m256i sv = _mm256_shuffle_epi8(g < 4 ? sc_lo[j] : sc_hi[j], pick);
+                const uint8_t* v = gb[j] + 64 + 64 * g;
+                const __m256i v01 = loadu256(v), v23 = loadu256(v + 32);
+                __m256i t = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_and_si256(v01, m4), st[0]);
+                t = _mm256_dpbusd_epi32(t, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4), st[1]);
+                t = _mm256_dpbusd_epi32(t, _mm256_and_si256(v23, m4), st[2]);
+                t = _mm256_dpbusd_epi32(t, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4), st[3]);
+                isum[j] = _mm256_dpwssd_epi32(isum[j], t, sv);
             }
         }
-        k_block_end512<S>(gb, isum, mb, pre[i], y[i].d, acc);
+        const __m256 da = _mm256_broadcast_ss(&y[i].d);
+#pragma GCC unroll 4
+        for (int j = 0; j < S; ++j) {  // lo + hi, 0 (kpanel_x86.h)
+            const __m256i im = whole32(q4_k_min_sum(mb[j], pre[i].amin));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(whole32(isum[j])), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
+        }
     }
-    k_store_rows512<S>(acc, s);
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
 }
 
 // Not on Windows: the OS side is untested there (amx_supported() says no), and GCC's
@@ -780,7 +795,7 @@ void gemm_k512(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
             q4_k_prepare(nbk, static_cast<const BlockQ8_K*>(a), pre);
             const auto group = [&](int g) { return static_cast<const uint8_t*>(w) + (size_t)(4 * g) * ws; };
             decode_groups<3>(nr / 4, group, s, [&](auto streams, auto x, float* const* o) {
-                q4_k_decode512<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
+                q4_k_decode_vnni<decltype(streams)::value>(nbk, x, static_cast<const BlockQ8_K*>(a), pre, o);
             });
             return;
         }
