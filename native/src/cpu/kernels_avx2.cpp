@@ -222,10 +222,6 @@ inline void put_group4(const __m256i R[4], uint8_t (*dst)[32]) {
     _mm256_store_si256(reinterpret_cast<__m256i*>(dst[2]), _mm256_unpacklo_epi64(t1, t3));
     _mm256_store_si256(reinterpret_cast<__m256i*>(dst[3]), _mm256_unpackhi_epi64(t1, t3));
 }
-inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-    // pinsrw straight from memory: five instructions, where shifting and or-ing pairs took ten
-    return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
-}
 
 // One block of four rows, as tile4_legacy_da uses it: the weights decoded once (q, the four
 // rows' scales and mins) and then a column's int32 lanes [r0 r1 r2 r3 | r0 r1 r2 r3].

@@ -1259,7 +1259,7 @@ inline void q8_0_x4_col_vnni(int64_t nb, const uint8_t* const* w, const BlockQ8_
                 p[r] = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(av, q));
             }
             const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-            const __m128i dh = _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(b[0].d), b[1].d, 1), b[2].d, 2), b[3].d, 3);
+            const __m128i dh = pack_u16x4(b[0].d, b[1].d, b[2].d, b[3].d);
             const __m256 wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[j]);
         }

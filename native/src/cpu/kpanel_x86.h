@@ -386,6 +386,11 @@ inline __m256i q4_k_min_sum(__m256i mb, const int16_t amin[2][16]) {
     const __m256i m23 = _mm256_shuffle_epi8(mb, _mm256_load_si256(reinterpret_cast<const __m256i*>(kQ4KMin[1])));
     return _mm256_add_epi32(_mm256_madd_epi16(m01, loadu256(amin[0])), _mm256_madd_epi16(m23, loadu256(amin[1])));
 }
+// Four 16-bit values (four rows' f16 scales) in the low 64 bits
+inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+    // pinsrw straight from memory: five instructions, where shifting and or-ing pairs took ten
+    return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
+}
 // [x0 x1 x2 x3 | x0 x1 x2 x3] from four f16 at p
 inline __m256 f16x4_twice(const uint8_t* p) {
     int64_t v;
