@@ -396,11 +396,16 @@ def cmd_bench(args) -> int:
     print(f"model: {args.model} ({model.ftype}, {_human(model.n_params)} params); {info}")
     print(f"backend: {model.context.backend}" + (f" ({model.context.backend_note})"
                                                   if model.context.backend_note else ""))
-    print("| test | t/s |\n|---|---|")
+    # the threads the tests ran on (the system line above gives the engine's default)
+    n_threads = model.n_threads or default_threads()
+    print("| threads | test | t/s |\n|---|---|---|")
     for k, v in res.items():
-        print(f"| {k} | {v[0]:.2f} ± {v[1]:.2f} |")
+        print(f"| {n_threads} | {k} | {v[0]:.2f} ± {v[1]:.2f} |")
     what = "weights and KV cache" if depth else "weights"
-    how = "probed beside each run" if bws and None not in bws else "numpy's probe"
+    # the range of the rates probed beside the runs: on a shared machine it is wide, and
+    # the share of the bound moves with it
+    how = (f"probed beside each run, {min(bws):.1f}-{max(bws):.1f}" if bws and None not in bws
+           else "numpy's probe")
     print(f"{what} read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s"
           f" ({how}); decode bound ~{bound:.0f} t/s", file=sys.stderr)
     rss = f"; peak RSS {peak_rss / 2**20:.0f} MiB" if peak_rss else ""
