@@ -146,6 +146,14 @@ def main() -> int:
             # the n_ctx and batch `ember bench` uses, so both load the same context
             loads.append(run_llama_load(a.llama_bench, model, max(a.p + a.n, 64) + a.depth + 16,
                                         max(a.p, min(a.depth, 512), 1), a.t))
+            # round by round: on a shared machine the bound moves between rounds, and with
+            # it both programs' shares (the table has the medians)
+            o, t = ours[-1], theirs[-1]
+            if o["tg"] is not None and t["tg"] is not None and o["bound"]:
+                pct = o["pct"] if o["pct"] is not None else 100 * o["tg"] / o["bound"]
+                print(f"  round {len(ours)}: tg{a.n} {o['tg']:.1f} vs {t['tg']:.1f} "
+                      f"({o['tg'] / t['tg']:.2f}x), bound {o['bound']:.1f} t/s: "
+                      f"{pct:.0f}% / {100 * t['tg'] / o['bound']:.0f}%", flush=True)
 
         def med(xs, k):
             vals = [x[k] for x in xs if x[k] is not None]
