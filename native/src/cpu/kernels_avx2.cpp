@@ -337,8 +337,7 @@ inline void legacy4_x4_col(int64_t nb, const uint8_t* const* w, const uint8_t* a
             if constexpr (D::kMin) acc[j] = _mm256_fmadd_ps(wm, _mm256_set1_ps(f16(y.s)), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 template <class D, int C, bool X4 = false>
 inline void tile4_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s,
@@ -426,8 +425,7 @@ inline void q4_0_group_col(int64_t nb, const uint8_t* const* w, const Q40Act* pr
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, _mm256_broadcast_ss(&p.d)), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 
 // Q4_0 groups x nc columns (nc small: decoding, or what is left of a batch)
@@ -435,15 +433,10 @@ void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t w
                       float* s, size_t lds) {
     struct Site;
     Q40Act* const pre = thread_scratch<Q40Act, Site>((size_t)nb);
-    for (int c = 0; c < nc; ++c) {
-        const auto* y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
-        q4_0_prepare(nb, y, pre);
-        float* const out = s + (size_t)c * lds;
-        decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
-                      [&](auto streams, auto x, float* const* o) {
-            q4_0_group_col<decltype(streams)::value>(nb, x, pre, o);
-        });
-    }
+    decode_columns(groups, nc, W, ws, A, as, s, lds, [&](const BlockQ8_0* y) { q4_0_prepare(nb, y, pre); },
+                   [&](auto streams, auto x, const BlockQ8_0*, float* const* o) {
+                       q4_0_group_col<decltype(streams)::value>(nb, x, pre, o);
+                   });
 }
 
 // Prefill panels for the 4- and 5-bit types: four rows' blocks interleaved, with what
@@ -1449,8 +1442,7 @@ inline void q4_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
             acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 
 // A re-encoded group super-block into the KPanel4 pack4_q45 makes from the four blocks
@@ -1517,8 +1509,7 @@ inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
         for (int j = 0; j < S; ++j)
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 
 // K-quant products on weights in four-row groups (Tensor::x4; nr a multiple of 4): block
@@ -1549,8 +1540,7 @@ void decode4_k_x4(int64_t nbk, const B* const* x, const BlockQ8_K* y, float* con
             }
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 
 // Rows as they are (X4 false), or in four-row groups (Tensor::x4; nr a multiple of 4).

@@ -470,8 +470,7 @@ void q4_k_decode_vnni(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, 
             acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 
 // Not on Windows: the OS side is untested there (amx_supported() says no), and GCC's
@@ -1217,22 +1216,16 @@ inline void q4_0_group_col_vnni(int64_t nb, const uint8_t* const* w, const Q40Ac
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 void q4_0_groups_cols_vnni(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
                            float* s, size_t lds) {
     struct Site;
     Q40Act* const pre = thread_scratch<Q40Act, Site>((size_t)nb);
-    for (int c = 0; c < nc; ++c) {
-        const BlockQ8_0* const y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
-        q4_0_prepare(nb, y, pre);
-        float* const out = s + (size_t)c * lds;
-        const auto group = [&](int g) { return W + (size_t)(4 * g) * ws; };
-        decode_groups<3>(groups, group, out, [&](auto streams, auto x, float* const* o) {
-            q4_0_group_col_vnni<decltype(streams)::value>(nb, x, pre, o);
-        });
-    }
+    decode_columns(groups, nc, W, ws, A, as, s, lds, [&](const BlockQ8_0* y) { q4_0_prepare(nb, y, pre); },
+                   [&](auto streams, auto x, const BlockQ8_0*, float* const* o) {
+                       q4_0_group_col_vnni<decltype(streams)::value>(nb, x, pre, o);
+                   });
 }
 
 // Q8_0 decoding on the four-row copy with VNNI: legacy4_x4_col<DecQ8_0>'s int32 lanes
@@ -1264,22 +1257,17 @@ inline void q8_0_x4_col_vnni(int64_t nb, const uint8_t* const* w, const BlockQ8_
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(wd, da), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 void q8_0_groups_cols_vnni(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
                            float* s, size_t lds) {
     struct Site;
     float* const das = thread_scratch<float, Site>((size_t)nb);
-    for (int c = 0; c < nc; ++c) {
-        const BlockQ8_0* const y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
-        for (int64_t i = 0; i < nb; ++i) das[i] = f16(y[i].d);
-        float* const out = s + (size_t)c * lds;
-        decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, out,
-                         [&](auto streams, auto x, float* const* o) {
+    decode_columns(
+        groups, nc, W, ws, A, as, s, lds, [&](const BlockQ8_0* y) { for (int64_t i = 0; i < nb; ++i) das[i] = f16(y[i].d); },
+        [&](auto streams, auto x, const BlockQ8_0* y, float* const* o) {
             q8_0_x4_col_vnni<decltype(streams)::value>(nb, x, y, das, o);
         });
-    }
 }
 
 template <class D, DType T, bool X4>

@@ -59,12 +59,6 @@ __attribute__((always_inline)) inline void k_block_end512(const uint8_t* const (
         acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(im), _mm256_mul_ps(f16x4_twice(gb[j] + 8), da), acc[j]);
     }
 }
-// the streams' four rows each: their lo and hi halves added
-template <int S>
-inline void k_store_rows512(const __m256 (&acc)[S], float* const* s) {
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
-}
 
 // The scale bytes 4g + r of groups 4h .. 4h + 3 (a 128-bit lane of q4_k_group_scales' scb,
 // broadcast) into int16 words [s0 s0 s1 s1 s2 s2 s3 s3], high bytes zero: group 2q in the
@@ -122,7 +116,7 @@ void q5_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
         }
         k_block_end512<S>(gb, isum, mb, pre[i], y[i].d, acc);
     }
-    k_store_rows512<S>(acc, s);
+    store_rows4<S>(acc, s);
 }
 
 }  // namespace

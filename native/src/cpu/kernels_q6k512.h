@@ -94,8 +94,7 @@ void q6_k_decode512(int64_t nbk, const uint8_t* const* w, const BlockQ8_K* y, co
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(f16x4_twice(gb[j]), da), acc[j]);
         }
     }
-    for (int j = 0; j < S; ++j)
-        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+    store_rows4<S>(acc, s);
 }
 
 }  // namespace

@@ -79,6 +79,13 @@ inline void prefetch_span(const uint8_t* from) {
 // Q6_K takes three as well: in-model 1B Q6_K pairs on Zen 3 (tg32, two threads) +4%, +16%,
 // one thread +17%, -8% (a pair there swings by 10%). Four streams were slower than three
 // for every type.
+// The decode kernels' last step: stream j's accumulator holds its four rows' sums in two
+// halves, [r0 r1 r2 r3 | r0 r1 r2 r3]; they are added and stored at s[j].
+template <int S>
+inline void store_rows4(const __m256 (&acc)[S], float* const* s) {
+    for (int j = 0; j < S; ++j)
+        _mm_storeu_ps(s[j], _mm_add_ps(_mm256_castps256_ps128(acc[j]), _mm256_extractf128_ps(acc[j], 1)));
+}
 // decode_groups<N>(groups, group, out, kernel): group(g) points at group g, its results go
 // to out + 4 g; kernel(std::integral_constant<int, S>, x, o) runs S groups side by side.
 template <int N, class Group, class Kernel>
@@ -98,6 +105,21 @@ inline void decode_groups(int groups, Group group, float* out, Kernel kernel) {
         const Ptr x[1] = {group(g)};
         float* const o[1] = {out + 4 * g};
         kernel(std::integral_constant<int, 1>(), x, o);
+    }
+}
+
+// Decoding a few columns on the four-row copy (the 32-element block types, whose
+// activation rows are Q8_0): for each column, prepare(y) makes what the kernel reads of
+// its activation row y, then the call's groups go as three streams (decode_groups) to
+// kernel(streams, x, y, o).
+template <class Prepare, class Kernel>
+inline void decode_columns(int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as, float* s,
+                           size_t lds, Prepare prepare, Kernel kernel) {
+    for (int c = 0; c < nc; ++c) {
+        const BlockQ8_0* const y = reinterpret_cast<const BlockQ8_0*>(A + (size_t)c * as);
+        prepare(y);
+        decode_groups<3>(groups, [&](int g) { return W + (size_t)(4 * g) * ws; }, s + (size_t)c * lds,
+                         [&](auto streams, auto x, float* const* o) { kernel(streams, x, y, o); });
     }
 }
 
