@@ -12,6 +12,7 @@ import statistics
 import sys
 
 import pytest
+from ember import bench as bench_module
 from ember import cli
 from ember.bench import EMBER_FIELDS, LLAMA_FIELDS, parse_int_list
 from gguf import GGUFReader
@@ -172,14 +173,14 @@ def test_bandwidth_probe_outgrows_the_last_level_cache(tmp_path):
         (d / "level").write_text(f"{level}\n")
         (d / "size").write_text(f"{size}\n")
     (tmp_path / "uevent").write_text("")
-    llc = cli._last_level_cache_bytes(str(tmp_path))
+    llc = bench_module._last_level_cache_bytes(str(tmp_path))
     assert llc == 491520 * 1024
-    assert cli._probe_bytes(llc) >= 2 * llc
-    assert cli._probe_bytes(llc) % (64 << 20) == 0
+    assert bench_module._probe_bytes(llc) >= 2 * llc
+    assert bench_module._probe_bytes(llc) % (64 << 20) == 0
     (tmp_path / "index2" / "size").write_text("1G\n")
-    assert cli._last_level_cache_bytes(str(tmp_path)) == 1 << 30
-    assert cli._probe_bytes(0) == 256 << 20  # a machine that does not say, or a small cache
-    assert cli._probe_bytes(8 << 20) == 256 << 20
-    assert cli._probe_bytes(64 << 30) == 4 << 30  # bounded
+    assert bench_module._last_level_cache_bytes(str(tmp_path)) == 1 << 30
+    assert bench_module._probe_bytes(0) == 256 << 20  # a machine that does not say, or a small cache
+    assert bench_module._probe_bytes(8 << 20) == 256 << 20
+    assert bench_module._probe_bytes(64 << 30) == 4 << 30  # bounded
     if sys.platform != "darwin":  # macOS asks sysctl instead
-        assert cli._last_level_cache_bytes(str(tmp_path / "missing")) == 0
+        assert bench_module._last_level_cache_bytes(str(tmp_path / "missing")) == 0

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from gguf import GGML_QUANT_SIZES
 from gguf import GGMLQuantizationType as T
 from gguf import GGUFReader
 from gguf import quants as gq
@@ -155,3 +156,28 @@ def test_quantizer_error_falls_with_bits():
     # a b-bit grid over a block's range leaves at most ~ range / 2^b / sqrt(12) of rms error
     # per element: 2 bits cannot be worse than half the signal
     assert e["Q2_K"] < 0.5 and e["Q6_K"] < 0.05, e
+
+
+def test_type_table_matches_gguf_py():
+    """The engine's type table (native/src/core/dtype.h) against gguf-py's: every id the
+    engine names has gguf-py's name and block geometry, and the ids it leaves unnamed are
+    ones it cannot read (so a file of that type is refused at load, never misread)."""
+    known = {}
+    for type_id in range(256):
+        name = engine.type_name(type_id)
+        if name is None:
+            assert engine.type_block(type_id) == (0, 0), type_id
+            continue
+        known[type_id] = name
+        want = T(type_id)
+        assert name == want.name, (type_id, name, want.name)
+        # gguf-py 0.19.0 still gives Q8_1 its old layout (float d and s: 40 bytes); ggml's
+        # block_q8_1 has been two halves since 2024 (36), as Ember's. No file stores Q8_1:
+        # it is the activation side of the legacy quants' dot products.
+        want_block = (32, 36) if want == T.Q8_1 else GGML_QUANT_SIZES[want]
+        assert engine.type_block(type_id) == want_block, name
+    # the types this release reads (README's list of weight types, plus the activation
+    # side's Q8_1/Q8_K and I32 ids)
+    assert sorted(known.values()) == sorted(
+        ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K",
+         "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "I32"])

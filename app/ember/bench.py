@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import random
 import re
 import statistics
@@ -13,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["BenchTest", "format_results", "parse_int_list", "run", "run_tests"]
+__all__ = ["BenchTest", "bench_model", "format_results", "main", "parse_int_list", "run", "run_tests"]
 
 # llama-bench's fields, in its order (its `test::get_fields()`), then the samples
 LLAMA_FIELDS = [
@@ -115,12 +116,264 @@ class BenchTest:
 def probe_gbs(model, seconds: float = 0.2) -> float | None:
     """The engine's read-rate probe (GB/s): the context's threads reading the weights a
     one-token decode reads, in its products' layout. None where it does not apply (layers
-    offloaded to a device); callers then fall back to cli._read_bandwidth_gbs."""
+    offloaded to a device); callers then fall back to _read_bandwidth_gbs."""
     from .engine import UnsupportedModelError
     try:
         return model.read_bandwidth(seconds)[0]
     except UnsupportedModelError:
         return None
+
+
+def count_text(n: float) -> str:
+    """A parameter count as llama-bench and `ember info` print it: \"134.5M\"."""
+    for unit in ("", "K", "M", "B", "T"):
+        if abs(n) < 1000:
+            return f"{n:.1f}{unit}" if unit else f"{int(n)}"
+        n /= 1000
+    return f"{n:.1f}P"
+
+
+def _last_level_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """Size of the CPU's largest cache in bytes, 0 where the OS does not say (Linux's sysfs
+    "491520K" / "32M" sizes; macOS's sysctl; nothing on Windows)."""
+    best = 0
+    try:
+        for entry in os.listdir(sysfs):
+            if not entry.startswith("index"):
+                continue
+            try:
+                with open(os.path.join(sysfs, entry, "size")) as f:
+                    text = f.read().strip().upper()
+            except OSError:
+                continue
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            digits = text[:-1] if scale != 1 else text
+            if digits.isdigit():
+                best = max(best, int(digits) * scale)
+    except OSError:
+        pass
+    if best == 0 and sys.platform == "darwin":
+        import subprocess
+        for key in ("hw.l3cachesize", "hw.l2cachesize"):
+            try:
+                out = subprocess.run(["sysctl", "-n", key], capture_output=True, text=True, timeout=5).stdout
+                best = max(best, int(out.strip() or 0))
+            except (OSError, ValueError, subprocess.SubprocessError):
+                pass
+    return best
+
+
+def _probe_bytes(llc_bytes: int) -> int:
+    """The bandwidth probe's buffer: at least 256 MiB and twice the last-level cache, so a
+    pass cannot be served from it (server parts report caches of hundreds of MiB, 480 MiB
+    on one Xeon here, where 64 MiB read 45 GB/s at two threads and 1-4 GiB 35), at most
+    4 GiB; a multiple of 64 MiB."""
+    want = max(256 << 20, 2 * llc_bytes)
+    want = (want + (64 << 20) - 1) // (64 << 20) * (64 << 20)
+    return min(want, 4 << 30)
+
+
+def _read_bandwidth_gbs(n_threads: int = 2, seconds: float = 0.6) -> float:
+    """Rough DRAM read bandwidth of n_threads threads (the bench's count: one core alone
+    cannot draw what two can), each summing a slice of a buffer far larger than cache."""
+    import numpy as np  # not at start-up: `ember --version` stays fast
+    import threading
+    # integer adds keep up with DRAM
+    buf = np.ones(_probe_bytes(_last_level_cache_bytes()) // 8, dtype=np.int64)
+    n_threads = max(1, n_threads)
+    parts = np.array_split(buf, n_threads)
+    best = 0.0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        t0 = time.perf_counter()
+        ths = [threading.Thread(target=np.add.reduce, args=(p,)) for p in parts]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        best = max(best, buf.nbytes / (time.perf_counter() - t0) / 1e9)
+    return best
+
+
+def _kv_bytes_per_token(model, depth: int) -> int:
+    """F16 keys and values a decode at this depth reads: every layer's whole cache (an
+    upper bound where layers have sliding windows)."""
+    if depth <= 0:
+        return 0
+    meta = model.metadata
+    arch = meta.get("general.architecture", "")
+
+    def key(name, default=None):
+        v = meta.get(f"{arch}.{name}", default)
+        return v[0] if isinstance(v, (list, tuple)) else v
+
+    n_head = key("attention.head_count", 1) or 1
+    n_head_kv = key("attention.head_count_kv", n_head) or n_head
+    head_k = key("attention.key_length", model.n_embd // n_head)
+    head_v = key("attention.value_length", head_k)
+    return model.n_layer * depth * n_head_kv * (head_k + head_v) * 2
+
+
+def _peak_rss_bytes() -> int | None:
+    """This process's peak resident set so far (None where the OS does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
+
+
+def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | None = None,
+                depth: int = 0, bandwidths: list | None = None) -> dict:
+    """pp: n_prompt tokens in one decode; tg: n_gen one-token decodes; both after `depth`
+    tokens already in the cache (llama-bench's -d: filled before each run, not timed).
+    Like llama-bench: random token ids, one warm-up run, then reps timed runs. With
+    `profiles` (a dict), the engine's per-op timing of each test's last timed run lands there.
+    With `bandwidths` (a list), the tg test's runs each get the read rate probed right before
+    and after them (the faster; None where the engine's probe does not apply), in order."""
+    # no numpy here: the peak RSS reported is the engine's, not a numerics library's
+    rng = random.Random(0)
+    vocab = model.n_vocab
+    suffix = f" @ d{depth}" if depth else ""
+    result = {}
+
+    def fill() -> None:
+        if depth:
+            model.decode([rng.randrange(vocab) for _ in range(depth)], 0)
+
+    if n_prompt > 0:
+        times = []
+        for r in range(reps + 1):
+            ids = [rng.randrange(vocab) for _ in range(n_prompt)]
+            fill()
+            profiled = profiles is not None and r == reps  # the last timed run, not its fill
+            if profiled:
+                model.set_profiling(True)
+            t0 = time.perf_counter()
+            model.decode(ids, depth)
+            if r:
+                times.append(time.perf_counter() - t0)
+            if profiled:
+                profiles[f"pp{n_prompt}{suffix}"] = (model.profile(), times[-1])
+                model.set_profiling(False)
+        ts = [n_prompt / t for t in times]
+        result[f"pp{n_prompt}{suffix}"] = (statistics.fmean(ts), statistics.pstdev(ts))
+    if n_gen > 0:
+        times = []
+        for r in range(reps + 1):
+            tok = rng.randrange(vocab)
+            fill()
+            profiled = profiles is not None and r == reps
+            before = probe_gbs(model) if bandwidths is not None and r else None
+            if profiled:
+                model.set_profiling(True)
+            t0 = time.perf_counter()
+            for pos in range(depth, depth + n_gen):
+                model.decode([tok], pos)
+            if r:
+                times.append(time.perf_counter() - t0)
+            if bandwidths is not None and r:
+                after = probe_gbs(model)
+                bandwidths.append(None if before is None or after is None else max(before, after))
+            if profiled:
+                profiles[f"tg{n_gen}{suffix}"] = (model.profile(), times[-1])
+                model.set_profiling(False)
+        ts = [n_gen / t for t in times]
+        result[f"tg{n_gen}{suffix}"] = (statistics.fmean(ts), statistics.pstdev(ts), times)
+    return result
+
+
+def main(args) -> int:
+    """`ember bench`: llama-bench's table and formats, or (--json / --profile) one test of
+    each kind as one summary object, which benchmarks/ reads."""
+    from . import native
+    from .engine import Model, default_threads
+    if not (args.json or args.profile):
+        return run(args)
+    # --json / --profile: one test of each kind, one summary object (benchmarks/ reads it)
+    try:
+        lists = [parse_int_list(v) for v in (args.n_prompt, args.n_gen, args.depth,
+                                             args.threads or "0")]
+    except ValueError as e:
+        print(f"ember bench: {e}", file=sys.stderr)
+        return 2
+    if any(len(v) > 1 for v in lists):
+        print("ember bench: --json and --profile take one value per option; use -o json for lists",
+              file=sys.stderr)
+        return 2
+    args.n_prompt, args.n_gen, args.depth = lists[0][0], lists[1][0], lists[2][0]
+    args.threads = lists[3][0] or None
+    if args.pin:
+        os.environ["EMBER_PIN_THREADS"] = "1"  # read when the context's thread pool starts
+    t0 = time.perf_counter()
+    depth = args.depth
+    model = Model(args.model, n_ctx=max(args.n_prompt + args.n_gen, 64) + depth + 16,
+                  n_threads=args.threads, n_batch=max(args.n_prompt, min(depth, 512), 1))
+    model.decode([0], 0)  # context created, pages of the weights touched
+    load_s = time.perf_counter() - t0
+    # usable from here; the runs are timed once the background copy of the weights into
+    # the kernels' layout is done (steady state), and when that was is reported
+    model.layout_progress(wait=True)
+    layout_s = time.perf_counter() - t0
+    # bytes a one-token decode must read: every matrix once, one embedding row
+    weight_bytes = sum(t.n_bytes for t in model.tensors() if t.name != "token_embd.weight")
+    emb = next(t for t in model.tensors() if t.name == "token_embd.weight")
+    tied = not any(t.name == "output.weight" for t in model.tensors())
+    weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
+    weight_bytes += _kv_bytes_per_token(model, depth)
+    profiles: dict | None = {} if args.profile else None
+    bws: list = []
+    res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles, depth=depth, bandwidths=bws)
+    peak_rss = _peak_rss_bytes()  # before numpy's bandwidth probe, whose buffer is not the model's
+    tg_key = f"tg{args.n_gen}" + (f" @ d{depth}" if depth else "")
+    if bws and None not in bws:  # each run against the rate probed beside it
+        b = bound_fields([args.n_gen / t for t in res[tg_key][2]], bws, weight_bytes)
+        bw, bound, pct = b["read_bandwidth_gbs"], b["bound_ts"], b["bound_pct"]
+    else:
+        bw = _read_bandwidth_gbs(model.n_threads or default_threads())
+        bound = bw * 1e9 / weight_bytes
+        pct = 100 * res[tg_key][0] / bound if tg_key in res else None
+    info = native.decode_str(native.lib().ember_system_info())
+    out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
+           "backend": model.context.backend, "n_gpu_layers": model.context.n_gpu_layers,
+           "threads": model.n_threads or None, "system": info, "load_seconds": load_s, "layout_seconds": layout_s,
+           "weight_bytes_per_token": weight_bytes, "read_bandwidth_gbs": bw,
+           "tg_bound_tps": bound, "tg_bound_pct": pct, "peak_rss_bytes": peak_rss, "n_depth": depth,
+           "results": {k: {"mean": v[0], "sd": v[1]} for k, v in res.items()}}
+    if profiles is not None:
+        out["profile"] = {test: {"wall_seconds": wall, "ops": [
+            {"name": n, "count": c, "seconds": sec} for n, c, sec in rows]}
+            for test, (rows, wall) in profiles.items()}
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"model: {args.model} ({model.ftype}, {count_text(model.n_params)} params); {info}")
+    print(f"backend: {model.context.backend}" + (f" ({model.context.backend_note})"
+                                                  if model.context.backend_note else ""))
+    # the threads the tests ran on (the system line above gives the engine's default)
+    n_threads = model.n_threads or default_threads()
+    print("| threads | test | t/s |\n|---|---|---|")
+    for k, v in res.items():
+        print(f"| {n_threads} | {k} | {v[0]:.2f} ± {v[1]:.2f} |")
+    what = "weights and KV cache" if depth else "weights"
+    # the range of the rates probed beside the runs: on a shared machine it is wide, and
+    # the share of the bound moves with it
+    how = (f"probed beside each run, {min(bws):.1f}-{max(bws):.1f}" if bws and None not in bws
+           else "numpy's probe")
+    print(f"{what} read per token: {weight_bytes / 2**20:.1f} MiB; read bandwidth ~{bw:.1f} GB/s"
+          f" ({how}); decode bound ~{bound:.0f} t/s", file=sys.stderr)
+    rss = f"; peak RSS {peak_rss / 2**20:.0f} MiB" if peak_rss else ""
+    print(f"load {load_s:.2f} s (weights in the kernels' layout at {layout_s:.2f} s){rss}",
+          file=sys.stderr)
+    if pct is not None:
+        print(f"tg at {pct:.0f}% of the bandwidth bound", file=sys.stderr)
+    for test, (rows, wall) in (profiles or {}).items():
+        print(f"\nprofile of {test} (thread 0; {wall:.3f} s wall of the last timed run)")
+        print("| node | count | ms | % of wall |\n|---|---|---|---|")
+        for name, count, sec in sorted(rows, key=lambda r: -r[2]):
+            print(f"| {name} | {count} | {sec * 1e3:.1f} | {100 * sec / wall:.1f} |")
+    return 0
 
 
 def _time_test(model, n_prompt: int, n_gen: int, depth: int, reps: int, rng: random.Random,
@@ -155,7 +408,6 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
               depths: list[int], reps: int, log=None) -> list[BenchTest]:
     """llama-bench's loop order: threads, depth, then the pp tests and the tg tests."""
     from . import __version__, native
-    from .cli import _human, _kv_bytes_per_token, _peak_rss_bytes, _read_bandwidth_gbs
     from .engine import Model, default_threads
     tests: list[BenchTest] = []
     rng = random.Random(0)
@@ -183,7 +435,7 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
                       "cpu_info": system, "gpu_info": "",
                       "backends": str(getattr(model.context, "backend", "") or "CPU").upper(),
                       "model_filename": str(path),
-                      "model_type": f"{model.arch} {_human(model.n_params)} {model.ftype}",
+                      "model_type": f"{model.arch} {count_text(model.n_params)} {model.ftype}",
                       "model_size": size, "model_n_params": model.n_params, "n_batch": n_batch,
                       "n_ubatch": n_batch, "cpu_mask": "0x0", "cpu_strict": False, "poll": 50,
                       "type_k": "f16", "type_v": "f16", "n_gpu_layers": int(getattr(model.context, "n_gpu_layers", 0) or 0),

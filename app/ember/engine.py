@@ -463,13 +463,15 @@ class Model:
         return Context(self, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, gate=gate,
                        progress=progress)
 
-    def prompt_ids(self, prompt: str) -> list[int]:
-        """Token ids of a prompt text as generate() feeds it: special-token text is
-        parsed, and BOS is added unless the text (a rendered chat template) starts
-        with it already."""
+    def prompt_ids(self, prompt: str, parse_special: bool = True) -> list[int]:
+        """Token ids of a prompt text, the one rule every caller uses (the chat's fitting
+        counts these ids and feeds them; generate() applies it to a text prompt): BOS is
+        added unless the text (a rendered chat template) starts with it already, and
+        special-token text is parsed unless parse_special is off (raw text, where a
+        user's "<|im_end|>" is plain characters)."""
         bos = self.bos_id
         has_bos = bos >= 0 and bool(self.token_text(bos)) and prompt.startswith(self.token_text(bos))
-        return self.tokenize(prompt, add_special=not has_bos, parse_special=True)
+        return self.tokenize(prompt, add_special=not has_bos, parse_special=parse_special)
 
     @property
     def n_ctx(self) -> int:

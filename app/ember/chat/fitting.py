@@ -28,7 +28,7 @@ class GenRequest:
 
 @dataclass
 class BuiltPrompt:
-    text: str
+    text: str  # what the ids spell (for display and tests; the engine is fed the ids)
     stop_strings: tuple[str, ...]
     n_tokens: int
     dropped: int = 0
@@ -36,6 +36,7 @@ class BuiltPrompt:
     max_tokens: int = 0
     think_open: bool = False  # the prompt ends inside <think>: the reply starts in thoughts
     kept: list[dict] = field(default_factory=list)  # the messages that fit
+    ids: list[int] = field(default_factory=list)  # the prompt's tokens, counted and fed as they are
 
 
 def _render(template: ChatTemplate, messages: list[dict], prefix: str, raw: bool):
@@ -57,14 +58,16 @@ def _render(template: ChatTemplate, messages: list[dict], prefix: str, raw: bool
 def build_prompt(tokenizer, n_ctx: int, template: ChatTemplate,
                  req: GenRequest) -> BuiltPrompt:
     """Renders the chat and fits it into n_ctx tokens by the request's policy (tokenizer:
-    anything with the engine Model's tokenize()):
-    drop_oldest removes the oldest turns after the system prompt; stop refuses."""
+    anything with the engine Model's prompt_ids()): drop_oldest removes the oldest turns
+    after the system prompt; stop refuses. The prompt is tokenized here, once: the count
+    the app shows is the length of the ids the engine is fed."""
     reserve = min(req.max_new_tokens, max(n_ctx // 4, 16))
     msgs = list(req.messages)
     dropped = 0
     while True:
         p, text, opened = _render(template, msgs, req.prefix, req.raw)
-        n = len(tokenizer.tokenize(text, add_special=True, parse_special=not req.raw))
+        ids = tokenizer.prompt_ids(text, parse_special=not req.raw)
+        n = len(ids)
         if n + reserve <= n_ctx:
             break
         if req.policy == "stop":
@@ -87,4 +90,4 @@ def build_prompt(tokenizer, n_ctx: int, template: ChatTemplate,
         notice = (f"{dropped} earlier message{'s' if dropped != 1 else ''} did not fit in the "
                   f"{n_ctx}-token context and {'were' if dropped != 1 else 'was'} left out.")
     return BuiltPrompt(text, tuple(p.stop_strings), n, dropped, notice,
-                       max(1, min(req.max_new_tokens, n_ctx - n)), opened, msgs)
+                       max(1, min(req.max_new_tokens, n_ctx - n)), opened, msgs, ids)

@@ -39,7 +39,7 @@ def stream_reply(session, built: BuiltPrompt, params, stats,
         stats.stop_reason = "cancelled"
         return
     scanner = StopScanner(built.stop_strings)
-    gen = session.generate(built.text, built.max_tokens, params, stats=stats,
+    gen = session.generate(built.ids, built.max_tokens, params, stats=stats,
                            cancel=token.event)
     try:
         for piece in gen:

@@ -19,7 +19,7 @@
 namespace ember {
 
 // Bumped whenever this table, Tensor, Op or the meaning of an op's parameters changes.
-constexpr uint32_t kBackendAbiVersion = 1;
+constexpr uint32_t kBackendAbiVersion = 2;  // 2: six sources, Tensor::layer
 
 struct BackendDeviceInfo {
     char name[128];         // "NVIDIA H200"

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "model/model.h"
 
 namespace ember {
 
@@ -75,27 +74,12 @@ namespace {
 
 bool has_storage(const Tensor* st) { return st->op != Op::NONE && st->op != Op::VIEW && st->op != Op::KV_STORE; }
 
-// "prefix<N>" at the start of name -> N, else -1
-int32_t number_after(const char* name, const char* prefix) {
-    const size_t n = std::strlen(prefix);
-    if (std::strncmp(name, prefix, n) != 0) return -1;
-    int32_t v = 0;
-    const char* p = name + n;
-    if (*p < '0' || *p > '9') return -1;
-    for (; *p >= '0' && *p <= '9'; ++p) v = v * 10 + (*p - '0');
-    return v;
-}
-
 }  // namespace
 
 int32_t leaf_layer(const Tensor* leaf, const Tensor* reader, int32_t n_layer) {
-    const char* name = leaf->name;
-    int32_t il = number_after(name, "blk.");
-    if (il < 0) il = number_after(name, "cache_k_l");
-    if (il < 0) il = number_after(name, "cache_v_l");
-    if (il >= 0) return il;
-    if (std::strcmp(name, "token_embd.weight") == 0) return reader->op == Op::GET_ROWS ? -1 : n_layer;
-    if (std::strncmp(name, "output", 6) == 0) return n_layer;
+    if (leaf->layer >= 0) return leaf->layer;
+    if (leaf->layer == kLayerEmbedding) return reader->op == Op::GET_ROWS ? -1 : n_layer;
+    if (leaf->layer == kLayerOutput) return n_layer;
     return kNoLayer;  // inputs, shared rope factors
 }
 
@@ -121,9 +105,9 @@ std::vector<int32_t> node_layers(const Graph& g, int32_t n_layer) {
 
 // ---- the device side of a context ---------------------------------------------------
 
-Offload::Offload(const BackendRecord& be, int device, const Model& model, std::vector<uint8_t> on_device,
+Offload::Offload(const BackendRecord& be, int device, DeviceWeightCache& weights, std::vector<uint8_t> on_device,
                  int64_t max_row, int64_t head_dim, int64_t group, int32_t n_batch)
-    : be_(be), iface_(be.iface), device_(device), model_(model), on_device_(std::move(on_device)), n_batch_(n_batch) {
+    : be_(be), iface_(be.iface), device_(device), device_weights_(weights), on_device_(std::move(on_device)), n_batch_(n_batch) {
     char err[512] = {0};
     state_ = iface_->state_create(device_, max_row, head_dim, group, err, sizeof(err));
     if (!state_) device_failure("creating its compute state", err);
@@ -135,7 +119,7 @@ Offload::Offload(const BackendRecord& be, int device, const Model& model, std::v
 }
 
 Offload::~Offload() {
-    for (auto& [w, p] : weights_) model_.device_weights().release(iface_, device_, w);
+    for (auto& [w, p] : weights_) device_weights_.release(iface_, device_, w);
     for (void* p : caches_mem_) iface_->free(device_, p);
     if (compute_buf_) iface_->free(device_, compute_buf_);
     if (inputs_) iface_->free(device_, inputs_);
@@ -170,7 +154,7 @@ void Offload::reserve(size_t bytes) {
 void* Offload::weight_address(const Tensor* w, const std::function<bool(size_t)>& uploaded) {
     auto it = weights_.find(w);
     if (it != weights_.end()) return it->second;
-    void* p = model_.device_weights().acquire(iface_, device_, w, uploaded);
+    void* p = device_weights_.acquire(iface_, device_, w, uploaded);
     weights_[w] = p;
     return p;
 }

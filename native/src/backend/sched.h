@@ -26,16 +26,15 @@
 
 namespace ember {
 
-class Model;
-
 // "1.5 GiB", "34 MiB", "96 KiB", for messages
 std::string bytes_text(uint64_t bytes);
 
 constexpr int32_t kNoLayer = -1000;  // a leaf that says nothing about where a node runs
 
-// Where a weight or cache leaf places the nodes that read it (kNoLayer: nowhere).
-// "blk.N.*" and the caches "cache_k_lN" / "cache_v_lN": layer N; the token embedding
-// looked up by GET_ROWS: -1, read by a product (a tied head): n_layer; "output*": n_layer.
+// Where a weight or cache leaf places the nodes that read it (kNoLayer: nowhere), from the
+// layer its maker gave it (Tensor::layer): a block's weights and caches, layer N; the token
+// embedding looked up by GET_ROWS: -1, read by a product (a tied head): n_layer; the
+// output head: n_layer.
 int32_t leaf_layer(const Tensor* leaf, const Tensor* reader, int32_t n_layer);
 // Per node of the graph's order: its layer (the highest its sources give; -1 when none).
 std::vector<int32_t> node_layers(const Graph& g, int32_t n_layer);
@@ -44,7 +43,8 @@ std::vector<int32_t> node_layers(const Graph& g, int32_t n_layer);
 // layers, references to the weights it reads, and each graph's split plan.
 class Offload {
 public:
-    Offload(const BackendRecord& be, int device, const Model& model, std::vector<uint8_t> on_device,
+    // weights: the model's device copies, shared with its other contexts
+    Offload(const BackendRecord& be, int device, DeviceWeightCache& weights, std::vector<uint8_t> on_device,
             int64_t max_row, int64_t head_dim, int64_t group, int32_t n_batch);
     ~Offload();
     Offload(const Offload&) = delete;
@@ -99,7 +99,7 @@ private:
     const BackendRecord& be_;
     const BackendIface* iface_;
     int device_;
-    const Model& model_;
+    DeviceWeightCache& device_weights_;
     std::vector<uint8_t> on_device_;  // per layer 0..n_layer
     int32_t n_batch_;
     void* state_ = nullptr;

@@ -3,9 +3,9 @@
 namespace ember {
 
 void tensor_set_contiguous_strides(Tensor* t) {
-    const TypeTraits* tt = type_traits((uint32_t)t->type);
+    const DTypeInfo* tt = dtype_info(t->type);
     t->nb[0] = (size_t)tt->block_bytes;
-    t->nb[1] = (size_t)row_bytes(*tt, t->ne[0]);
+    t->nb[1] = (size_t)dtype_row_bytes(*tt, t->ne[0]);
     for (int i = 2; i < 4; ++i) t->nb[i] = t->nb[i - 1] * (size_t)t->ne[i - 1];
 }
 
@@ -20,14 +20,14 @@ Tensor tensor_2d(DType type, int64_t ne0, int64_t ne1, void* data) {
 }
 
 size_t Tensor::n_bytes() const {
-    const TypeTraits* tt = type_traits((uint32_t)type);
-    return (size_t)row_bytes(*tt, ne[0]) * (size_t)n_rows();
+    const DTypeInfo* tt = dtype_info(type);
+    return (size_t)dtype_row_bytes(*tt, ne[0]) * (size_t)n_rows();
 }
 
 bool Tensor::is_contiguous() const {
-    const TypeTraits* tt = type_traits((uint32_t)type);
+    const DTypeInfo* tt = dtype_info(type);
     if (nb[0] != (size_t)tt->block_bytes) return false;
-    size_t expect = (size_t)row_bytes(*tt, ne[0]);
+    size_t expect = (size_t)dtype_row_bytes(*tt, ne[0]);
     for (int i = 1; i < 4; ++i) {
         if (ne[i] > 1 && nb[i] != expect) return false;
         expect *= (size_t)ne[i];

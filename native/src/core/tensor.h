@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "quant/types.h"
+#include "core/dtype.h"
 
 namespace ember {
 
@@ -33,8 +33,17 @@ enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
 // The gate's activation in a gated feed-forward (GLU) op.
 enum class Activation : int32_t { SILU = 0, GELU_TANH = 1 };
 
-constexpr int kMaxSrc = 5;
+// Six sources: ATTENTION takes five today, and attention sinks (gpt-oss) a sixth. Part of
+// the backend ABI (backend/backend.h), so it changes rarely and deliberately.
+constexpr int kMaxSrc = 6;
 constexpr int kMaxName = 64;
+
+// Which layer a weight or cache leaf belongs to, given by whoever made the leaf (the
+// model's binder, the context's caches), so that placement never parses names: a block
+// 0..n_layer-1, the token embedding, the output head, or none (inputs, shared factors).
+constexpr int32_t kLayerNone = -1000;
+constexpr int32_t kLayerEmbedding = -1;
+constexpr int32_t kLayerOutput = -2;
 
 struct Tensor {
     DType type = DType::F32;
@@ -50,6 +59,7 @@ struct Tensor {
     // background and publishes as it goes); null: all of them.
     const std::atomic<int64_t>* x4_filled = nullptr;
     size_t view_offset = 0;        // VIEW: byte offset into src[0]
+    int32_t layer = kLayerNone;    // leaves: see kLayerNone
     char name[kMaxName] = {};
 
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }

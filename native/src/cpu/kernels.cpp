@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/fp16.h"
 #include "cpu/kernels_ref.h"
+#include "quant/types.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #  define EMBER_X86 1
@@ -253,7 +254,7 @@ const KernelTable& table_of(Isa isa) {
 
 const DotKernels* dot_kernels_exact(DType type, Isa isa) {
     const uint32_t i = (uint32_t)type;
-    if (i >= 32) return nullptr;
+    if (i >= kDTypeCount) return nullptr;
     const DotKernels& k = table_of(isa)[i];
     return k.vec_dot ? &k : nullptr;
 }
@@ -271,7 +272,7 @@ const DotKernels& dot_kernels(DType type, Isa isa) {
 
 bool four_row_layout_read(DType type, Isa isa) {
     const uint32_t i = (uint32_t)type;
-    return i < 32 && dot_kernels(type, isa).gemm_x4 != nullptr;
+    return i < kDTypeCount && dot_kernels(type, isa).gemm_x4 != nullptr;
 }
 
 namespace {

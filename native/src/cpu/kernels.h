@@ -134,7 +134,7 @@ const DotKernels* dot_kernels_exact(DType weight_type, Isa isa);
 
 // Per-ISA tables, filled in by each ISA's source file (kernels_<isa>.cpp). An entry
 // left empty falls back to the level below it.
-using KernelTable = DotKernels[32];
+using KernelTable = DotKernels[kDTypeCount];  // indexed by type id (core/dtype.h)
 void register_scalar_kernels(KernelTable& t);
 void register_avx2_kernels(KernelTable& t);
 void register_avx512_kernels(KernelTable& t);

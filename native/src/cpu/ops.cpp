@@ -22,6 +22,7 @@
 #include "core/fp16.h"
 #include "core/thread_state.h"
 #include "cpu/kernels.h"
+#include "quant/types.h"
 
 namespace ember {
 

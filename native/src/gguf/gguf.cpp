@@ -6,8 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/dtype.h"
 #include "core/error.h"
-#include "quant/types.h"
 
 namespace ember {
 
@@ -341,7 +341,7 @@ void GGUFFile::parse() {
             ti.ne[d] = (int64_t)ne;
         }
         ti.type = c.read<uint32_t>("tensor type");
-        const TypeTraits* tt = type_traits(ti.type);
+        const DTypeInfo* tt = dtype_info(ti.type);
         if (!tt)
             fail(EMBER_ERR_UNSUPPORTED, who + " has unknown or unsupported element type " +
                                             std::to_string(ti.type));

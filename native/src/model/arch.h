@@ -1,7 +1,8 @@
 // The architecture table: one row per family Ember runs. A row says how the family reads
 // its hyper-parameters, which weights it binds and which graph it builds; each family's
-// functions live in its own file (llama.cpp, qwen3.cpp, gemma3.cpp, phi3.cpp), built from
-// the shared helpers in model/build.h. Adding a family is its file and one row in arch.cpp.
+// functions live in its own file (llama.cpp, which qwen2 and qwen3 share; gemma3.cpp, which
+// gemma2 shares; phi3.cpp), built from the shared helpers in model/build.h. Adding a family
+// is its file and one row in arch.cpp.
 #pragma once
 
 #include <string>

@@ -9,6 +9,7 @@
 #include "core/threadpool.h"
 #include "model/arch.h"
 #include "model/build.h"
+#include "quant/types.h"
 
 namespace ember {
 
@@ -58,6 +59,7 @@ Context::Context(const Model& model, const ContextOptions& opts)
             t->ne[2] = kv_rows(il);
             tensor_set_contiguous_strides(t);
             t->set_name(((kv == 0 ? "cache_k_l" : "cache_v_l") + std::to_string(il)).c_str());
+            t->layer = il;
         }
     }
     in_tokens_.resize((size_t)n_batch_);
@@ -271,7 +273,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
         return false;
     }
     try {
-        auto off = std::make_unique<Offload>(be, device, model_, on, max_row_of(h), h.head_dim,
+        auto off = std::make_unique<Offload>(be, device, model_.device_weights(), on, max_row_of(h), h.head_dim,
                                              h.n_head / std::max(1, (int)h.n_head_kv), n_batch_);
         for (int32_t il = 0; il < n_layer; ++il) {
             if (!on[(size_t)il]) continue;

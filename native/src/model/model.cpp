@@ -14,6 +14,7 @@
 #include "core/threadpool.h"
 #include "cpu/kernels.h"
 #include "model/arch.h"
+#include "quant/types.h"
 
 #ifdef __linux__
 #  include <sys/mman.h>
@@ -81,6 +82,21 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
 }
 
 namespace {
+
+// The layer of a weight, from GGUF's names: "blk.N.*" block N, "token_embd.*" the
+// embedding, "output*" the head (output_norm with it), anything else none.
+int32_t weight_layer(const std::string& name) {
+    if (name.rfind("blk.", 0) == 0) {
+        int32_t il = 0;
+        size_t i = 4;
+        if (i >= name.size() || name[i] < '0' || name[i] > '9') return kLayerNone;
+        for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) il = il * 10 + (name[i] - '0');
+        return il;
+    }
+    if (name == "token_embd.weight") return kLayerEmbedding;
+    if (name.rfind("output", 0) == 0) return kLayerOutput;
+    return kLayerNone;
+}
 
 // An integer hyper-parameter that newer files may store per layer (an array): Ember runs
 // the same value in every layer, so an array must hold one value.
@@ -210,6 +226,7 @@ Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> sh
         t->data = copy;
     }
     t->set_name(name.c_str());
+    t->layer = weight_layer(name);
     return t;
 }
 

@@ -341,40 +341,69 @@ void quantize_q8_0(const float* src, void* dst, int64_t n) {
     }
 }
 
-const TypeTraits kTypes[] = {
-    /* 0 F32  */ {"F32", 1, 4, false, dequantize_f32, quantize_f32},
-    /* 1 F16  */ {"F16", 1, 2, false, dequantize_f16, quantize_f16},
-    /* 2 Q4_0 */ {"Q4_0", QK, sizeof(BlockQ4_0), true, dequantize_q4_0, quantize_q4_0},
-    /* 3 Q4_1 */ {"Q4_1", QK, sizeof(BlockQ4_1), true, dequantize_q4_1, quantize_q4_1},
-    /* 4      */ {},
-    /* 5      */ {},
-    /* 6 Q5_0 */ {"Q5_0", QK, sizeof(BlockQ5_0), true, dequantize_q5_0, quantize_q5_0},
-    /* 7 Q5_1 */ {"Q5_1", QK, sizeof(BlockQ5_1), true, dequantize_q5_1, quantize_q5_1},
-    /* 8 Q8_0 */ {"Q8_0", QK, sizeof(BlockQ8_0), true, dequantize_q8_0, quantize_q8_0},
-    /* 9 Q8_1 */ {"Q8_1", QK, sizeof(BlockQ8_1), true, dequantize_q8_1, nullptr},
-    /* 10 Q2_K */ {"Q2_K", QK_K, sizeof(BlockQ2_K), true, dequantize_q2_k, quantize_q2_k},
-    /* 11 Q3_K */ {"Q3_K", QK_K, sizeof(BlockQ3_K), true, dequantize_q3_k, quantize_q3_k},
-    /* 12 Q4_K */ {"Q4_K", QK_K, sizeof(BlockQ4_K), true, dequantize_q4_k, quantize_q4_k},
-    /* 13 Q5_K */ {"Q5_K", QK_K, sizeof(BlockQ5_K), true, dequantize_q5_k, quantize_q5_k},
-    /* 14 Q6_K */ {"Q6_K", QK_K, sizeof(BlockQ6_K), true, dequantize_q6_k, quantize_q6_k},
-    /* 15 Q8_K */ {"Q8_K", QK_K, sizeof(BlockQ8_K), true, dequantize_q8_k, nullptr},
-};
-
-const TypeTraits kBF16 = {"BF16", 1, 2, false, dequantize_bf16, quantize_bf16};
-
 void dequantize_i32(const void* src, float* dst, int64_t n) {
     const int32_t* x = static_cast<const int32_t*>(src);
     for (int64_t i = 0; i < n; ++i) dst[i] = (float)x[i];
 }
-const TypeTraits kI32 = {"I32", 1, 4, false, dequantize_i32, nullptr};
+
+// The codecs of core/dtype.h's rows; a row without a dequantizer does not compile.
+struct Codec {
+    DType type;
+    DequantizeRowFn dequantize;
+    QuantizeRowFn quantize;  // nullptr: Ember writes no files of this type
+};
+constexpr Codec kCodecs[] = {
+    {DType::F32, dequantize_f32, quantize_f32},
+    {DType::F16, dequantize_f16, quantize_f16},
+    {DType::Q4_0, dequantize_q4_0, quantize_q4_0},
+    {DType::Q4_1, dequantize_q4_1, quantize_q4_1},
+    {DType::Q5_0, dequantize_q5_0, quantize_q5_0},
+    {DType::Q5_1, dequantize_q5_1, quantize_q5_1},
+    {DType::Q8_0, dequantize_q8_0, quantize_q8_0},
+    {DType::Q8_1, dequantize_q8_1, nullptr},
+    {DType::Q2_K, dequantize_q2_k, quantize_q2_k},
+    {DType::Q3_K, dequantize_q3_k, quantize_q3_k},
+    {DType::Q4_K, dequantize_q4_k, quantize_q4_k},
+    {DType::Q5_K, dequantize_q5_k, quantize_q5_k},
+    {DType::Q6_K, dequantize_q6_k, quantize_q6_k},
+    {DType::Q8_K, dequantize_q8_k, nullptr},
+    {DType::I32, dequantize_i32, nullptr},
+    {DType::BF16, dequantize_bf16, quantize_bf16},
+};
+
+constexpr const Codec* codec_of(uint32_t id) {
+    for (const Codec& c : kCodecs)
+        if ((uint32_t)c.type == id) return &c;
+    return nullptr;
+}
+#define EMBER_DTYPE_HAS_CODEC(name, id, block, bytes, quantized) \
+    static_assert(codec_of(id) && codec_of(id)->dequantize, "type " #name " has no dequantizer");
+EMBER_DTYPES(EMBER_DTYPE_HAS_CODEC)
+#undef EMBER_DTYPE_HAS_CODEC
+
+struct TraitsTable {
+    TypeTraits rows[kDTypeCount];
+    TraitsTable() : rows{} {
+        for (uint32_t id = 0; id < kDTypeCount; ++id) {
+            const DTypeInfo* info = dtype_info(id);
+            if (!info) continue;
+            const Codec* c = codec_of(id);
+            rows[id] = TypeTraits{info->name, info->block_size, info->block_bytes, info->quantized,
+                                  c->dequantize, c->quantize};
+        }
+    }
+};
+
+const TraitsTable& traits_table() {
+    static const TraitsTable table;
+    return table;
+}
 
 }  // namespace
 
 const TypeTraits* type_traits(uint32_t type) {
-    if (type == (uint32_t)DType::BF16) return &kBF16;
-    if (type == (uint32_t)DType::I32) return &kI32;
-    if (type < sizeof(kTypes) / sizeof(kTypes[0]) && kTypes[type].name) return &kTypes[type];
-    return nullptr;
+    if (type >= kDTypeCount || !traits_table().rows[type].name) return nullptr;
+    return &traits_table().rows[type];
 }
 
 }  // namespace ember

@@ -1,19 +1,13 @@
-// Element types: one table row per GGUF type (name, block geometry, reference
-// kernels), so a new quant type is a new row, not new branches everywhere.
+// The codecs of the element types (core/dtype.h's rows with their reference quantizer
+// and dequantizer) and the block layouts of the quantized ones, as GGUF files store them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace ember {
-
-enum class DType : uint32_t {
-    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, I32 = 26, BF16 = 30,
-};
-
-constexpr int QK = 32;     // elements per block of the legacy quants
-constexpr int QK_K = 256;  // elements per super-block of the K-quants
 
 // Reference kernels operate on n elements, n a multiple of the block size.
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
@@ -28,7 +22,7 @@ struct TypeTraits {
     QuantizeRowFn quantize = nullptr;      // from f32 (reference quantizer, where defined)
 };
 
-// nullptr when the id is not a type Ember knows.
+// nullptr when the id is not a type Ember knows (not a row of core/dtype.h).
 const TypeTraits* type_traits(uint32_t type);
 inline const char* type_name(uint32_t type) {
     const TypeTraits* t = type_traits(type);
@@ -37,7 +31,7 @@ inline const char* type_name(uint32_t type) {
 // Bytes of a row of n elements (n a multiple of the block size).
 inline int64_t row_bytes(const TypeTraits& t, int64_t n) { return n / t.block_size * t.block_bytes; }
 
-// Block layouts (little-endian, packed as in GGUF files)
+// Block layouts (little-endian, packed as in GGUF files); each one's size is its row's
 #pragma pack(push, 1)
 struct BlockQ4_0 { uint16_t d; uint8_t qs[QK / 2]; };
 struct BlockQ4_1 { uint16_t d, m; uint8_t qs[QK / 2]; };
@@ -53,16 +47,17 @@ struct BlockQ6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_
 struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
 #pragma pack(pop)
 
-static_assert(sizeof(BlockQ4_0) == 18, "Q4_0 block");
-static_assert(sizeof(BlockQ4_1) == 20, "Q4_1 block");
-static_assert(sizeof(BlockQ5_0) == 22, "Q5_0 block");
-static_assert(sizeof(BlockQ5_1) == 24, "Q5_1 block");
-static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block");
-static_assert(sizeof(BlockQ2_K) == 84, "Q2_K block");
-static_assert(sizeof(BlockQ3_K) == 110, "Q3_K block");
-static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block");
-static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block");
-static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block");
-static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block");
+static_assert(sizeof(BlockQ4_0) == dtype_info(DType::Q4_0)->block_bytes, "Q4_0 block");
+static_assert(sizeof(BlockQ4_1) == dtype_info(DType::Q4_1)->block_bytes, "Q4_1 block");
+static_assert(sizeof(BlockQ5_0) == dtype_info(DType::Q5_0)->block_bytes, "Q5_0 block");
+static_assert(sizeof(BlockQ5_1) == dtype_info(DType::Q5_1)->block_bytes, "Q5_1 block");
+static_assert(sizeof(BlockQ8_0) == dtype_info(DType::Q8_0)->block_bytes, "Q8_0 block");
+static_assert(sizeof(BlockQ8_1) == dtype_info(DType::Q8_1)->block_bytes, "Q8_1 block");
+static_assert(sizeof(BlockQ2_K) == dtype_info(DType::Q2_K)->block_bytes, "Q2_K block");
+static_assert(sizeof(BlockQ3_K) == dtype_info(DType::Q3_K)->block_bytes, "Q3_K block");
+static_assert(sizeof(BlockQ4_K) == dtype_info(DType::Q4_K)->block_bytes, "Q4_K block");
+static_assert(sizeof(BlockQ5_K) == dtype_info(DType::Q5_K)->block_bytes, "Q5_K block");
+static_assert(sizeof(BlockQ6_K) == dtype_info(DType::Q6_K)->block_bytes, "Q6_K block");
+static_assert(sizeof(BlockQ8_K) == dtype_info(DType::Q8_K)->block_bytes, "Q8_K block");
 
 }  // namespace ember
