@@ -222,3 +222,30 @@ def test_a_chats_next_turn_goes_to_the_slot_that_holds_its_history(client, model
     cached = a2.usage.prompt_tokens_details.cached_tokens
     assert cached >= a1.usage.prompt_tokens  # turn one's prompt at least was kept
     assert cached < a2.usage.prompt_tokens
+
+
+JAPANESE = [{"role": "user", "content": "おやすみなさい、と日本語で言ってください。"}]
+
+
+def _complete_characters(data: bytes) -> str:
+    """data decoded up to its last whole character (what a reply cut there can show)."""
+    import codecs
+    return codecs.getincrementaldecoder("utf-8")().decode(data)
+
+
+def test_a_reply_cut_inside_a_character_holds_the_incomplete_bytes_back(client, model_id):
+    cut_inside = 0
+    for n in range(1, 7):
+        r = client.chat.completions.create(model=model_id, messages=JAPANESE, max_tokens=n,
+                                           temperature=0, logprobs=True)
+        data = b"".join(bytes(e.bytes) for e in r.choices[0].logprobs.content)
+        assert len(r.choices[0].logprobs.content) == n
+        content = r.choices[0].message.content
+        assert "\ufffd" not in content
+        assert content == _complete_characters(data)
+        cut_inside += content.encode() != data
+        streamed = client.chat.completions.create(model=model_id, messages=JAPANESE,
+                                                  max_tokens=n, temperature=0, stream=True)
+        assert "".join(c.choices[0].delta.content or "" for c in streamed
+                       if c.choices) == content
+    assert cut_inside  # some limits fell inside a multi-byte character

@@ -3,10 +3,12 @@ stays usable: the next good model loads and chats, and a bad drop never costs th
 model that is already loaded."""
 from __future__ import annotations
 
+import html
 import shutil
 
 import pytest
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QToolButton, QWidget
 
 from tests.test_ui_support import (  # noqa: F401
     data_dir,
@@ -20,17 +22,36 @@ from tests.test_ui_support import (  # noqa: F401
 pytestmark = pytest.mark.native
 
 
+# each kind: the file, the banner's heading, the sentence under it, and the engine's words
+# (folded under "Details")
 def not_gguf(tmp_path, starter):
     p = tmp_path / "notes.gguf"
-    p.write_text("These are my notes, not a model.\n")
-    return p, "not a valid GGUF model", "not a GGUF file"
+    p.write_text("hello, these are my notes, not a model.\n")
+    return (p, "This is a text file, not a model", "Ember opens GGUF model files (.gguf)",
+            "magic is 'hell', expected 'GGUF'")
+
+
+def wrong_magic(tmp_path, starter):
+    p = tmp_path / "picture.gguf"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    return (p, "This is not a model file", "this file is something else",
+            "not a GGUF file (magic is")
 
 
 def truncated(tmp_path, starter):
     p = tmp_path / "half-downloaded.gguf"
     with open(starter, "rb") as f:
         p.write_bytes(f.read(200_000))
-    return p, "not a valid GGUF model", "larger than the file"
+    return (p, "This file is incomplete", "download it again",
+            "array of 49152 strings is larger than the file")
+
+
+def truncated_in_the_weights(tmp_path, starter):
+    p = tmp_path / "cut-short.gguf"
+    with open(starter, "rb") as f:
+        p.write_bytes(f.read(20_000_000))
+    return (p, "This file is incomplete", "download it again",
+            "extends past the end of the file")
 
 
 def unsupported_arch(tmp_path, starter):
@@ -43,7 +64,9 @@ def unsupported_arch(tmp_path, starter):
         assert head[k + 12:k + 17] == b"llama"
         f.seek(k + 12)
         f.write(b"mamba")
-    return p, "can't run this model", "architecture 'mamba' is not supported"
+    return (p, "Ember can't run this model",
+            "made for a model family Ember does not run yet: mamba",
+            "architecture 'mamba' is not supported")
 
 
 def unsupported_arch_gguf_py(tmp_path, starter):
@@ -60,14 +83,16 @@ def unsupported_arch_gguf_py(tmp_path, starter):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return p, "not a valid GGUF model", "no tokenizer"
+    return p, "This model file is damaged", "download it again", "no tokenizer"
 
 
 def missing(tmp_path, starter):
-    return tmp_path / "gone.gguf", "could not be read", "does not exist"
+    return (tmp_path / "gone.gguf", "The file could not be read", "moved or deleted",
+            "does not exist")
 
 
-KINDS = [not_gguf, truncated, unsupported_arch, unsupported_arch_gguf_py, missing]
+KINDS = [not_gguf, wrong_magic, truncated, truncated_in_the_weights, unsupported_arch,
+         unsupported_arch_gguf_py, missing]
 
 
 def drop_and_wait_error(qtbot, win, path):
@@ -83,12 +108,19 @@ def test_bad_files_show_an_error_and_the_app_stays_usable(qtbot, data_dir, tmp_p
                                                          starter_model_path):
     win = make_window(qtbot, data_dir)
     banner = find(win, QWidget, "errorBanner")
+    toggle = find(win, QToolButton, "errorBannerDetailsToggle")
+    details = find(win, QLabel, "errorBannerDetails")
     for kind in KINDS:
-        path, title, detail = kind(tmp_path, starter_model_path)
+        path, title, advice, raw = kind(tmp_path, starter_model_path)
         shown = drop_and_wait_error(qtbot, win, path)
         text = find(win, QLabel, "errorText").text()
         assert banner.isVisible(), kind.__name__
-        assert title in text and detail in text and path.name in text, (kind.__name__, text)
+        assert text.startswith(f"<b>{html.escape(title, quote=False)}: {path.name}</b><br>"), text
+        assert advice in html.unescape(text), (kind.__name__, text)
+        # the parser's words are not what the user reads first, but one click away
+        assert raw not in html.unescape(text) and not details.isVisible()
+        qtbot.mouseClick(toggle, Qt.LeftButton)
+        assert details.isVisible() and raw in details.text(), (kind.__name__, details.text())
         assert title in shown
         assert win.model is None and not win.loading
         assert not find(win, QWidget, "modelCard").isVisible()
@@ -104,7 +136,7 @@ def test_a_bad_drop_keeps_the_loaded_model(qtbot, data_dir, tmp_path, starter_mo
     win = make_window(qtbot, data_dir)
     load_by_drop(qtbot, win, starter_model_path)
     model = win.model
-    path, title, _ = unsupported_arch(tmp_path, starter_model_path)
+    path, title, _, _ = unsupported_arch(tmp_path, starter_model_path)
     drop_and_wait_error(qtbot, win, path)
     assert title in find(win, QLabel, "errorText").text()
     assert win.model is model

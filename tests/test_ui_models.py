@@ -114,7 +114,7 @@ def test_models_page_lists_the_folder_with_cards(qtbot, data_dir, starter_model_
     assert [r.card["file_name"] for r in view.rows] == ["broken.gguf", starter.FILENAME]
     broken, smol = view.rows
     assert find(broken, QLabel, "modelRowError").text().startswith(
-        "This is not a valid GGUF model file")
+        "This is a text file, not a model")
     assert not broken.open_button.isEnabled()
     assert smol.values["Architecture"] == "llama"
     assert smol.values["Quantization"] == "Q4_1"

@@ -214,9 +214,15 @@ def cmd_default(args) -> int:
     except ImportError:
         gui = False
     if gui:
-        return run_app(args.model_file)
-    print("ember: no display (or no desktop UI installed): starting a terminal chat",
-          file=sys.stderr)
+        from .display_check import why_no_window
+        why = why_no_window()
+        if why is None:
+            return run_app(args.model_file)
+        print(f"ember: the desktop app cannot open a window: {why}.\n"
+              "ember: starting a terminal chat instead", file=sys.stderr)
+    else:
+        print("ember: no display (or no desktop UI installed): starting a terminal chat",
+              file=sys.stderr)
     args.model = args.model_file
     return cmd_chat(args)
 

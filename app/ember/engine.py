@@ -830,9 +830,10 @@ class Session:
                     self.cached.append(token)
                 else:
                     stats.stop_reason = "length"
-                tail = decoder.decode(b"", final=True)
-                if tail:
-                    yield tail
+                # bytes still held are the start of a character the reply was cut inside
+                # (max_tokens, a stop): dropped, as "\ufffd" would show a character never
+                # written; invalid bytes met earlier were already replaced
+                decoder.reset()
             finally:
                 stats.generation_seconds = time.perf_counter() - t1
                 sampler.close()

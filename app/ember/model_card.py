@@ -1,12 +1,14 @@
 """What the app says about a model file: its one display name, the card's facts from the
-header, a RAM estimate for a context length, and a title for each kind of load failure."""
+header, a RAM estimate for a context length, and what a failed load means for the user."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .chat import detect_builtin_format
 from .engine import (
+    EmberError,
     EngineMemoryError,
     FileReadError,
     Model,
@@ -15,22 +17,95 @@ from .engine import (
 )
 from .metadata import meta_int, meta_ints, per_layer_summary
 
-_ERROR_TITLES = (
-    (FileReadError, "The file could not be read"),
-    (ModelFormatError, "This is not a valid GGUF model file"),
-    (UnsupportedModelError, "Ember can't run this model"),
-    (EngineMemoryError, "Not enough memory to load this model"),
-)
+@dataclass(frozen=True)
+class LoadFailure:
+    """What the app says when a model does not load: a heading, a sentence on what it
+    means and what to do, and the engine's own words (shown under "Details")."""
+    title: str
+    advice: str = ""
+    details: str = ""
 
 
-def error_title(error: BaseException) -> str:
-    """A heading for a failed load, by the kind of failure."""
-    if isinstance(error, MemoryError):
-        return "Not enough memory to load this model"
-    for cls, title in _ERROR_TITLES:
-        if isinstance(error, cls):
-            return title
-    return "The model could not be loaded"
+_ADVICE_MEMORY = ("Close other programs, or choose a smaller model (fewer parameters or a "
+                  "smaller quantization).")
+# the engine's words for a file that ends before its header or tensors do (native gguf.cpp)
+_TRUNCATED = ("file is truncated", "larger than the file", "past the end of the file",
+              "too small to be a GGUF file")
+
+
+def _looks_like_text(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if not head or b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start > len(head) - 4  # only a character cut at the end of the sample
+    return True
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def explain_load_failure(error: BaseException, path: str | Path | None = None) -> LoadFailure:
+    """The user's sentence for a failed load, by the kind of failure and, for a file the
+    engine could not parse, by what the file turns out to be."""
+    raw = (error.message or str(error)) if isinstance(error, EmberError) else str(error)
+    p = Path(path) if path is not None else None
+    if isinstance(error, (MemoryError, EngineMemoryError)):
+        return LoadFailure("Not enough memory to load this model", _ADVICE_MEMORY, raw)
+    if isinstance(error, FileReadError) or (p is not None and not p.is_file()):
+        if p is not None and not p.exists():
+            return LoadFailure("The file could not be read",
+                               "It is not there any more: was it moved or deleted?",
+                               f"{p} does not exist or is not a file.")
+        return LoadFailure("The file could not be read",
+                           "Check that its disk is connected and that you may read it.", raw)
+    if isinstance(error, UnsupportedModelError):
+        arch = re.search(r"architecture '([^']*)' is not supported", raw)
+        if arch:
+            known = re.search(r"\(supported: ([^)]*)\)", raw)
+            runs = f" Ember runs {known.group(1)}." if known else ""
+            return LoadFailure("Ember can't run this model",
+                               f"It was made for a model family Ember does not run yet: "
+                               f"{arch.group(1)}.{runs}", raw)
+        return LoadFailure("Ember can't run this model",
+                           "It needs something this version of Ember does not support "
+                           "(see Details).", raw)
+    if isinstance(error, ModelFormatError):
+        if p is not None and _file_size(p) == 0:
+            return LoadFailure("This file is empty", "Nothing was saved in it: download it "
+                               "again.", raw)
+        if "not a GGUF file" in raw:
+            if p is not None and _looks_like_text(p):
+                return LoadFailure("This is a text file, not a model",
+                                   "Ember opens GGUF model files (.gguf); this one holds "
+                                   "text.", raw)
+            return LoadFailure("This is not a model file",
+                               "Ember opens GGUF model files (.gguf); this file is "
+                               "something else.", raw)
+        if any(words in raw for words in _TRUNCATED):
+            return LoadFailure("This file is incomplete",
+                               "It ends before the model in it does, as when a download is "
+                               "cut short: download it again.", raw)
+        return LoadFailure("This model file is damaged",
+                           "Its contents do not hold together (a corrupted copy, or a tool "
+                           "that wrote it wrongly): download it again or get it elsewhere.",
+                           raw)
+    return LoadFailure("The model could not be loaded", "", raw)
+
+
+def error_title(error: BaseException, path: str | Path | None = None) -> str:
+    """A heading for a failed load."""
+    return explain_load_failure(error, path).title
 
 
 # a quantization tag at the end of a file name: ".Q4_1", "-q4_k_m", "-IQ3_XXS", ".F16", "-bf16"

@@ -21,7 +21,8 @@ from .gguf_file import GGUFLayout, TensorInfo, encode_kv_u32, encode_tensor_info
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["FTYPES", "CancelledError", "QuantizePlan", "estimate_sizes", "plan", "quantize_file"]
+__all__ = ["FTYPES", "CancelledError", "Choice", "QuantizePlan", "RequantizeError",
+           "estimate_choices", "estimate_sizes", "plan", "quantize_file"]
 
 # GGUF element type ids
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
@@ -58,6 +59,17 @@ _NOT_QUANTIZED = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weigh
 
 class CancelledError(Exception):
     pass
+
+
+class RequantizeError(ValueError):
+    """The source's tensors are already quantized and the caller did not allow converting
+    them again (each conversion loses precision)."""
+
+    def __init__(self, tensor: str, type_name: str):
+        self.tensor = tensor
+        self.type_name = type_name
+        super().__init__(f"{tensor} is already {type_name}: requantizing loses precision "
+                         "(pass --allow-requantize to do it anyway)")
 
 
 def canonical_name(name: str) -> str:
@@ -246,6 +258,11 @@ class QuantizePlan:
     ftype: int
     tensors: list[TensorPlan] = field(default_factory=list)
 
+    def requantized(self) -> list[TensorPlan]:
+        """The tensors, already quantized in the source, that this plan converts again."""
+        return [tp for tp in self.tensors
+                if tp.new_type != tp.info.type and tp.info.type in QUANTIZED]
+
     @property
     def size_out(self) -> int:
         meta = len(_metadata(self, {p.info.name: 0 for p in self.tensors}))
@@ -285,8 +302,26 @@ def plan(layout: GGUFLayout, ftype_name: str, pure: bool = False) -> QuantizePla
 
 def estimate_sizes(path: str | Path, names: list[str] | None = None) -> dict[str, int]:
     """The output file size for each type name (the model card shows these)."""
+    return {n: c.size for n, c in estimate_choices(path, names).items()}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a copy of a file in one type would be: its size, and the source's quantized
+    types it would convert again (empty: made from float weights only, or kept as they are)."""
+    size: int
+    requantizes: tuple[str, ...]
+
+
+def estimate_choices(path: str | Path, names: list[str] | None = None) -> dict[str, Choice]:
+    """Each type name's Choice for the file at path, from its header alone."""
     layout = read_layout(path)
-    return {n: plan(layout, n).size_out for n in (names or list(FTYPES))}
+    out = {}
+    for n in names or list(FTYPES):
+        p = plan(layout, n)
+        types = sorted({TYPE_NAMES[tp.info.type] for tp in p.requantized()})
+        out[n] = Choice(p.size_out, tuple(types))
+    return out
 
 
 def _metadata(p: QuantizePlan, offsets: dict[str, int]) -> bytes:
@@ -325,10 +360,9 @@ def quantize_file(src: str | Path, dst: str | Path, ftype_name: str, *, threads:
     try:
         layout = read_layout(src, buf)
         p = plan(layout, ftype_name, pure=pure)
-        for tp in p.tensors:
-            if tp.new_type != tp.info.type and tp.info.type in QUANTIZED and not allow_requantize:
-                raise ValueError(f"{tp.info.name} is already {TYPE_NAMES[tp.info.type]}: requantizing "
-                                 "loses precision (pass --allow-requantize to do it anyway)")
+        again = p.requantized()
+        if again and not allow_requantize:
+            raise RequantizeError(again[0].info.name, TYPE_NAMES[again[0].info.type])
         offsets, pos = {}, 0
         for tp in p.tensors:
             offsets[tp.info.name] = pos

@@ -71,7 +71,7 @@ class ChatController(QObject):
     load_progress = Signal(float)
     model_ready = Signal(dict)  # info of the model now loaded
     model_closing = Signal()  # the model is about to be closed (replaced, or at quit)
-    load_failed = Signal(str, str, str)  # path, title, detail
+    load_failed = Signal(str, str, str, str)  # path, title, advice, details
     load_cancelled = Signal(str)  # path
     message_added = Signal(int, int)  # conv id, the user's message id
     reply_started = Signal(object)  # ActiveReply
@@ -209,10 +209,11 @@ class ChatController(QObject):
         self.model_ready.emit(info)
         self.start_next_queued()
 
-    def _on_load_failed(self, job_id: int, path: str, title: str, detail: str) -> None:
+    def _on_load_failed(self, job_id: int, path: str, title: str, advice: str,
+                        details: str) -> None:
         if self._current_load(job_id):
             self.load_job = None
-            self.load_failed.emit(path, title, detail)
+            self.load_failed.emit(path, title, advice, details)
 
     def _on_load_cancelled(self, job_id: int, path: str) -> None:
         if self._current_load(job_id):

@@ -24,7 +24,7 @@ from ..chat import (
     stream_reply,
 )
 from ..engine import CancelledError, EmberError, GenerationStats, Model, Session, backend_devices
-from ..model_card import describe_model, effective_n_ctx, error_title
+from ..model_card import LoadFailure, describe_model, effective_n_ctx, explain_load_failure
 from ..placement import resolve
 
 _ids = itertools.count(1)
@@ -96,7 +96,7 @@ class EngineWorker(QObject):
     header = Signal(int, dict)  # job id, the card's facts (before the weights load)
     load_progress = Signal(int, float)
     loaded = Signal(int, object, object, dict)  # job id, model, ChatTemplate, info
-    load_failed = Signal(int, str, str, str)  # job id, path, title, detail
+    load_failed = Signal(int, str, str, str, str)  # job id, path, title, advice, details
     load_cancelled = Signal(int, str)  # job id, path
     prepared = Signal(int, dict)  # job id, n_prompt / dropped / notice / think_open
     chunk = Signal(int, str)
@@ -122,8 +122,7 @@ class EngineWorker(QObject):
                 self.load_cancelled.emit(job.id, path)
                 return
             if not Path(path).is_file():
-                self.load_failed.emit(job.id, path, "The file could not be read",
-                                      f"{path} does not exist or is not a file.")
+                self._fail(job.id, path, explain_load_failure(FileNotFoundError(path), path))
                 return
             head = Model(path, metadata_only=True)
             try:
@@ -148,13 +147,14 @@ class EngineWorker(QObject):
             self.loaded.emit(job.id, model, template, info)
         except CancelledError:
             self.load_cancelled.emit(job.id, path)
-        except EmberError as e:
-            self.load_failed.emit(job.id, path, error_title(e), e.message or str(e))
-        except MemoryError as e:
-            self.load_failed.emit(job.id, path, error_title(e), "")
+        except (EmberError, MemoryError) as e:
+            self._fail(job.id, path, explain_load_failure(e, path))
         except Exception as e:  # a bug: report it, keep the app alive
-            self.load_failed.emit(job.id, path, "The model could not be loaded",
-                                  f"{type(e).__name__}: {e}")
+            self._fail(job.id, path, LoadFailure("The model could not be loaded",
+                                                 details=f"{type(e).__name__}: {e}"))
+
+    def _fail(self, job_id: int, path: str, failure: LoadFailure) -> None:
+        self.load_failed.emit(job_id, path, failure.title, failure.advice, failure.details)
 
     @Slot(object)
     def open_remote(self, job: RemoteJob) -> None:
@@ -164,7 +164,7 @@ class EngineWorker(QObject):
         try:
             model = open_endpoint(job.url, job.model_id, job.api_key)
         except (RemoteError, ValueError) as e:
-            self.load_failed.emit(job.id, job.url, "The endpoint could not be used", str(e))
+            self.load_failed.emit(job.id, job.url, "The endpoint could not be used", str(e), "")
             return
         if job.cancel_event.is_set():
             self.load_cancelled.emit(job.id, job.url)

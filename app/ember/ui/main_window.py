@@ -487,12 +487,13 @@ class MainWindow(QMainWindow):
                                                    and w.msg_id == self.chat.reply.msg_id)),
                           busy=busy)
 
-    def show_error(self, title: str, detail: str = "") -> None:
+    def show_error(self, title: str, detail: str = "", details: str = "") -> None:
+        """details: the technical words, folded under the banner's "Details"."""
         if self._status_timer.isActive():  # "Imported 1 chat" is no news after an error
             self._status_timer.stop()
             self.status_msg.setText("")
-        self.error_banner.show_message(title, detail)
-        log.warning("%s: %s", title, detail)
+        self.error_banner.show_message(title, detail, details=details)
+        log.warning("%s: %s %s", title, detail, details)
 
     def show_crash(self, summary: str) -> None:
         self.show_error("Something went wrong inside Ember",
@@ -848,12 +849,13 @@ class MainWindow(QMainWindow):
         self.status_backend.setText(text)
         self.status_backend.set_tip(tip)
 
-    def _on_load_failed(self, path: str, title: str, detail: str) -> None:
+    def _on_load_failed(self, path: str, title: str, advice: str, details: str) -> None:
         self._finish_loader()
         self._restore_card()
-        self.show_error(f"{title}: {Path(path).name}", detail)
+        self.show_error(f"{title}: {Path(path).name}", advice, details=details)
         self._update_view()
-        self.model_failed.emit(f"{title}: {Path(path).name}\n{detail}")
+        self.model_failed.emit("\n".join(t for t in (f"{title}: {Path(path).name}", advice,
+                                                      details) if t))
 
     def _on_load_cancelled(self, path: str) -> None:
         self._finish_loader()

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine import EmberError, Model
-from ..model_card import describe_model, error_title
+from ..model_card import describe_model, explain_load_failure
 from .downloads import StarterPanel
 from .format import human_bytes, human_count
 from .widgets import ElidedLabel
@@ -29,8 +29,9 @@ def read_card(path: Path) -> dict:
     try:
         head = Model(str(path), metadata_only=True)
     except EmberError as e:
+        failure = explain_load_failure(e, path)
         return {"path": str(path), "file_name": path.name, "error":
-                f"{error_title(e)}: {e.message or e}"}
+                f"{failure.title}. {failure.advice}".strip(), "error_details": failure.details}
     except OSError as e:
         return {"path": str(path), "file_name": path.name, "error": str(e)}
     try:
@@ -73,6 +74,7 @@ class ModelRow(QFrame):
             err = QLabel(card["error"])
             err.setObjectName("modelRowError")
             err.setWordWrap(True)
+            err.setToolTip(card.get("error_details", ""))  # the engine's words
             lay.addWidget(err)
             return
         # one fact a line: the page stays as narrow as a small window at a large font

@@ -1,5 +1,7 @@
-""""Save a quantized copy…" from a model's card: the types with the file size each gives,
-then `ember quantize`'s work on a background thread with progress and Cancel."""
+""""Save a quantized copy…" from a model's card: the types with the file size each gives
+(marked where the copy would be larger than its source), the choice to requantize an
+already quantized file, then `ember quantize`'s work on a background thread with progress
+and Cancel."""
 from __future__ import annotations
 
 import threading
@@ -7,6 +9,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
     QDialog,
     QFileDialog,
     QHBoxLayout,
@@ -49,22 +53,50 @@ class QuantizeDialog(QDialog):
         self.out_path: Path | None = None
         lay = QVBoxLayout(self)
         lay.addWidget(QLabel("Type (the size each copy would have):"))
+        # short rows, the words below them: a description in a row would need a horizontal
+        # scrollbar in a dialog of ordinary width
         self.types = QListWidget()
         self.types.setObjectName("quantizeTypes")
+        self.types.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.types.setTextElideMode(Qt.ElideRight)
+        self.types.setSelectionMode(QAbstractItemView.SingleSelection)
         try:
-            self.sizes = quantize.estimate_sizes(self.src, [c for c, _ in CHOICES])
+            self.choices = quantize.estimate_choices(self.src, [c for c, _ in CHOICES])
         except (OSError, ValueError) as e:
-            self.sizes = {}
+            self.choices = {}
             lay.addWidget(QLabel(f"Cannot read this file: {e}"))
-        for name, note in CHOICES:
-            if name not in self.sizes:
+        self.sizes = {n: c.size for n, c in self.choices.items()}
+        self.src_size = self.src.stat().st_size if self.choices else 0
+        self.notes = dict(CHOICES)
+        for name, _ in CHOICES:
+            if name not in self.choices:
                 continue
-            text = f"{name}  —  {human_bytes(self.sizes[name])}" + (f"  ({note})" if note else "")
-            item = QListWidgetItem(text)
+            item = QListWidgetItem(f"{name}  —  {human_bytes(self.sizes[name])}"
+                                   + self._mark(name))
             item.setData(Qt.UserRole, name)
             self.types.addItem(item)
-        self.types.setCurrentRow(0)
         lay.addWidget(self.types, 1)
+        self.description = QLabel("")
+        self.description.setObjectName("quantizeDescription")
+        self.description.setWordWrap(True)
+        lay.addWidget(self.description)
+        quantized = sorted({t for c in self.choices.values() for t in c.requantizes})
+        self.allow_requantize = QCheckBox("Allow requantizing (lower quality)")
+        self.allow_requantize.setObjectName("quantizeAllowRequantize")
+        self.allow_requantize.setChecked(False)
+        self.requantize_note = QLabel(
+            f"This file is already quantized ({', '.join(quantized)}). A copy made from it "
+            "converts those weights a second time, which loses more quality than quantizing "
+            "the original weights once. For the best copy, start from the model's F16 or "
+            "BF16 file; tick the box to make this one anyway.")
+        self.requantize_note.setObjectName("quantizeRequantizeNote")
+        self.requantize_note.setWordWrap(True)
+        self.requantize_note.setProperty("field", True)
+        for w in (self.allow_requantize, self.requantize_note):
+            w.setVisible(bool(quantized))
+            lay.addWidget(w)
+        self.types.currentRowChanged.connect(self._describe)
+        self.types.setCurrentRow(self._first_smaller_row())
         self.progress = QProgressBar()
         self.progress.setObjectName("quantizeProgress")
         self.progress.setRange(0, 1000)
@@ -90,6 +122,37 @@ class QuantizeDialog(QDialog):
         self.relay.progress.connect(self._on_progress)
         self.relay.finished.connect(self._on_finished)
 
+    def _larger(self, name: str) -> bool:
+        return self.sizes[name] > self.src_size
+
+    def _mark(self, name: str) -> str:
+        if self.sizes[name] == self.src_size and not self.choices[name].requantizes:
+            return "  (this file's own type)"
+        return "  (larger than this file)" if self._larger(name) else ""
+
+    def _first_smaller_row(self) -> int:
+        for row in range(self.types.count()):
+            if not self._larger(self.types.item(row).data(Qt.UserRole)):
+                return row
+        return 0
+
+    def _describe(self, row: int) -> None:
+        item = self.types.item(row)
+        if item is None:
+            self.description.setText("")
+            return
+        name = item.data(Qt.UserRole)
+        words = [self.notes.get(name, "")]
+        again = self.choices[name].requantizes
+        if self._larger(name):
+            why = (f"its weights are already {', '.join(again)}, and a copy cannot bring back "
+                   "what quantizing took away" if again else
+                   "a copy holds no more than its source does")
+            words.append(f"Larger than this file ({human_bytes(self.src_size)}) and no more "
+                         f"precise: {why}.")
+        text = ". ".join(w[0].upper() + w[1:] for w in words if w)
+        self.description.setText(text if text.endswith(".") or not text else text + ".")
+
     def chosen_type(self) -> str:
         item = self.types.currentItem()
         return item.data(Qt.UserRole) if item else "Q4_K_M"
@@ -108,28 +171,43 @@ class QuantizeDialog(QDialog):
         if Path(dst).resolve() == self.src.resolve():
             self.status.setText("Choose another file: the copy cannot replace its source.")
             return
+        again = self.choices[type_name].requantizes if type_name in self.choices else ()
+        if again and not self.allow_requantize.isChecked():
+            self.status.setText(self._requantize_refusal(type_name, again))
+            return
         self.out_path = Path(dst)
         self.cancel_event.clear()
         self.save_button.setEnabled(False)
         self.types.setEnabled(False)
+        self.allow_requantize.setEnabled(False)
         self.cancel_button.setText("Cancel")
         self.progress.setValue(0)
         self.progress.setVisible(True)
         self.status.setText(f"Writing {self.out_path.name} ({type_name})…")
+        allow = self.allow_requantize.isChecked()
 
         def work() -> None:
             try:
                 quantize.quantize_file(
                     self.src, self.out_path, type_name, threads=threads, cancel=self.cancel_event,
+                    allow_requantize=allow,
                     progress=lambda done, total, tp: self.relay.progress.emit(
                         done >> 10, max(1, total >> 10), tp.info.name))
                 self.relay.finished.emit("")
             except quantize.CancelledError:
                 self.relay.finished.emit("Cancelled; nothing was written.")
+            except quantize.RequantizeError as e:
+                self.relay.finished.emit(self._requantize_refusal(type_name, (e.type_name,)))
             except Exception as e:  # noqa: BLE001 - shown to the user, never lost
                 self.relay.finished.emit(f"Could not write the copy: {e}")
         self.worker = threading.Thread(target=work, name="ember-quantize", daemon=True)
         self.worker.start()
+
+    @staticmethod
+    def _requantize_refusal(type_name: str, again: tuple[str, ...]) -> str:
+        return (f"Nothing was written: this file is already {', '.join(again)}, so a "
+                f"{type_name} copy would quantize its weights a second time and lose quality. "
+                "Tick \u201cAllow requantizing\u201d to make it anyway.")
 
     def running(self) -> bool:
         return self.worker is not None and self.worker.is_alive()
@@ -141,6 +219,7 @@ class QuantizeDialog(QDialog):
     def _on_finished(self, error: str) -> None:
         self.save_button.setEnabled(True)
         self.types.setEnabled(True)
+        self.allow_requantize.setEnabled(True)
         self.cancel_button.setText("Close")
         if error:
             self.progress.setVisible(False)
