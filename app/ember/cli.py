@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 
 
@@ -198,7 +197,6 @@ def cmd_fetch_starter(args) -> int:
 
 
 def _has_display() -> bool:
-    import os
     if sys.platform in ("win32", "darwin"):
         return True
     # a Qt platform chosen by hand (offscreen, vnc, eglfs...) needs no X11 or Wayland display

@@ -3,7 +3,6 @@ Model (RemoteModel), and a reply streamed from it with the same stop and statist
 local one. The endpoint renders its own chat template and fits its own context."""
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,27 +55,6 @@ def open_endpoint(url: str, model_id: str = "", api_key: str | None = None) -> R
     return model
 
 
-class RemoteCancel:
-    """What a CancelToken cancels for a remote reply: the stream, once there is one."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self.stream = None
-        self.cancelled = False
-
-    def attach(self, stream) -> None:
-        with self._lock:
-            self.stream = stream
-            if self.cancelled:
-                stream.cancel()
-
-    def cancel(self) -> None:
-        with self._lock:
-            self.cancelled = True
-            if self.stream is not None:
-                self.stream.cancel()
-
-
 def stream_remote_reply(model: RemoteModel, req: GenRequest, token, stats: dict
                         ) -> Iterator[str]:
     """Yields the reply's text and fills stats (the keys a local reply's stats have)."""
@@ -98,7 +76,7 @@ def stream_remote_reply(model: RemoteModel, req: GenRequest, token, stats: dict
         stats["stop_reason"] = "cancelled"
         return
     stream = model.endpoint.chat(model.model_id, messages, **options)
-    token.context.attach(stream)
+    token.attach(stream)  # a Stop from now on cancels the stream
     first = None
     pieces = 0
     for text in stream:

@@ -3,10 +3,9 @@ and what a slot's thread does with it (stop strings, finish reason, token counts
 from __future__ import annotations
 
 import asyncio
-import threading
 from dataclasses import dataclass
 
-from ..chat import StopScanner
+from ..chat import BuiltPrompt, CancelToken, stream_reply
 from ..engine import Context, EmberError, GenerationStats, SamplingParams, Session
 from .logprobs import token_entry
 
@@ -37,10 +36,13 @@ class Job:
         self.params = params
         self.stops = stops
         self.events: asyncio.Queue = asyncio.Queue()
-        self.cancelled = threading.Event()
+        self.token = CancelToken()  # the slot's context is attached while it runs
         self.done = False  # generation over: a cancel now changes nothing
         self._loop = loop
-        self._context: Context | None = None  # the slot's context while it runs
+
+    @property
+    def cancelled(self) -> bool:
+        return self.token.cancelled
 
     def emit(self, kind: str, value) -> None:
         try:
@@ -51,20 +53,13 @@ class Job:
     def cancel(self) -> None:
         """From any thread: a queued job is skipped, a running one stops within a token
         (or a layer, inside a prefill)."""
-        if self.done:
-            return
-        self.cancelled.set()  # first: Session.generate checks it after resetting the flag
-        ctx = self._context
-        if ctx is not None:
-            ctx.cancel()
+        if not self.done:
+            self.token.cancel()
 
 
 def run_job(ctx: Context, job: Job) -> None:
-    """Generates on ctx for job, in the slot's thread."""
+    """Generates on ctx for job, in the slot's thread, through the app's reply loop."""
     stats = GenerationStats()
-    scanner = StopScanner(job.stops)
-    finish = None
-    job._context = ctx
     pending: list[dict] = []  # logprobs of tokens whose text has not been sent yet
     on_token = None
     if job.top_logprobs is not None:
@@ -77,37 +72,25 @@ def run_job(ctx: Context, job: Job) -> None:
             pending.clear()
         job.emit("text", text)
 
+    built = BuiltPrompt(text="", stop_strings=job.stops, n_tokens=len(job.ids),
+                        max_tokens=job.max_tokens, ids=job.ids)
+    job.token.attach(ctx)
     try:
-        # OpenAI's penalties count the tokens generated so far, not the prompt's
-        gen = Session(ctx).generate(job.ids, job.max_tokens, job.params, stats=stats,
-                                    cancel=job.cancelled, penalize_prompt=False,
-                                    on_token=on_token)
-        try:
-            for piece in gen:
-                # tokens held back by the stop scanner go with the text that releases them;
-                # those of a stop string itself are never sent, as its text is not
-                text, stopped = scanner.feed(piece)
-                if text:
-                    send(text)
-                if stopped:
-                    finish = "stop"
-                    break
-                if job.cancelled.is_set():
-                    finish = "cancelled"
-                    break
-            else:
-                tail = scanner.flush()
-                if tail or pending:
-                    send(tail)
-        finally:
-            gen.close()
+        # tokens held back by the stop scanner go with the text that releases them; those
+        # of a stop string itself are never sent, as its text is not. OpenAI's penalties
+        # count the tokens generated so far, not the prompt's.
+        for text in stream_reply(Session(ctx), built, job.params, stats, job.token,
+                                 penalize_prompt=False, on_token=on_token):
+            send(text)
+        if pending and stats.stop_reason not in ("stop_string", "cancelled"):
+            send("")  # the last tokens' logprobs, whose text was empty
     except EmberError as e:
         job.done = True
         job.emit("error", f"generation failed: {e}")
         return
     finally:
-        job._context = None
-    reason = finish or _FINISH.get(stats.stop_reason, "stop")
+        job.token.attach(None)
+    reason = _FINISH.get(stats.stop_reason, "stop")
     job.done = reason != "cancelled"
     prompt_tokens = stats.prompt_tokens or len(job.ids)
     cached = prompt_tokens - stats.prompt_evaluated if stats.prompt_evaluated else 0

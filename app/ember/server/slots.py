@@ -99,7 +99,7 @@ class SlotPool:
         with self._lock:
             while self._waiting:
                 job = self._waiting.popleft()
-                if not job.cancelled.is_set():
+                if not job.cancelled:
                     return job
                 self._cancelled += 1  # its client left while it waited
             self._idle.append(slot)
@@ -111,7 +111,7 @@ class SlotPool:
         except Exception as e:  # noqa: BLE001 (a bug must not take the slot down)
             job.emit("error", f"internal error: {type(e).__name__}: {e}")
         with self._lock:
-            if job.cancelled.is_set():
+            if job.cancelled:
                 self._cancelled += 1
             else:
                 self._finished += 1

@@ -73,11 +73,8 @@ class GenJob:
 
     def __post_init__(self):
         if self.token is None:
-            if self.session is not None:
-                self.token = CancelToken(self.session.context)
-            else:
-                from ..remote_chat import RemoteCancel
-                self.token = CancelToken(RemoteCancel())
+            # an endpoint's reply attaches its stream once it has one
+            self.token = CancelToken(self.session.context if self.session is not None else None)
 
     def cancel(self) -> None:
         self.token.cancel()
