@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "backend/placement.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "model/arch.h"
@@ -127,65 +128,21 @@ void Context::place(const ContextOptions& opts) {
     const int32_t n_layers = model_.hparams().n_layer + 1;
     placement_ = PlacementInfo{};
     placement_.n_layers = n_layers;
-    const std::string cpu = std::string("CPU (") + isa_label(backend_.isa()) + ")";
-    placement_.summary = cpu;
-
-    std::string name = opts.backend.empty() ? "auto" : opts.backend;
-    int device = -1;
-    const size_t colon = name.find(':');
-    if (colon != std::string::npos) {
-        const std::string num = name.substr(colon + 1);
-        name = name.substr(0, colon);
-        if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos)
-            fail(EMBER_ERR_INVALID_ARGUMENT, "backend device must be a number: '" + opts.backend + "'");
-        device = std::stoi(num);
-    }
+    placement_.summary = std::string("CPU (") + isa_label(backend_.isa()) + ")";
+    DeviceChoice choice = choose_devices(opts.backend);
     if (opts.n_gpu_layers < -1) fail(EMBER_ERR_INVALID_ARGUMENT, "n_gpu_layers must be -1 (auto) or >= 0");
-    if (name == "cpu") return;
-
-    // the devices to try, best first
-    std::vector<std::pair<const BackendRecord*, int>> candidates;
-    std::vector<std::string> reasons;
-    if (name == "auto") {
-        std::vector<BackendDeviceRow> rows = backend_devices();
-        std::stable_sort(rows.begin(), rows.end(), [](const BackendDeviceRow& a, const BackendDeviceRow& b) {
-            if (a.backend->score != b.backend->score) return a.backend->score > b.backend->score;
-            return a.info.memory_free > b.info.memory_free;
-        });
-        for (const BackendDeviceRow& r : rows) {
-            if (r.backend->name == "cpu") continue;
-            if (!r.backend->usable) reasons.push_back(r.backend->label + ": " + r.backend->reason);
-            else candidates.emplace_back(r.backend, r.device);
-        }
-    } else {
-        const BackendRecord* be = find_backend(name);
-        if (!be) {
-            std::string known;
-            for (const BackendRecord& r : backend_registry()) known += (known.empty() ? "" : ", ") + r.name;
-            fail(EMBER_ERR_INVALID_ARGUMENT, "no backend named '" + name + "' (known: auto, " + known + ")");
-        }
-        if (!be->usable) {
-            reasons.push_back(be->label + ": " + be->reason);
-        } else if (device >= 0) {
-            const int n = be->iface->device_count();
-            if (device >= n) reasons.push_back(be->label + ": there is no device " + std::to_string(device) +
-                                               " (it has " + std::to_string(n) + ")");
-            else candidates.emplace_back(be, device);
-        } else {
-            for (int d = 0; d < be->iface->device_count(); ++d) candidates.emplace_back(be, d);
-        }
-    }
+    if (choice.name == "cpu") return;
     if (opts.n_gpu_layers == 0) {
-        if (!candidates.empty()) placement_.note = "no layers offloaded (0 GPU layers asked for)";
+        if (!choice.candidates.empty()) placement_.note = "no layers offloaded (0 GPU layers asked for)";
         return;
     }
-    for (const auto& [be, dev] : candidates) {
+    for (const auto& [be, dev] : choice.candidates) {
         std::string why;
         if (try_offload(*be, dev, opts.n_gpu_layers, opts, why)) return;
-        reasons.push_back(why);
+        choice.reasons.push_back(why);
     }
-    for (const std::string& r : reasons) placement_.note += (placement_.note.empty() ? "" : "; ") + r;
-    if (placement_.note.empty() && name == "auto") placement_.note = "no GPU backend";
+    for (const std::string& r : choice.reasons) placement_.note += (placement_.note.empty() ? "" : "; ") + r;
+    if (placement_.note.empty() && choice.name == "auto") placement_.note = "no GPU backend";
 }
 
 bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted, const ContextOptions& opts,
@@ -210,9 +167,11 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
         probes.push_back(it->second.get());
         if (n_batch_ == 1) break;
     }
-    std::vector<uint8_t> supported((size_t)n_layers, 1);
-    std::vector<std::string> lacks((size_t)n_layers);
-    std::vector<uint64_t> bytes((size_t)n_layers, 0);
+    // what each layer needs on the device, measured on those graphs
+    LayerNeeds needs;
+    needs.supported.assign((size_t)n_layers, 1);
+    needs.lacks.assign((size_t)n_layers, std::string());
+    needs.bytes.assign((size_t)n_layers, 0);
     std::set<const Tensor*> counted;
     size_t compute_bytes = 0;
     for (BatchGraph* bg : probes) {
@@ -223,55 +182,29 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
             const int32_t il = layers[i];
             const Tensor* t = order[i];
             if (il < 0 || t->op == Op::VIEW) continue;
-            if (supported[(size_t)il] && !be.iface->supports(device, t)) {
-                supported[(size_t)il] = 0;
+            if (needs.supported[(size_t)il] && !be.iface->supports(device, t)) {
+                needs.supported[(size_t)il] = 0;
                 const Tensor* w = t->src[0] && t->src[0]->op == Op::NONE ? t->src[0] : nullptr;
-                lacks[(size_t)il] = std::string(op_name(t->op)) +
-                                    (w ? std::string(" of ") + type_name((uint32_t)w->type) : std::string());
+                needs.lacks[(size_t)il] = std::string(op_name(t->op)) +
+                                          (w ? std::string(" of ") + type_name((uint32_t)w->type) : std::string());
             }
             for (const Tensor* s : t->src) {
                 if (!s) continue;
                 s = storage_of(s);
                 if (s->op != Op::NONE || !counted.insert(s).second) continue;
                 if (std::strncmp(s->name, "inp_", 4) == 0) continue;
-                bytes[(size_t)il] += std::strncmp(s->name, "cache_", 6) == 0 ? kv_layer_bytes(il) : align_up(s->n_bytes(), 256);
+                needs.bytes[(size_t)il] +=
+                    std::strncmp(s->name, "cache_", 6) == 0 ? kv_layer_bytes(il) : align_up(s->n_bytes(), 256);
             }
         }
     }
-    // what the driver, other programs and fragmentation need beside us: 5%, 32 MiB to 1 GiB
-    const uint64_t margin = std::min<uint64_t>(std::max<uint64_t>(info.memory_total / 20, 32ull << 20), 1ull << 30);
-    const uint64_t budget = info.memory_free > margin ? info.memory_free - margin : 0;
-    const int32_t wanted = n_wanted < 0 ? n_layers : std::min(n_wanted, n_layers);
-    std::vector<uint8_t> on((size_t)n_layers, 0);
-    uint64_t used = compute_bytes + 2 * (uint64_t)n_batch_ * sizeof(int32_t) + (1ull << 20);
-    int32_t count = 0, unsupported = 0;
-    std::string lack_note;
-    bool out_of_memory = false;
-    uint64_t first_need = 0;
-    for (int32_t il = n_layer; il > n_layer - wanted; --il) {
-        if (!supported[(size_t)il]) {
-            ++unsupported;
-            if (lack_note.empty()) lack_note = lacks[(size_t)il];
-            continue;
-        }
-        if (used + bytes[(size_t)il] > budget) {
-            out_of_memory = true;
-            if (!first_need) first_need = used + bytes[(size_t)il];
-            break;
-        }
-        used += bytes[(size_t)il];
-        on[(size_t)il] = 1;
-        ++count;
-    }
-    if (count == 0) {
-        if (out_of_memory)
-            why = be.label + ": too little memory on " + info.name + " (" + bytes_text(first_need) +
-                  " needed for one layer and the buffers, plus a " + bytes_text(margin) + " margin; " +
-                  bytes_text(info.memory_free) + " free)";
-        else
-            why = be.label + ": " + info.name + " cannot compute these layers (no " + lack_note + ")";
+    needs.fixed_bytes = compute_bytes + 2 * (uint64_t)n_batch_ * sizeof(int32_t) + (1ull << 20);
+    const LayerPlan plan = plan_layers(needs, info, n_wanted, be.label);
+    if (plan.count == 0) {
+        why = plan.why;
         return false;
     }
+    const std::vector<uint8_t>& on = plan.on;
     try {
         auto off = std::make_unique<Offload>(be, device, model_.device_weights(), on, max_row_of(h), h.head_dim,
                                              h.n_head / std::max(1, (int)h.n_head_kv), n_batch_);
@@ -301,17 +234,11 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
     }
     placement_.backend = be.name;
     placement_.device = device;
-    placement_.n_offloaded = count;
-    placement_.device_bytes = used;
-    placement_.summary = be.label + ": " + info.name + ", " + std::to_string(count) + "/" + std::to_string(n_layers) + " layers";
-    std::string note;
-    if (unsupported)
-        note = std::to_string(unsupported) + " layer" + (unsupported > 1 ? "s" : "") + " kept on the CPU (" + be.label +
-               " has no " + lack_note + ")";
-    if (out_of_memory)
-        note += (note.empty() ? "" : "; ") + std::to_string(count) + " of " + std::to_string(wanted) +
-                " layers fit in the " + bytes_text(info.memory_free) + " free on " + info.name;
-    placement_.note = note;
+    placement_.n_offloaded = plan.count;
+    placement_.device_bytes = plan.used;
+    placement_.summary = be.label + ": " + info.name + ", " + std::to_string(plan.count) + "/" +
+                         std::to_string(n_layers) + " layers";
+    placement_.note = plan.note;
     return true;
 }
 
