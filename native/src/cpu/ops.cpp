@@ -263,17 +263,6 @@ void op_kv_store(const Tensor* t, int ith, int nth, Isa isa) {
 // threads' slots never share one.
 size_t decode_slot_bytes(size_t act_row) { return (act_row + 63) & ~(size_t)63; }
 
-// Whether a MUL_MAT node converts its activations into the work buffer, given what the
-// previous product left there (updated in `converted`). Mirrors op_mul_mat's decision.
-bool converts(const Tensor* t, Isa isa, const Tensor*& converted, DType& converted_type) {
-    const DotKernels& k = dot_kernels(t->src[0]->type, isa);
-    if (k.act_type == DType::F32) return false;
-    if (converted == t->src[1] && converted_type == k.act_type) return false;
-    converted = t->src[1];
-    converted_type = k.act_type;
-    return true;
-}
-
 void op_mul_mat(const Tensor* t, ComputeParams& p) {
     const Tensor* w = t->src[0];
     const Tensor* x = t->src[1];
@@ -290,12 +279,12 @@ void op_mul_mat(const Tensor* t, ComputeParams& p) {
         // Decoding: one short row. Every thread converts it into its own slot, which
         // costs less than a barrier (and barrier_plan knows there is none here).
         uint8_t* slot = p.work + (size_t)p.ith * decode_slot_bytes(act_row);
-        if (converts(t, p.isa, p.converted, p.converted_type)) k.convert(x->row<float>(0), slot, x->ne[0]);
+        if (mul_mat_converts(t, p.isa, p.converted, p.converted_type)) k.convert(x->row<float>(0), slot, x->ne[0]);
         const Tensor xa = tensor_2d(k.act_type, x->ne[0], 1, slot);
         mul_mat(w, &xa, t, p.ith, p.nth, p.isa, p.next_chunk);
         return;
     }
-    if (converts(t, p.isa, p.converted, p.converted_type)) {
+    if (mul_mat_converts(t, p.isa, p.converted, p.converted_type)) {
         const Range r = split(x->ne[1], p.ith, p.nth);
         for (int64_t c = r.begin; c < r.end; ++c) k.convert(x->row<float>(c), p.work + c * act_row, x->ne[0]);
         if (p.pool) p.pool->barrier();
@@ -429,6 +418,15 @@ void op_attention(const Tensor* t, ComputeParams& p) {
 
 }  // namespace
 
+bool mul_mat_converts(const Tensor* t, Isa isa, const Tensor*& converted, DType& converted_type) {
+    const DotKernels& k = dot_kernels(t->src[0]->type, isa);
+    if (k.act_type == DType::F32) return false;
+    if (converted == t->src[1] && converted_type == k.act_type) return false;
+    converted = t->src[1];
+    converted_type = k.act_type;
+    return true;
+}
+
 size_t attention_scratch_floats(int64_t head_dim, int64_t group) {
     // accumulators, scores and maxima, then the sums as doubles at an even float offset
     const size_t sum_at = (size_t)(group * (head_dim + kAttnBlock + 1) + 1) & ~(size_t)1;
@@ -466,304 +464,6 @@ size_t work_size(const Graph& graph, Isa isa, int n_threads) {
         if (bytes > need) need = bytes;
     }
     return need;
-}
-
-namespace {
-
-struct ByteRange {
-    const uint8_t* lo;
-    const uint8_t* hi;  // one past the last byte
-    bool overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
-};
-
-// The bytes a tensor's elements span, whatever its strides.
-ByteRange extent(const Tensor* t) {
-    const TypeTraits* tt = type_traits((uint32_t)t->type);
-    const uint8_t* lo = static_cast<const uint8_t*>(t->data);
-    size_t span = tt->block_size == 1 ? (size_t)(t->ne[0] - 1) * t->nb[0] + (size_t)tt->block_bytes
-                                      : (size_t)row_bytes(*tt, t->ne[0]);
-    for (int d = 1; d < 4; ++d) span += (size_t)(t->ne[d] - 1) * t->nb[d];
-    return {lo, lo + span};
-}
-
-}  // namespace
-
-std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
-    const auto& nodes = graph.nodes();
-    std::vector<uint8_t> plan(nodes.size(), 0);
-    // What the nodes since the last barrier produced, wrote and read.
-    std::vector<const Tensor*> produced;
-    std::vector<ByteRange> written, read;
-    bool work_in_use = false;  // a product since the last barrier reads the work buffer
-    const Tensor* converted = nullptr;
-    DType converted_type = DType::F32;
-    auto clear = [&] {
-        produced.clear();
-        written.clear();
-        read.clear();
-        work_in_use = false;
-    };
-    bool first = true;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-        const Tensor* t = nodes[i];
-        if (t->op == Op::VIEW || t->op == Op::NONE) continue;
-        std::vector<ByteRange> reads, writes;
-        bool need = false;
-        for (const Tensor* s : t->src) {
-            if (!s) continue;
-            const Tensor* st = storage_of(s);
-            for (const Tensor* p : produced) need |= p == st;  // read after write
-            if (st->op != Op::KV_STORE && s->data) reads.push_back(extent(s));
-        }
-        if (t->op == Op::KV_STORE) {
-            writes.push_back(extent(t->src[2]));
-            writes.push_back(extent(t->src[3]));
-        } else if (t->data) {
-            writes.push_back(extent(t));
-        }
-        for (const ByteRange& r : reads)
-            for (const ByteRange& w : written) need |= r.overlaps(w);  // aliasing views
-        for (const ByteRange& w : writes) {
-            for (const ByteRange& o : written) need |= w.overlaps(o);  // write after write
-            for (const ByteRange& o : read) need |= w.overlaps(o);     // write after read (reused buffers)
-        }
-        bool uses_work = false, conv = false;
-        if (t->op == Op::MUL_MAT) {
-            conv = converts(t, isa, converted, converted_type);
-            uses_work = conv || dot_kernels(t->src[0]->type, isa).act_type != DType::F32;
-            need |= conv && work_in_use;  // converting would overwrite what others still read
-        }
-        if (need && !first) {
-            plan[i] = 1;
-            clear();
-        }
-        first = false;
-        // A conversion ends with a barrier of its own, except a one-row one (decoding),
-        // which each thread makes for itself into its own slot.
-        if (conv && t->src[1]->ne[1] != 1) clear();
-        produced.push_back(t);
-        written.insert(written.end(), writes.begin(), writes.end());
-        read.insert(read.end(), reads.begin(), reads.end());
-        work_in_use |= uses_work;
-    }
-    return plan;
-}
-
-namespace {
-// EMBER_PIN_THREADS=1 pins the workers (see ThreadPool); off by default, as in llama.cpp:
-// on a shared machine a pinned thread cannot move away from a busy core.
-bool pin_requested() {
-    const char* env = std::getenv("EMBER_PIN_THREADS");
-    return env && env[0] == '1';
-}
-}  // namespace
-
-CpuBackend::CpuBackend(int n_threads, int64_t max_row, Isa isa)
-    : pool_(n_threads, pin_requested()), isa_(isa), scratch_((size_t)pool_.size()) {
-    // attention's accumulator: head_dim floats (the online softmax needs no per-key buffer)
-    const size_t floats = (size_t)(max_row + 64);
-    for (auto& s : scratch_) s.buf.resize(floats * sizeof(float));
-}
-
-OpProfile::Entry& OpProfile::at(const std::string& key) {
-    for (auto& [k, e] : entries)
-        if (k == key) return e;
-    entries.emplace_back(key, Entry{});
-    return entries.back().second;
-}
-
-void CpuBackend::set_profiling(bool on) {
-    profiling_ = on;
-    profile_.entries.clear();
-}
-
-namespace {
-
-// "mul_mat ffn_down" for blk.N.ffn_down.weight; the op name for everything else
-std::string profile_key(const Tensor* t) {
-    std::string key = op_name(t->op);
-    if (t->op != Op::MUL_MAT) return key;
-    std::string w = t->src[0]->name;
-    if (w.rfind("blk.", 0) == 0) {
-        const size_t dot = w.find('.', 4);
-        if (dot != std::string::npos) w = w.substr(dot + 1);
-    }
-    const size_t suffix = w.rfind(".weight");
-    if (suffix != std::string::npos) w = w.substr(0, suffix);
-    return key + " " + (w.empty() ? "?" : w);
-}
-
-double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
-// Reads n bytes at p once, front to back, four independent 16-byte streams per 64-byte
-// line (the baseline vector loads of each architecture: enough to keep up with DRAM on
-// one core), and returns a value made from all of them, so that no load is dropped. A
-// software prefetch runs 2 KiB ahead, as in the decode kernels (cpu/kpanel_x86.h): on a
-// Sapphire Rapids-class Xeon it read 17-18 GB/s on one thread and 33-34 on two, where
-// without it (and numpy's reduce) read 16 and 31.
-namespace {
-
-// S runs of n / S bytes each, read side by side 64 bytes at a time (each with a software
-// prefetch 2 KiB ahead where Prefetch), then the tail.
-template <int S, bool Prefetch>
-uint64_t read_runs(const uint8_t* p, size_t n) {
-    const size_t run = n / S / 64 * 64;
-    size_t i = 0;
-    uint64_t h = 0;
-#if defined(__SSE2__) || defined(_M_X64)
-    __m128i acc[S][2];
-    for (int s = 0; s < S; ++s) acc[s][0] = acc[s][1] = _mm_setzero_si128();
-    for (; i < run; i += 64)
-        for (int s = 0; s < S; ++s) {
-            const uint8_t* q = p + run * (size_t)s + i;
-            if (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(q + 2048), _MM_HINT_T0);
-            const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-            const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16));
-            const __m128i x2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 32));
-            const __m128i x3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 48));
-            acc[s][0] = _mm_xor_si128(acc[s][0], _mm_xor_si128(x0, x1));
-            acc[s][1] = _mm_xor_si128(acc[s][1], _mm_xor_si128(x2, x3));
-        }
-    __m128i x = _mm_setzero_si128();
-    for (int s = 0; s < S; ++s) x = _mm_xor_si128(x, _mm_xor_si128(acc[s][0], acc[s][1]));
-    uint64_t lanes[2];
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), x);
-    h = lanes[0] ^ lanes[1];
-#elif defined(__aarch64__) || defined(_M_ARM64)
-    uint64x2_t acc[S][2];
-    for (int s = 0; s < S; ++s) acc[s][0] = acc[s][1] = vdupq_n_u64(0);
-    for (; i < run; i += 64)
-        for (int s = 0; s < S; ++s) {
-            const uint8_t* q = p + run * (size_t)s + i;
-#if defined(__GNUC__)
-            if (Prefetch) __builtin_prefetch(q + 2048);
-#endif
-            const uint64_t* w = reinterpret_cast<const uint64_t*>(q);
-            acc[s][0] = veorq_u64(acc[s][0], veorq_u64(vld1q_u64(w), vld1q_u64(w + 2)));
-            acc[s][1] = veorq_u64(acc[s][1], veorq_u64(vld1q_u64(w + 4), vld1q_u64(w + 6)));
-        }
-    uint64x2_t x = vdupq_n_u64(0);
-    for (int s = 0; s < S; ++s) x = veorq_u64(x, veorq_u64(acc[s][0], acc[s][1]));
-    h = vgetq_lane_u64(x, 0) ^ vgetq_lane_u64(x, 1);
-#else
-    for (; i < run; i += 64)
-        for (int s = 0; s < S; ++s)
-            for (int k = 0; k < 64; k += 8) {
-                uint64_t v;
-                std::memcpy(&v, p + run * (size_t)s + i + k, 8);
-                h ^= v;
-            }
-#endif
-    for (size_t t = run * S; t < n; ++t) h ^= p[t];
-    return h;
-}
-
-}  // namespace
-
-uint64_t read_bytes(const uint8_t* p, size_t n, ReadPattern how) {
-    const bool f = how.prefetch;
-    switch (how.streams) {
-        case 4: return f ? read_runs<4, true>(p, n) : read_runs<4, false>(p, n);
-        case 3: return f ? read_runs<3, true>(p, n) : read_runs<3, false>(p, n);
-        case 2: return f ? read_runs<2, true>(p, n) : read_runs<2, false>(p, n);
-        default: return f ? read_runs<1, true>(p, n) : read_runs<1, false>(p, n);
-    }
-}
-
-double CpuBackend::read_rate(const std::vector<std::pair<const uint8_t*, size_t>>& ranges, double seconds) {
-    size_t total = 0;
-    for (const auto& r : ranges) total += r.second;
-    if (total == 0) return 0.0;
-    std::atomic<uint64_t> sink{0};
-    double best = 0.0;
-    const double t_end = now_seconds() + seconds;
-    for (int pass = 0; pass < 2 * kReadPatterns || now_seconds() < t_end; ++pass) {
-        const ReadPattern how = kReadPattern[pass % kReadPatterns];
-        const double t0 = now_seconds();
-        pool_.run([&](int ith, int nth) {
-            // this thread's share: bytes [from, to) of the ranges laid end to end
-            const size_t from = total / (size_t)nth * (size_t)ith, to = ith + 1 == nth ? total : from + total / (size_t)nth;
-            size_t at = 0;
-            uint64_t h = 0;
-            for (const auto& r : ranges) {
-                const size_t b = std::max(at, from), e = std::min(at + r.second, to);
-                if (b < e) h ^= read_bytes(r.first + (b - at), e - b, how);
-                at += r.second;
-            }
-            sink.fetch_xor(h, std::memory_order_relaxed);
-        });
-        best = std::max(best, (double)total / (now_seconds() - t0));
-    }
-    return best;
-}
-
-bool CpuBackend::compute(const Graph& graph, const volatile int32_t* cancel) {
-    return compute_range(graph, 0, graph.nodes().size(), cancel);
-}
-
-bool CpuBackend::compute_range(const Graph& graph, size_t begin, size_t end, const volatile int32_t* cancel) {
-    work_.resize(work_size(graph, isa_, pool_.size()) + 64);  // grows only: no allocation in the token loop
-    const auto& nodes = graph.nodes();
-    // A barrier only where a node needs what another thread may still be producing or
-    // reading. The plan compares byte ranges of the graph's tensors; rebinding the graph
-    // to a grown buffer moves all intermediates together, so the plan stays valid.
-    if (plan_graph_ != graph.id()) {
-        plan_ = barrier_plan(graph, isa_);
-        plan_graph_ = graph.id();
-    }
-    const std::vector<uint8_t>& plan = plan_;
-    // per node, a row-chunk counter per thread (mul_mat's decoding split uses them all)
-    const size_t per_node = (size_t)pool_.size();
-    if (chunks_.size() < nodes.size() * per_node) chunks_ = std::vector<std::atomic<int64_t>>(nodes.size() * per_node);
-    for (size_t i = begin * per_node; i < end * per_node; ++i) chunks_[i].store(0, std::memory_order_relaxed);
-    // Cancellation: thread 0 polls the flag and names the barrier after which everyone
-    // stops; every thread checks right after passing a barrier, so all stop at the same one.
-    constexpr int64_t kNever = INT64_MAX;
-    std::atomic<int64_t> stop_at{kNever};
-    pool_.run([&](int ith, int nth) {
-        ComputeParams p;
-        p.ith = ith;
-        p.nth = nth;
-        p.scratch = reinterpret_cast<float*>(scratch_[(size_t)ith].buf.data());
-        p.scratch_floats = scratch_[(size_t)ith].buf.size() / sizeof(float);
-        p.work = work_.data();
-        p.isa = isa_;
-        p.pool = nth > 1 ? &pool_ : nullptr;
-        int64_t passed = 0;  // barriers passed, the same count on every thread
-        const bool timed = profiling_ && ith == 0;
-        auto sync = [&]() {
-            if (ith == 0 && cancel && *cancel && stop_at.load(std::memory_order_relaxed) == kNever)
-                stop_at.store(passed, std::memory_order_relaxed);
-            pool_.barrier();
-            return stop_at.load(std::memory_order_relaxed) <= passed++;
-        };
-        for (size_t i = begin; i < end; ++i) {
-            if (nodes[i]->op == Op::VIEW) continue;  // no work, so no barrier either
-            double t0 = timed ? now_seconds() : 0.0;
-            if (plan[i] && i != begin) {  // a range starts with every thread lined up
-                if (sync()) return;
-                if (timed) {
-                    const double t1 = now_seconds();
-                    OpProfile::Entry& e = profile_.at("barrier wait");
-                    ++e.count;
-                    e.seconds += t1 - t0;
-                    t0 = t1;
-                }
-            }
-            p.next_chunk = &chunks_[i * per_node];
-            compute_node(nodes[i], p);
-            if (timed) {
-                OpProfile::Entry& e = profile_.at(profile_key(nodes[i]));
-                ++e.count;
-                e.seconds += now_seconds() - t0;
-            }
-        }
-    });
-    return stop_at.load() == kNever;
 }
 
 }  // namespace ember

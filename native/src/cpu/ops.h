@@ -96,6 +96,10 @@ size_t work_size(const Graph& graph, Isa isa, int n_threads);
 std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa);
 // One node on one thread.
 void compute_node(const Tensor* t, ComputeParams& p);
+// Whether a MUL_MAT node converts its activations into the work buffer, given what the
+// previous product left there (updated in converted / converted_type): op_mul_mat's
+// decision, which the barrier plan mirrors.
+bool mul_mat_converts(const Tensor* t, Isa isa, const Tensor*& converted, DType& converted_type);
 
 // The read-rate probe's loops (CpuBackend::read_rate): read_bytes reads n bytes at p once,
 // as `streams` (1-4) runs of n / streams bytes side by side, each front to back, with or
