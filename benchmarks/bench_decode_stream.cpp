@@ -79,12 +79,14 @@ void run_type(const TypeTraits* tt, DType t, int64_t M, int64_t K, int L, Thread
     const DotKernels& k = dot_kernels(t, isa);
     const bool x4 = four_row_layout_read(t, isa);
     std::vector<Tensor> ws;
+    std::vector<RowGroups> groups((size_t)L);  // sized once: the tensors point into it
     for (int l = 0; l < L; ++l) {
         uint8_t* dst = base + per * (size_t)l;
         Tensor w = tensor_2d(t, K, M, q.data());
         if (x4) {
             four_row_layout(w, dst, 0, M);
-            w.x4 = dst;
+            groups[(size_t)l] = RowGroups{dst, nullptr};
+            w.extra = &groups[(size_t)l];
         } else {
             std::memcpy(dst, q.data(), mbytes);
             w.data = dst;

@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
             const double s_tile = best_seconds(reps, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
             x.ne[1] = o.ne[1] = 1;
             const double s_one = best_seconds(reps * 20, [&] { mul_mat(&w, &x, &o, 0, 1, isa); });
-            // the same products on the four-row layout (Tensor::x4), where this level reads it
+            // the same products on the four-row layout (RowGroups), where this level reads it
             double x4_tile = 0.0, x4_one = 0.0;
             if (four_row_layout_read(t, isa)) {
                 // as the loader's copy: 2 MiB pages where the system gives them (EMBER_BENCH_4K=1: not),
@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
 #endif
                 four_row_layout(w, x4p, 0, M);
                 Tensor w4 = w;
-                w4.x4 = x4p;
+                const RowGroups groups{x4p, nullptr};
+                w4.extra = &groups;
                 x.ne[1] = o.ne[1] = N;
                 x4_tile = 2e-9 * M * K * N / best_seconds(reps, [&] { mul_mat(&w4, &x, &o, 0, 1, isa); });
                 x.ne[1] = o.ne[1] = 1;

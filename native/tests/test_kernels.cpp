@@ -311,7 +311,8 @@ int check_extreme_sums(const Isa* levels) {
                     for (int four = 0; four < 2; ++four) {
                         if (four && !four_row_layout_read(t, isa)) continue;
                         Tensor wl = wt;
-                        if (four) wl.x4 = wx4.data();
+                        const RowGroups groups{wx4.data(), nullptr};
+                        if (four) wl.extra = &groups;
                         for (int64_t n : {N, (int64_t)1}) {
                             x.ne[1] = n;
                             Tensor og = tensor_2d(DType::F32, M, n, got.data());
@@ -390,7 +391,8 @@ int check_amx() {
             for (int four = 0; four < 2; ++four) {
                 if (four && !four_row_layout_read(t, Isa::AVX512)) continue;
                 Tensor wl = wt;
-                if (four) wl.x4 = wx4.data();
+                const RowGroups groups{wx4.data(), nullptr};
+                if (four) wl.extra = &groups;
                 std::vector<float> want((size_t)(M * N), NAN), got((size_t)(M * N), NAN), one((size_t)M, NAN);
                 Tensor x = tensor_2d(k.act_type, K, N, act.data());
                 Tensor ow = tensor_2d(DType::F32, M, N, want.data()), og = tensor_2d(DType::F32, M, N, got.data());
@@ -603,7 +605,7 @@ int main() {
                 }
                 x.ne[1] = o.ne[1] = N;
             }
-            // The four-row layout (Tensor::x4), where this level reads it: block i of row
+            // The four-row layout (RowGroups), where this level reads it: block i of row
             // 4g + r lies at block 4i + r of group g (re-encoded there for Q4_0:
             // four_row_block reads it back) and the rows after the last whole group as
             // they were; mul_mat on it gives the bits of the rows as they are, batched and
@@ -632,17 +634,17 @@ int main() {
                         }
                     }
                 Tensor w4 = w;
-                w4.x4 = wx4.data();
+                RowGroups groups{wx4.data(), nullptr};
+                w4.extra = &groups;
                 std::vector<float> plain((size_t)(M * N)), four((size_t)(M * N));
-                // also half filled, as the loader publishes it (Tensor::x4_filled): the
+                // also half filled, as the loader publishes it (RowGroups::filled): the
                 // rows past the count come from data, whatever the copy holds there
                 std::vector<uint8_t> half(wx4);
                 std::memset(half.data() + (size_t)16 * wrow, 0xff, half.size() - (size_t)16 * wrow);
                 const std::atomic<int64_t> sixteen{16};
                 for (int filled : {0, 1}) {
                     if (filled) {
-                        w4.x4 = half.data();
-                        w4.x4_filled = &sixteen;
+                        groups = RowGroups{half.data(), &sixteen};
                     }
                     for (int64_t n : {N, (int64_t)1})
                         for (int mode : {1, 2, -3}) {
@@ -672,7 +674,7 @@ int main() {
                         variant ? " (N=1 differs from batched)" : "", x4_bad ? " (four-row layout differs)" : "");
         }
     }
-    std::printf("four-row layout (Tensor::x4): %d type/level pairs read it, checked bit for bit against the rows "
+    std::printf("four-row layout (RowGroups): %d type/level pairs read it, checked bit for bit against the rows "
                 "as they are\n", x4_checked);
     std::printf("(columns: worst error / tolerance, pass <= 1; vec_dot/gemm/mul_mat vs scalar at 1e-5 of "
                 "sum|w x|, ref/f64 vs float64 of dequantized weights)\n");

@@ -110,7 +110,8 @@ int check(DType t, int64_t K, int64_t M, int mode, uint8_t fill, int8_t scale, f
     std::vector<uint8_t> x4(w.size());
     Tensor wt = tensor_2d(t, K, M, w.data());
     four_row_layout(wt, x4.data(), 0, M);
-    wt.x4 = x4.data();
+    const RowGroups groups{x4.data(), nullptr};
+    wt.extra = &groups;
     const DotKernels& k = dot_kernels(t, Isa::AVX2);
     std::vector<float> xs((size_t)K);
     std::normal_distribution<float> nd(0.0f, 1.0f);

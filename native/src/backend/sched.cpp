@@ -271,6 +271,7 @@ Offload::Plan Offload::build_plan(const Graph& g, const Tensor* tokens_leaf, con
             p.shadows.push_back(*t);
             Tensor* sh = &p.shadows.back();
             sh->data = device_address(t, tokens_leaf, pos_leaf, host_base);
+            sh->extra = nullptr;  // the CPU's, not the device's
             for (int j = 0; j < kMaxSrc; ++j) {
                 const Tensor* src = t->src[j];
                 if (!src) continue;
@@ -283,6 +284,7 @@ Offload::Plan Offload::build_plan(const Graph& g, const Tensor* tokens_leaf, con
                 Tensor* ss = &p.shadows.back();
                 for (Tensor*& q : ss->src) q = nullptr;
                 ss->data = device_address(src, tokens_leaf, pos_leaf, host_base);
+                ss->extra = nullptr;
                 shadow_of[src] = ss;
                 sh->src[j] = ss;
             }

@@ -2,7 +2,6 @@
 // data, name), as in ggml. Views and transposes share data and only change ne/nb.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -54,25 +53,15 @@ struct Tensor {
     int32_t iparams[8] = {};
     float fparams[8] = {};
     void* data = nullptr;
-    const void* x4 = nullptr;      // weights: the same rows in four-row groups (cpu/kernels.h), or null
-    // With x4: how many rows of it are filled (whole groups; the loader fills it in the
-    // background and publishes as it goes); null: all of them.
-    const std::atomic<int64_t>* x4_filled = nullptr;
+    // The data of the backend that holds this tensor, for it alone (the CPU's weights: the
+    // four-row copy, cpu/kernels.h's RowGroups); copies made for another backend drop it.
+    const void* extra = nullptr;
     size_t view_offset = 0;        // VIEW: byte offset into src[0]
     int32_t layer = kLayerNone;    // leaves: see kLayerNone
     char name[kMaxName] = {};
 
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
     int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }
-    // Rows [0, x4_rows()) may be read from x4 (0 without it): whole groups only, the rows
-    // after them are read from data. Both give the same bits, so a reader may see either.
-    int64_t x4_rows() const {
-        if (!x4) return 0;
-        const int64_t groups = ne[1] / 4 * 4;
-        if (!x4_filled) return groups;
-        const int64_t n = x4_filled->load(std::memory_order_acquire);
-        return n < groups ? n : groups;
-    }
     size_t n_bytes() const;        // of a contiguous tensor of this shape and type
     bool is_contiguous() const;
     void set_name(const char* s) {

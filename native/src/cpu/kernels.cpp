@@ -63,7 +63,7 @@ float exp_sub_sum(float* s, int64_t n, float max) {
 
 namespace {
 
-// rows [r_begin, r_end) of w, whose bytes start at base (w->data, or w->x4 for gemm_x4)
+// rows [r_begin, r_end) of w, whose bytes start at base (w->data, or its four-row copy for gemm_x4)
 void gemm_rows(GemmFn gemm, const uint8_t* base, const Tensor* w, const Tensor* x, const Tensor* out,
                int64_t r_begin, int64_t r_end, bool packs, int64_t row_block) {
     const int64_t K = w->ne[0], N = x->ne[1];
@@ -105,12 +105,13 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
                   int64_t r_end, bool packs) {
     const int64_t K = w->ne[0], N = x->ne[1];
     const int64_t row_block = N > 1 && k.batch_rows ? k.batch_rows() : kMulMatRowBlock;
-    if (k.gemm && w->x4 && k.gemm_x4) {
+    const RowGroups* groups = row_groups(w);
+    if (k.gemm && groups && groups->data && k.gemm_x4) {
         // the groups filled in the four-row layout, the rows after them as they are
-        const int64_t full = w->x4_rows();
+        const int64_t full = groups->rows(*w);
         if (r_begin < full) {
             const int64_t mid = r_end < full ? r_end : full;
-            gemm_rows(k.gemm_x4, static_cast<const uint8_t*>(w->x4), w, x, out, r_begin, mid, packs, row_block);
+            gemm_rows(k.gemm_x4, static_cast<const uint8_t*>(groups->data), w, x, out, r_begin, mid, packs, row_block);
             r_begin = mid;
         }
         if (r_begin >= r_end) return;

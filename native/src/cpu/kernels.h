@@ -78,7 +78,7 @@ struct DotKernels {
     ConvertRowFn convert = nullptr;    // F32 -> act_type (nullptr when act_type is F32)
     VecDotFn vec_dot = nullptr;
     GemmFn gemm = nullptr;             // optional; mul_mat loops vec_dot without it
-    // gemm on weights in four-row groups (Tensor::x4, four_row_layout), nr a multiple of
+    // gemm on weights in four-row groups (RowGroups, four_row_layout), nr a multiple of
     // 4, with gemm's bits; null where this level does not read that layout
     GemmFn gemm_x4 = nullptr;
     // rows per gemm call in a batched product (a multiple of kMulMatRowBlock), where the
@@ -114,6 +114,26 @@ struct DotKernels {
 //     bits, step 2's bits 0-1, 2-3, 4-5 in the top two bits of X, Y, Z; groups 2q and
 //     2q + 1 side by side from byte 72 + 192q (X X Y Y Z Z: 64 bytes hold a pair's X).
 bool four_row_reencoded(DType weight_type);
+// A weight's copy in that layout (Tensor::extra on the CPU's weights; cpu/repack.h makes
+// them). Rows [0, rows(w)) may be read from data: whole groups only, and with `filled` (the
+// copier publishes as it goes) only as many as it says; the rows after them are read from
+// the tensor's own data. Both give the same bits, so a reader may see either.
+struct RowGroups {
+    const void* data = nullptr;
+    const std::atomic<int64_t>* filled = nullptr;  // rows copied so far (null: all of them)
+    int64_t rows(const Tensor& w) const {
+        const int64_t groups = w.ne[1] / 4 * 4;
+        if (!filled) return groups;
+        const int64_t n = filled->load(std::memory_order_acquire);
+        return n < groups ? n : groups;
+    }
+};
+inline const RowGroups* row_groups(const Tensor* w) { return static_cast<const RowGroups*>(w->extra); }
+// Rows of w readable from its four-row copy (0 without one).
+inline int64_t four_row_rows(const Tensor* w) {
+    const RowGroups* g = row_groups(w);
+    return g && g->data ? g->rows(*w) : 0;
+}
 // Block i (in the type's own block format) of row r of the group that starts at `group`.
 void four_row_block(DType weight_type, const void* group, int64_t i, int r, void* block);
 // Whether isa's kernels read this layout for the type (its table has gemm_x4).

@@ -556,7 +556,7 @@ Panel4* panel4_buffer(size_t n) {
     return thread_scratch<Panel4, Site>(n);
 }
 
-// Rows as they are (X4 false), or in four-row groups (Tensor::x4, nr a multiple of 4): a
+// Rows as they are (X4 false), or in four-row groups (RowGroups, nr a multiple of 4): a
 // group's four rows are then one read stream, block by block. Decoding reads the rows of a
 // tile4_legacy side by side; from the row-major file that was four streams per thread,
 // which drew from memory at 0.75-0.8 of one stream's rate on Zen 3 (1B-3B models, one and
@@ -1512,7 +1512,7 @@ inline void q6_k_group_col(int64_t nbk, const uint8_t* const* w, const BlockQ8_K
     store_rows4<S>(acc, s);
 }
 
-// K-quant products on weights in four-row groups (Tensor::x4; nr a multiple of 4): block
+// K-quant products on weights in four-row groups (RowGroups; nr a multiple of 4): block
 // i of the group's row r is x[4 i + r]. Decoding folds the four rows' exact integer sums
 // per super-block straight into [r0..r3 lo | r0..r3 hi] lanes (no parking) and does each
 // row's KAcc::add in its two lanes, in KAcc's order (d * da, the isum fma, then the min
@@ -1543,7 +1543,7 @@ void decode4_k_x4(int64_t nbk, const B* const* x, const BlockQ8_K* y, float* con
     store_rows4<S>(acc, s);
 }
 
-// Rows as they are (X4 false), or in four-row groups (Tensor::x4; nr a multiple of 4).
+// Rows as they are (X4 false), or in four-row groups (RowGroups; nr a multiple of 4).
 template <class B, bool X4>
 void gemm_k_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                  size_t lds) {

@@ -4,7 +4,7 @@
 // (exact), and the float operations after them are the same ones in the same order, so a
 // column gets the same bits from a tile here as from the AVX2 decode path: one-token
 // decoding, which reads memory rather than computes, keeps the AVX2 kernels, on the
-// four-row copy (Tensor::x4) as at the AVX2 level. The tiles read that copy too: its
+// four-row copy (RowGroups) as at the AVX2 level. The tiles read that copy too: its
 // blocks are unpacked into the same panels as the rows as they are (for the re-encoded
 // Q4_0, Q4_K and Q5_K straight from their steps), so the bits do not change. Where the
 // CPU and OS have AMX, the prefill tiles run on the tile unit instead (AmxK, AmxLegacy,

@@ -55,14 +55,14 @@ void op_get_rows(const Tensor* t, int ith, int nth) {
     const Tensor* ids = t->src[1];
     const TypeTraits* tt = type_traits((uint32_t)table->type);
     const Range r = split(t->ne[1], ith, nth);
-    const int64_t x4_rows = table->x4_rows();
+    const int64_t x4_rows = four_row_rows(table);
     for (int64_t i = r.begin; i < r.end; ++i) {
         const int32_t id = static_cast<const int32_t*>(ids->data)[i];
         if (id < 0 || id >= table->ne[1]) continue;  // ids are validated before decode
         if (id < x4_rows) {
             // the four-row copy (cpu/kernels.h), block by block: the file's pages of a tied
             // embedding then stay unmapped (a prompt's rows would map them back piecemeal)
-            const uint8_t* g = static_cast<const uint8_t*>(table->x4) + (size_t)(id / 4 * 4) * table->nb[1];
+            const uint8_t* g = static_cast<const uint8_t*>(row_groups(table)->data) + (size_t)(id / 4 * 4) * table->nb[1];
             float* out = t->row<float>(i);
             alignas(16) uint8_t block[512];  // one block of any type (the largest, Q8_K, is 292 bytes)
             for (int64_t b = 0; b < table->ne[0] / tt->block_size; ++b) {

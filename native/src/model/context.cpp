@@ -273,8 +273,8 @@ double Context::weight_read_rate(double seconds, uint64_t* bytes) {
         const Tensor* w = node->src[0];
         if (std::find(seen.begin(), seen.end(), w->data) != seen.end()) continue;
         seen.push_back(w->data);
-        const size_t row = w->nb[1], rows = (size_t)w->n_rows(), x4 = (size_t)w->x4_rows();
-        if (x4) ranges.emplace_back(static_cast<const uint8_t*>(w->x4), x4 * row);
+        const size_t row = w->nb[1], rows = (size_t)w->n_rows(), x4 = (size_t)four_row_rows(w);
+        if (x4) ranges.emplace_back(static_cast<const uint8_t*>(row_groups(w)->data), x4 * row);
         if (rows > x4) ranges.emplace_back(static_cast<const uint8_t*>(w->data) + x4 * row, (rows - x4) * row);
     }
     if (bytes) {

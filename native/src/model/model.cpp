@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/threadpool.h"
-#include "cpu/kernels.h"
+#include "cpu/repack.h"
 #include "model/arch.h"
 #include "quant/types.h"
 
@@ -282,9 +282,7 @@ void bind_ffn_weights(Model& m, int32_t il) {
 }
 
 Model::~Model() {
-    layout_stop_.store(true);
-    if (layout_thread_.joinable()) layout_thread_.join();
-    for (auto& [p, n] : x4_copies_) aligned_free(p);
+    repack_.reset();  // its thread reads the weights and releases the file's pages
     for (void* p : vector_copies_) aligned_free(p);
 }
 
@@ -294,111 +292,23 @@ void Model::close_context() const {
 }
 
 double Model::layout_progress(bool wait) const {
-    std::unique_lock<std::mutex> lock(layout_mu_);
-    if (wait) layout_cv_.wait(lock, [&] { return !layout_running_; });
-    if (!layout_running_ || layout_total_ == 0) return 1.0;
-    return (double)layout_done_.load() / (double)layout_total_;
+    const WeightRepack* repack;
+    {
+        std::lock_guard<std::mutex> lock(contexts_mu_);
+        repack = repack_.get();
+    }
+    return repack ? repack->progress(wait) : 1.0;
 }
 
 void Model::open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     const bool alone = open_contexts_ == 0;
     ++open_contexts_;
-    const char* off = std::getenv("EMBER_NO_REPACK");
-    if (!alone || layout_started_ || (off && *off && std::strcmp(off, "0") != 0)) return;
-
-    std::vector<Tensor*> todo;
-    uint64_t bytes = 0;
-    for (Tensor* t : cpu_weights) {
-        if (!t || t->x4 || t->ne[1] < 4 || t->ne[2] != 1 || t->ne[3] != 1) continue;
-        if (!four_row_layout_read(t->type, isa)) continue;
-        bool seen = false;  // a tied head is also the embedding
-        for (Tensor* u : todo) seen |= u == t;
-        if (seen) continue;
-        todo.push_back(t);
-        bytes += t->n_bytes();
-    }
-    if (todo.empty()) return;
-    // The copies must stay resident (the file pages they replace need not): leave a
-    // margin of what is available (and of the address space left), and where they do not
-    // fit read the rows as they are.
-    const MemoryLimits lim = memory_limits();
-    const uint64_t margin = 512ull << 20;
-    if (lim.available.bytes != UINT64_MAX && bytes + margin > lim.available.bytes) return;
-    // nor may it take the address space later allocations (the compute buffer) need
-    if (lim.address_space.bytes != UINT64_MAX && bytes + margin > lim.address_space.bytes) return;
-
-    // One allocation for all the copies, its start on a 2 MiB boundary and 2 MiB pages
-    // asked for over all of it before the first touch, where the system allows them:
-    // fewer faults filling it, fewer TLB misses streaming it. (One buffer per tensor left
-    // each tensor's first and last partial 2 MiB, and every tensor under 4 MiB, on 4 KiB
-    // pages: 30% of a 1B model's copy; streaming those reads ~15% slower on Zen 3.)
-    constexpr size_t kHuge = 2u << 20;
-    std::vector<size_t> at(todo.size());
-    size_t total = 0;
-    for (size_t i = 0; i < todo.size(); ++i) {
-        at[i] = total;
-        total += (todo[i]->n_bytes() + 63) / 64 * 64;
-    }
-    const size_t span = (total + kHuge - 1) / kHuge * kHuge;  // base (< block + kHuge) + span: inside
-    void* block = nullptr;
-    try {
-        block = aligned_malloc(span + kHuge);
-    } catch (const Error&) {
-        return;
-    }
-    uint8_t* base = reinterpret_cast<uint8_t*>(((uintptr_t)block + kHuge - 1) & ~(uintptr_t)(kHuge - 1));
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    // (not the last, partial one: a 2 MiB page there would count its unused part as resident)
-    if (total >= kHuge) madvise(base, total / kHuge * kHuge, MADV_HUGEPAGE);
-#endif
-    x4_copies_.emplace_back(block, span + kHuge);
-
-    // Published here, while no graph runs: the buffers and their fill counts (0 rows, so
-    // every reader keeps to data until the copier publishes a piece).
-    layout_started_ = true;
-    for (size_t i = 0; i < todo.size(); ++i) {
-        Tensor* t = todo[i];
-        x4_filled_.emplace_back(0);
-        t->x4_filled = &x4_filled_.back();
-        t->x4 = base + at[i];
-    }
-    layout_total_ = bytes;
-    {
-        std::lock_guard<std::mutex> l(layout_mu_);
-        layout_running_ = true;
-    }
-
-    // One tensor after another, 1024 rows at a time, in order, so that each fill count
-    // only grows. Each piece is published (release: its bytes before its count) and only
-    // then is this process's mapping of its file pages dropped: a reader that took the
-    // count before still reads the file, whose pages then come back from the page cache
-    // (same bytes).
-    auto fill = [this, todo] {
-        for (size_t i = 0; i < todo.size() && !layout_stop_.load(std::memory_order_relaxed); ++i) {
-            const Tensor& t = *todo[i];
-            std::atomic<int64_t>& filled = *const_cast<std::atomic<int64_t>*>(t.x4_filled);
-            for (int64_t r = 0; r < t.ne[1] && !layout_stop_.load(std::memory_order_relaxed); r += 1024) {
-                const int64_t r1 = std::min<int64_t>(t.ne[1], r + 1024);
-                four_row_layout(t, const_cast<void*>(t.x4), r, r1);
-                filled.store(r1, std::memory_order_release);
-                gguf_->release_pages(static_cast<const uint8_t*>(t.data) + (size_t)r * t.nb[1],
-                                     (uint64_t)(r1 - r) * t.nb[1]);
-                layout_done_.fetch_add((uint64_t)(r1 - r) * t.nb[1]);
-            }
-        }
-        std::lock_guard<std::mutex> l(layout_mu_);
-        layout_running_ = false;
-        layout_cv_.notify_all();
-    };
-    try {
-        layout_thread_ = std::thread([fill] {
-            ThreadPool::lower_this_thread();  // graph threads come first
-            fill();
-        });
-    } catch (const std::exception&) {
-        fill();  // no thread to be had: filled now, before the context opens
-    }
+    if (!alone || repack_) return;
+    auto repack = std::make_unique<WeightRepack>();
+    const GGUFFile* file = gguf_.get();
+    if (repack->start(isa, cpu_weights, [file](const void* p, uint64_t n) { file->release_pages(p, n); }))
+        repack_ = std::move(repack);
 }
 
 }  // namespace ember

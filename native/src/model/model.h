@@ -4,22 +4,22 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend/weights.h"
 #include "core/tensor.h"
-#include "cpu/kernels.h"
 #include "gguf/gguf.h"
 #include "text/vocab.h"
 
 namespace ember {
+
+class WeightRepack;
+enum class Isa : int32_t;
 
 struct HParams {
     std::string arch;
@@ -119,14 +119,13 @@ public:
 
     // Contexts open and close through these. The first context on the model (none other
     // open, so no graph reads the weights) starts a copy of the weights its CPU computes in
-    // the four-row layout its level reads (Tensor::x4, cpu/kernels.h), unless
-    // EMBER_NO_REPACK is set or the copy would not fit in available memory (then the rows
-    // are read as they are: same results, slower decoding). One thread below normal
-    // priority fills it in the background, 1024 rows at a time, and publishes each piece
-    // (Tensor::x4_filled); decoding meanwhile reads the rows not yet copied from the file
-    // (the same bits). The copies stay until the model is freed; this process's mapping of
-    // the file pages they replace is dropped as they are published (they stay in the page
-    // cache).
+    // the four-row layout its level reads (cpu/repack.h's WeightRepack: Tensor::extra),
+    // unless EMBER_NO_REPACK is set or the copy would not fit in available memory (then the
+    // rows are read as they are: same results, slower decoding). One thread below normal
+    // priority fills it in the background, 1024 rows at a time, and publishes each piece;
+    // decoding meanwhile reads the rows not yet copied from the file (the same bits). The
+    // copies stay until the model is freed; this process's mapping of the file pages they
+    // replace is dropped as they are published (they stay in the page cache).
     void open_context(Isa isa, const std::vector<Tensor*>& cpu_weights) const;
     void close_context() const;
     // How much of the four-row copy is filled (1 when done, or when none is made); with
@@ -153,17 +152,9 @@ private:
     mutable std::mutex contexts_mu_;
     mutable int open_contexts_ = 0;
     std::vector<void*> vector_copies_;  // the 1-D weights (aligned_malloc'd; Model::weight)
-    mutable bool layout_started_ = false;                     // guarded by contexts_mu_
-    mutable std::vector<std::pair<void*, size_t>> x4_copies_;  // aligned_malloc'd
-    mutable std::deque<std::atomic<int64_t>> x4_filled_;      // Tensor::x4_filled, one per copy
-    // the background copy: its thread, how far it is, and a stop for ~Model
-    mutable std::thread layout_thread_;
-    mutable std::atomic<bool> layout_stop_{false};
-    mutable std::atomic<uint64_t> layout_done_{0};
-    mutable uint64_t layout_total_ = 0;
-    mutable std::mutex layout_mu_;
-    mutable std::condition_variable layout_cv_;
-    mutable bool layout_running_ = false;  // guarded by layout_mu_
+    // the four-row copy of the CPU's weights (cpu/repack.h), made by the first context;
+    // declared after gguf_ and weights_, which its thread reads: freed before them
+    mutable std::unique_ptr<WeightRepack> repack_;
 };
 
 // Binding steps the families share: a block's attention weights (attn_norm, then fused
