@@ -1129,14 +1129,15 @@ class MainWindow(QMainWindow):
 
     def import_chats(self, path: str | os.PathLike) -> list[int]:
         try:
-            ids = self.chat.import_file(path)
+            result = self.chat.import_file(path)
         except (OSError, UnicodeDecodeError, StoreError) as e:
             self.show_error(f"Could not import {Path(path).name}", str(e))
             return []
+        ids = result.new_ids
         self.refresh_conversations()
         if ids:
             self.select_conversation(ids[0])
-        self._flash(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''}")
+        self._flash(result.summary())  # "1 chat imported, 2 already here"
         return ids
 
     def _docs_dir(self) -> str:
