@@ -63,16 +63,32 @@ def test_a_display_nobody_answers_on_is_named(monkeypatch, dead_display):
                                         "QT_QPA_PLATFORM": "offscreen"}) is None
 
 
+def _unusable_display_env(tmp_path, display: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env.update(DISPLAY=display, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"),
+               PYTHONPATH=os.pathsep.join([APP, env.get("PYTHONPATH", "")]))
+    return env
+
+
+@pytest.mark.native
+def test_the_self_test_on_an_unusable_display_fails_with_the_reason(tmp_path, dead_display,
+                                                                   starter_model_path):
+    r = subprocess.run([sys.executable, "-m", "ember", "--self-test", str(starter_model_path)],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=_unusable_display_env(tmp_path, dead_display))
+    assert r.returncode == 1, r.stderr  # not Qt's abort (-6)
+    assert "ember self-test: FAIL: the app cannot open a window: " in r.stdout
+    assert "xcb-cursor0" not in r.stderr
+
+
 @pytest.mark.native
 def test_ember_on_an_unusable_display_falls_back_to_the_terminal_chat(tmp_path, dead_display,
                                                                      starter_model_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
-    env.update(DISPLAY=dead_display, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"),
-               XDG_CONFIG_HOME=str(tmp_path / "config"),
-               PYTHONPATH=os.pathsep.join([APP, env.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "ember", str(starter_model_path)],
-                       stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env)
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       env=_unusable_display_env(tmp_path, dead_display))
     assert r.returncode == 0, r.stderr  # Qt's abort was -6 (exit 134 from a shell)
     assert "xcb-cursor0" not in r.stderr
     lines = r.stderr.splitlines()

@@ -91,7 +91,7 @@ def test_soft_delete_restore_and_purge(store):
     assert store.conversation(a) is None and store.messages(a) == []
 
 
-def test_export_markdown_and_json_then_import(store):
+def test_export_markdown_and_json_then_import(store, tmp_path):
     cid = store.create_conversation("Code talk", system_prompt="Be brief.",
                                     model_path="/m/model.gguf")
     store.add_message(cid, "user", "Show code")
@@ -104,13 +104,33 @@ def test_export_markdown_and_json_then_import(store):
     assert "`model.gguf`" in md
     data = store.export_json([cid])
     text = json.dumps(data)
-    new = store.import_json(text)
+    other = Store(tmp_path / "other.sqlite3")  # another computer's history
+    new = other.import_json(text)
     assert len(new) == 1
-    got = store.conversation(new[0])
+    got = other.conversation(new[0])
     assert (got.title, got.system_prompt, got.model_path) == ("Code talk", "Be brief.",
                                                               "/m/model.gguf")
-    assert [(m.role, m.content, m.complete, m.meta) for m in store.messages(new[0])] == \
+    assert [(m.role, m.content, m.complete, m.meta) for m in other.messages(new[0])] == \
         [(m.role, m.content, m.complete, m.meta) for m in store.messages(cid)]
+    other.close()
+
+
+def test_an_export_imported_again_is_recognised_and_skipped(store):
+    a = store.create_conversation("Pasta", created=10.5)
+    store.add_message(a, "user", "How long?")
+    b = store.create_conversation("Rust", created=20.25)
+    store.add_message(b, "user", "Lifetimes?")
+    data = json.dumps(store.export_json())
+    result = store.import_export(data)  # into the history it came from: both already here
+    assert (result.new_ids, result.already_here) == ([], 2)
+    assert result.summary() == "0 chats imported, 2 already here"
+    store.add_message(b, "assistant", "A borrow...")  # Rust has moved on since the export
+    result = store.import_export(data)
+    assert len(result.new_ids) == 1 and result.already_here == 1
+    assert store.conversation(result.new_ids[0]).title == "Rust"
+    assert result.summary() == "1 chat imported, 1 already here"
+    store.delete_conversation(a)  # a deleted chat can be brought back by importing it
+    assert len(store.import_export(data).new_ids) == 1
 
 
 @pytest.mark.parametrize("bad", ["not json", "[]", '{"format": "other"}',

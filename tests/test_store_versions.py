@@ -106,22 +106,24 @@ def test_the_choice_of_version_is_stored(tmp_path):
     s.close()
 
 
-def test_import_and_export_follow_the_shown_versions(store):
+def test_import_and_export_follow_the_shown_versions(store, tmp_path):
     cid = store.create_conversation("c")
     q = store.add_message(cid, "user", "q")
     store.add_message(cid, "assistant", "old")
     store.add_message(cid, "assistant", "new", parent_id=q)
     data = store.export_json([cid])
     assert [m["content"] for m in data["conversations"][0]["messages"]] == ["q", "new"]
-    (new_id,) = store.import_json(json.dumps(data))
-    assert shown(store, new_id) == ["q", "new"]
-    m = store.messages(new_id)
+    other = Store(tmp_path / "other.sqlite3")
+    (new_id,) = other.import_json(json.dumps(data))
+    assert shown(other, new_id) == ["q", "new"]
+    m = other.messages(new_id)
     assert m[1].parent_id == m[0].id
-    store.add_message(new_id, "user", "more")
-    assert shown(store, new_id) == ["q", "new", "more"]
+    other.add_message(new_id, "user", "more")
+    assert shown(other, new_id) == ["q", "new", "more"]
+    other.close()
 
 
-def test_export_keeps_every_version_and_import_rebuilds_the_tree(store):
+def test_export_keeps_every_version_and_import_rebuilds_the_tree(store, tmp_path):
     """Export of all versions: the JSON carries the whole tree, and an import shows the
     same conversation with the same "‹ n/m ›" and the other branches one click away."""
     cid = store.create_conversation("c")
@@ -137,15 +139,17 @@ def test_export_keeps_every_version_and_import_rebuilds_the_tree(store):
     assert [m["content"] for m in conv["messages"]] == ["first question", "answer B"]
     assert sorted(v["content"] for v in conv["versions"]) == [
         "answer A", "answer B", "answer C", "edited question", "first question"]
-    (new,) = store.import_json(data)
-    assert shown(store, new) == ["first question", "answer B"]
-    counts = store.version_counts(new)
-    got = {m.content: counts[m.id] for m in store.all_messages(new)}
+    there = Store(tmp_path / "other.sqlite3")
+    (new,) = there.import_json(data)
+    assert shown(there, new) == ["first question", "answer B"]
+    counts = there.version_counts(new)
+    got = {m.content: counts[m.id] for m in there.all_messages(new)}
     assert got == {"first question": (1, 2), "edited question": (2, 2),
                    "answer A": (1, 2), "answer B": (2, 2), "answer C": (1, 1)}
-    other = next(m for m in store.all_messages(new) if m.content == "edited question")
-    store.select_version(other.id)
-    assert shown(store, new) == ["edited question", "answer C"]
+    other = next(m for m in there.all_messages(new) if m.content == "edited question")
+    there.select_version(other.id)
+    assert shown(there, new) == ["edited question", "answer C"]
+    there.close()
     md = store.export_markdown(cid)
     assert "## You\n\n*(version 1 of 2)*\n\nfirst question" in md
     assert "*(version 2 of 2)*\n\nanswer B" in md

@@ -17,6 +17,7 @@ from tests.test_ui_support import (  # noqa: F401
     load_by_drop,
     make_window,
     type_and_send,
+    write_settings,
 )
 
 pytestmark = pytest.mark.native
@@ -221,10 +222,17 @@ def test_switch_chats_restart_export_import(qtbot, data_dir, starter_model_path,
     assert data["format"] == "ember-chat-export"
     assert [(m["role"], m["content"]) for m in data["conversations"][0]["messages"]] == \
         history[first]
-    new_ids = win2.import_chats(js)
-    assert len(new_ids) == 1 and win2.current_conv == new_ids[0]
-    assert bodies(win2) == history[first]
-    assert find(win2, QListView, "conversationList").model().rowCount() == 3
+    assert win2.import_chats(js) == []  # its own export: the chat is already here
+    assert find(win2, QLabel, "statusMessage").text() == "0 chats imported, 1 already here"
+    assert find(win2, QListView, "conversationList").model().rowCount() == 2
+    elsewhere = tmp_path / "elsewhere"  # another computer's history
+    elsewhere.mkdir()
+    write_settings(elsewhere)
+    win3 = make_window(qtbot, elsewhere)
+    new_ids = win3.import_chats(js)
+    assert len(new_ids) == 1 and win3.current_conv == new_ids[0]
+    assert bodies(win3) == history[first]
+    assert find(win3, QListView, "conversationList").model().rowCount() == 1
 
 
 def test_view_follows_the_stream_unless_scrolled_up(qtbot, data_dir, starter_model_path):

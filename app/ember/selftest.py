@@ -129,6 +129,10 @@ def gui_self_test(model_path: Path) -> int:
     why = missing_platform_plugin(_platform_name(), QCoreApplication.libraryPaths())
     if why:
         return _say(False, why)
+    from .display_check import why_no_window
+    why = why_no_window()  # Qt would abort the process instead (SIGABRT)
+    if why:
+        return _say(False, f"the app cannot open a window: {why}")
     from .ui import app as ui_app
     hook = getattr(ui_app, "self_test", None)
     if callable(hook):  # the UI's own self test, when it has one

@@ -191,6 +191,12 @@ class Settings:
         self.last_model = path
         self.recent_models = [path] + [m for m in self.recent_models if m != path][:9]
 
+    def forget_model(self, path: str) -> None:
+        """Takes a model off the recent list (and off start-up's reopen)."""
+        self.recent_models = [m for m in self.recent_models if m != path]
+        if self.last_model == path:
+            self.last_model = None
+
     def sampling_params(self):
         from .engine import SamplingParams
         return SamplingParams(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,

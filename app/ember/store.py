@@ -15,6 +15,7 @@ active child from the root gives the conversation as shown and as sent to the mo
 what ``messages()`` returns. ``versions()`` and ``select_version()`` move between siblings."""
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
@@ -468,8 +469,14 @@ class Store:
             ids[v.get("key", len(ids))] = int(cur.lastrowid)
 
     def import_json(self, data: dict | str) -> list[int]:
-        """Adds the conversations of an export as new ones; returns their ids.
+        """Adds the conversations of an export that are not here yet; returns their ids.
         Raises StoreError (and adds nothing) if the data is not an Ember export."""
+        return self.import_export(data).new_ids
+
+    def import_export(self, data: dict | str) -> ImportResult:
+        """import_json, also counting the export's chats that were already here (same
+        start time and the same messages as shown: see chat_fingerprint), which are skipped,
+        so importing a file twice adds its chats once."""
         if isinstance(data, str):
             try:
                 data = json.loads(data)
@@ -484,11 +491,22 @@ class Store:
         if not isinstance(convs, list):
             raise StoreError("\"conversations\" must be a list")
         new_ids = []
+        here = {self._fingerprint(conv) for conv in self.conversations()}
+        already = 0
         self.db.execute("BEGIN")
         try:
             for c in convs:
                 if not isinstance(c, dict) or not isinstance(c.get("messages", []), list):
                     raise StoreError("a conversation must be an object with a messages list")
+                if c.get("created"):  # as imported: a message without a time gets the chat's
+                    start = float(c["created"])
+                    key = chat_fingerprint(start, [
+                        (m.get("role"), str(m.get("content") or ""), m.get("created") or start)
+                        for m in c.get("messages", []) if isinstance(m, dict)])
+                    if key in here:
+                        already += 1
+                        continue
+                    here.add(key)  # the same chat twice in one file is imported once
                 now = time.time()
                 created = float(c.get("created") or now)
                 cur = self.db.execute(
@@ -519,7 +537,31 @@ class Store:
         except (StoreError, TypeError, ValueError, AttributeError) as e:
             self._rollback()
             raise e if isinstance(e, StoreError) else StoreError(f"bad export: {e}") from e
-        return new_ids
+        return ImportResult(new_ids, already)
+
+    def _fingerprint(self, conv: Conversation) -> str:
+        return chat_fingerprint(conv.created, [(m.role, m.content, m.created)
+                                               for m in self.messages(conv.id)])
+
+
+@dataclass
+class ImportResult:
+    new_ids: list[int]  # the chats added
+    already_here: int  # the export's chats skipped as already in the store
+
+    def summary(self) -> str:
+        """ "2 chats imported, 3 already here" """
+        n = len(self.new_ids)
+        text = f"{n} chat{'s' if n != 1 else ''} imported"
+        return text + (f", {self.already_here} already here" if self.already_here else "")
+
+
+def chat_fingerprint(created: float, messages: Iterable[tuple]) -> str:
+    """What makes two copies of a chat the same one: when it was started and its messages
+    as shown (role, text, time written), each to the microsecond. The title is left out,
+    so a chat renamed here is still recognised in an older export."""
+    body = [round(float(created), 6), [[r, c, round(float(t), 6)] for r, c, t in messages]]
+    return hashlib.sha256(json.dumps(body, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _statements(script: str) -> list[str]:

@@ -16,7 +16,7 @@ from ..chat import GenRequest
 from ..chat.reasoning import normalize_reply
 from ..engine import Session
 from ..settings import Settings
-from ..store import Store, StoreError
+from ..store import ImportResult, Store, StoreError
 from .engine_thread import EngineThread, GenJob, LoadJob
 
 log = logging.getLogger("ember.ui")
@@ -278,10 +278,10 @@ class ChatController(QObject):
                               indent=2, ensure_ascii=False)
         Path(path).write_text(text, encoding="utf-8")
 
-    def import_file(self, path: str | Path) -> list[int]:
-        """The chats of an Ember export, added as new ones (raises OSError,
+    def import_file(self, path: str | Path) -> ImportResult:
+        """The chats of an Ember export that are not here yet, added (raises OSError,
         UnicodeDecodeError or StoreError, adding nothing)."""
-        return self.store.import_json(Path(path).read_text(encoding="utf-8"))
+        return self.store.import_export(Path(path).read_text(encoding="utf-8"))
 
     # ---- messages --------------------------------------------------------------------------
     def history(self, conv_id: int, upto: int | None = None) -> list[dict]:

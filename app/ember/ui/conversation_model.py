@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QRect, Qt, Signal
 
 ID_ROLE = Qt.UserRole
 NOTE_ROLE = Qt.UserRole + 1
@@ -18,6 +18,17 @@ def day(ts: float) -> str:
     """A date that tells two chats of the same title apart ("3 Nov 14:05")."""
     t = time.localtime(ts)
     return f"{t.tm_mday} {time.strftime('%b', t)} {time.strftime('%H:%M', t)}"
+
+
+@dataclass
+class RowLayout:
+    """Where a sidebar row's parts are drawn (ConversationDelegate.row_layout)."""
+    title: str  # as drawn: elided to title_rect's width
+    title_rect: QRect
+    badge: str
+    badge_rect: QRect
+    date: str
+    date_rect: QRect  # empty without a date
 
 
 @dataclass

@@ -387,6 +387,9 @@ class MainWindow(QMainWindow):
             v.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Ignored)
             v.back.connect(self.hide_models)
             v.open_model.connect(self._open_from_models)
+            v.delete_model.connect(self.delete_model)
+            v.forget_model.connect(self.forget_model)
+            v.folder_changed.connect(self._refresh_models)
             v.add_endpoint.connect(self.choose_endpoint)
             v.open_endpoint.connect(
                 lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
@@ -666,12 +669,53 @@ class MainWindow(QMainWindow):
 
     # ---- the models folder and the starter download ---------------------------------------
     def show_models(self) -> None:
+        self._fill_models()
+        self._models_shown = True
+        self._update_view()
+
+    def _fill_models(self) -> None:
         self.models_view.fill(self.models_folder,
                               self.model_info["path"] if self.model_info else None,
                               starter.installed(self.models_folder) is not None,
-                              self.settings.endpoints)
-        self._models_shown = True
-        self._update_view()
+                              self.settings.endpoints, self.settings.recent_models)
+
+    def _refresh_models(self) -> None:
+        """The Models page as the folder, the recent list and the loaded model are now."""
+        if self._models_shown:
+            self._fill_models()
+
+    def delete_model(self, path: str) -> bool:
+        """Deletes a model file of the models folder once the user agrees; never the model
+        in use."""
+        from ..model_library import DeleteRefused, check_deletable, delete_model
+        name = Path(path).name
+        loaded = self.model_info["path"] if self.model_info else None
+        try:
+            check_deletable(path, self.models_folder, loaded)  # before asking
+            answer = QMessageBox.question(
+                self, "Delete this model?",
+                f"Delete {name} from {Path(path).parent}? The file is removed from the disk; "
+                "your chats stay.", QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+            if answer != QMessageBox.Yes:
+                return False
+            delete_model(path, self.models_folder, loaded)
+        except DeleteRefused as e:
+            self.show_error(f"{name} was not deleted", str(e))
+            return False
+        except OSError as e:
+            self.show_error(f"Could not delete {name}", str(e))
+            return False
+        self.settings.forget_model(path)
+        self._save_settings()
+        self._flash(f"Deleted {name}")
+        self._refresh_models()
+        return True
+
+    def forget_model(self, path: str) -> None:
+        """Takes a model opened from another folder off the Models page (the file stays)."""
+        self.settings.forget_model(path)
+        self._save_settings()
+        self._refresh_models()
 
     def hide_models(self) -> None:
         self._models_shown = False
@@ -726,8 +770,7 @@ class MainWindow(QMainWindow):
         has = starter.installed(self.models_folder) is not None
         self.welcome.set_starter_available(has)
         self.no_model_bar.set_starter_available(has)
-        if self._models_view is not None:
-            self._models_view.starter_panel.setVisible(not has)
+        self._refresh_models()
 
     def download_starter(self) -> None:
         """The user's explicit request: the only time Ember goes to the network."""
@@ -832,6 +875,7 @@ class MainWindow(QMainWindow):
         self._show_placement(info)
         self._show_chat_status()
         self.welcome.set_recent(self.settings.recent_models)
+        self._refresh_models()  # a drop on the Models page: the model shows there, "Loaded"
         self._update_view()
         self.composer.input.setFocus()
         self._update_serving()
@@ -1129,14 +1173,15 @@ class MainWindow(QMainWindow):
 
     def import_chats(self, path: str | os.PathLike) -> list[int]:
         try:
-            ids = self.chat.import_file(path)
+            result = self.chat.import_file(path)
         except (OSError, UnicodeDecodeError, StoreError) as e:
             self.show_error(f"Could not import {Path(path).name}", str(e))
             return []
+        ids = result.new_ids
         self.refresh_conversations()
         if ids:
             self.select_conversation(ids[0])
-        self._flash(f"Imported {len(ids)} chat{'s' if len(ids) != 1 else ''}")
+        self._flash(result.summary())  # "1 chat imported, 2 already here"
         return ids
 
     def _docs_dir(self) -> str:

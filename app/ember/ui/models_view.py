@@ -1,10 +1,11 @@
-"""The Models page: every .gguf in the models folder with its card (read from the file's
-header, so nothing is loaded), a button to open each, and the starter download."""
+"""The Models page: every .gguf in the models folder and every model opened from elsewhere
+before, each with its card (read from the file's header, so nothing is loaded), Open and
+Delete; kept current by a watch on the folder; the starter download while there is none."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QFrame,
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..engine import EmberError, Model
+from ..model_library import library
 from ..model_card import describe_model, explain_load_failure
 from .downloads import StarterPanel
 from .format import human_bytes, human_count
@@ -41,13 +43,30 @@ def read_card(path: Path) -> dict:
 
 
 class ModelRow(QFrame):
-    """One model's card: name, file, the header's facts, and Open."""
+    """One model's card: name, file, the header's facts, Open, and Delete (a file in the
+    models folder) or Remove from list (one opened from elsewhere)."""
 
     open_model = Signal(str)
+    delete_model = Signal(str)  # path: the file, after the window asks
+    forget_model = Signal(str)  # path: off the recent list, the file stays
 
-    def __init__(self, card: dict, loaded: bool, parent=None):
+    def __init__(self, card: dict, loaded: bool, parent=None, *, in_folder: bool = True):
         super().__init__(parent)
         self.card = card
+        self.in_folder = in_folder
+        if in_folder:
+            self.delete_button = QPushButton("Delete model…")
+            self.delete_button.setObjectName("modelRowDelete")
+            self.delete_button.setAccessibleName(f"Delete {card['file_name']}")
+            self.delete_button.clicked.connect(lambda: self.delete_model.emit(card["path"]))
+        else:
+            self.delete_button = QPushButton("Remove from list")
+            self.delete_button.setObjectName("modelRowForget")
+            self.delete_button.setToolTip("Ember forgets it; the file stays where it is")
+            self.delete_button.clicked.connect(lambda: self.forget_model.emit(card["path"]))
+        self.delete_button.setEnabled(not loaded)
+        if loaded:
+            self.delete_button.setToolTip("This is the model in use: open another one first")
         self.setObjectName("modelRow")
         self.setProperty("loaded", loaded)
         lay = QVBoxLayout(self)
@@ -76,6 +95,7 @@ class ModelRow(QFrame):
             err.setWordWrap(True)
             err.setToolTip(card.get("error_details", ""))  # the engine's words
             lay.addWidget(err)
+            lay.addWidget(self.delete_button, 0, Qt.AlignLeft)
             return
         # one fact a line: the page stays as narrow as a small window at a large font
         grid = QGridLayout()
@@ -103,7 +123,11 @@ class ModelRow(QFrame):
         self.quantize_button.setObjectName("modelRowQuantize")
         self.quantize_button.setAccessibleName(f"Save a quantized copy of {card['file_name']}")
         self.quantize_button.clicked.connect(self.open_quantize_dialog)
-        lay.addWidget(self.quantize_button, 0, Qt.AlignLeft)
+        actions = QHBoxLayout()
+        actions.addWidget(self.quantize_button)
+        actions.addWidget(self.delete_button)
+        actions.addStretch(1)
+        lay.addLayout(actions)
 
     def open_quantize_dialog(self):
         from .quantize_dialog import QuantizeDialog  # numpy and the quantizer, when first used
@@ -150,6 +174,9 @@ class EndpointRow(QFrame):
 
 class ModelsView(QFrame):
     open_model = Signal(str)
+    delete_model = Signal(str)
+    forget_model = Signal(str)
+    folder_changed = Signal()  # a file came, went or changed in the models folder
     open_endpoint = Signal(dict)
     remove_endpoint = Signal(dict)
     add_endpoint = Signal()
@@ -193,11 +220,20 @@ class ModelsView(QFrame):
         self.list_layout.setSpacing(10)
         self.scroll.setWidget(self.list_widget)
         outer.addWidget(self.scroll, 1)
+        self.folder_box = QVBoxLayout()
+        self.folder_box.setSpacing(10)
+        self.list_layout.addLayout(self.folder_box)
         self.empty = QLabel("")
         self.empty.setObjectName("modelsEmpty")
         self.empty.setProperty("field", True)
         self.empty.setWordWrap(True)
         self.list_layout.addWidget(self.empty)
+        self.recent_label = QLabel("OPENED FROM OTHER FOLDERS")
+        self.recent_label.setObjectName("cardSection")
+        self.list_layout.addWidget(self.recent_label)
+        self.recent_box = QVBoxLayout()
+        self.recent_box.setSpacing(10)
+        self.list_layout.addLayout(self.recent_box)
         self.endpoints_label = QLabel("ENDPOINTS")
         self.endpoints_label.setObjectName("cardSection")
         self.list_layout.addWidget(self.endpoints_label)
@@ -216,10 +252,32 @@ class ModelsView(QFrame):
         self.list_layout.addStretch(1)
         self.rows: list[ModelRow] = []
         self.endpoint_rows: list[EndpointRow] = []
+        # files copied in, deleted or still being written: the page refills itself, once
+        # the burst of changes is over (a copy writes many times)
+        self.watcher = QFileSystemWatcher(self)
+        self.watcher.directoryChanged.connect(self._folder_touched)
+        self.watcher.fileChanged.connect(self._folder_touched)
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(250)
+        self._settle.timeout.connect(self.folder_changed)
+
+    def _folder_touched(self, _path: str) -> None:
+        self._settle.start()
+
+    def _watch(self, paths: list[str]) -> None:
+        old = self.watcher.directories() + self.watcher.files()
+        if old:
+            self.watcher.removePaths(old)
+        paths = [p for p in paths if Path(p).exists()]
+        if paths:
+            self.watcher.addPaths(paths)
 
     def fill(self, folder: Path, loaded_path: str | None, starter_installed: bool,
-             endpoints: list[dict] = ()) -> None:
-        """Reads every model's header afresh: files come and go behind the app's back."""
+             endpoints: list[dict] = (), recent: list[str] = ()) -> None:
+        """Reads every model's header afresh: files come and go behind the app's back.
+        recent: models opened before, newest first (those outside the folder are listed
+        after the folder's own)."""
         self.folder = Path(folder)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)  # where the user is told to put models
@@ -228,20 +286,27 @@ class ModelsView(QFrame):
         self.folder_label.setText(str(self.folder))
         self.folder_label.setToolTip(str(self.folder))
         for r in self.rows:
+            r.setParent(None)
             r.deleteLater()
         self.rows = []
-        files = sorted((p for p in self.folder.glob("*.gguf") if p.is_file()),
-                       key=lambda p: p.name.lower())
-        for i, p in enumerate(files):
-            row = ModelRow(read_card(p), loaded=bool(loaded_path) and "#" not in loaded_path
-                           and Path(loaded_path).resolve() == p.resolve())
+        local = loaded_path if loaded_path and "#" not in loaded_path else None
+        entries = library(self.folder, recent)
+        for e in entries:
+            loaded = local is not None and Path(local).resolve() == e.path.resolve()
+            row = ModelRow(read_card(e.path), loaded=loaded, in_folder=e.in_folder)
             row.open_model.connect(self.open_model)
-            self.list_layout.insertWidget(i, row)
+            row.delete_model.connect(self.delete_model)
+            row.forget_model.connect(self.forget_model)
+            (self.folder_box if e.in_folder else self.recent_box).addWidget(row)
             self.rows.append(row)
+        self.recent_label.setVisible(any(not e.in_folder for e in entries))
         self.empty.setText(f"No models here yet. Put .gguf files in {self.folder}, drop one on "
                            "the window, or download the starter model.")
-        self.empty.setVisible(not files)
-        self.starter_panel.setVisible(not starter_installed)
+        self.empty.setVisible(not entries)
+        # "No model yet? Download…" only to someone without a model (or while it downloads)
+        self.starter_panel.setVisible(self.starter_panel.bar.isVisibleTo(self.starter_panel)
+                                      or (not entries and not starter_installed))
+        self._watch([str(self.folder)] + [str(e.path) for e in entries if e.in_folder])
         for r in self.endpoint_rows:
             r.deleteLater()
         self.endpoint_rows = []

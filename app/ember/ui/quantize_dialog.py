@@ -150,6 +150,11 @@ class QuantizeDialog(QDialog):
                    "a copy holds no more than its source does")
             words.append(f"Larger than this file ({human_bytes(self.src_size)}) and no more "
                          f"precise: {why}.")
+        elif self.sizes[name] == self.src_size and not again:
+            words.append("This file's own type: the copy would hold the same weights.")
+        else:
+            words.append(f"{human_bytes(self.src_size - self.sizes[name])} smaller than this "
+                         "file.")
         text = ". ".join(w[0].upper() + w[1:] for w in words if w)
         self.description.setText(text if text.endswith(".") or not text else text + ".")
 

@@ -33,7 +33,13 @@ from PySide6.QtWidgets import (
 from ..chat.reasoning import Reply, split_reply
 from ..model_card import estimate_ram
 from . import markdown
-from .conversation_model import NOTE_ROLE, ConversationListModel
+from .conversation_model import (
+    BADGE_ROLE,
+    DATE_ROLE,
+    NOTE_ROLE,
+    ConversationListModel,
+    RowLayout,
+)
 from .downloads import StarterPanel
 from .format import human_bytes, human_count
 
@@ -711,31 +717,68 @@ class QueueBar(QFrame):
 
 class ConversationDelegate(QStyledItemDelegate):
     """Rows as tall as the font needs, and the inline rename editor over the whole row
-    (the style would squeeze it into the item's padded text area and clip its text)."""
+    (the style would squeeze it into the item's padded text area and clip its text). A date
+    that tells equal titles apart goes on a second line, so the title keeps the row's width;
+    a short badge ("replying", "queued 2") sits at the right of the title."""
 
     def sizeHint(self, option, index) -> QSize:
         # no width of its own: a long title is elided to the list's width, never scrolled
-        return QSize(0, max(36, option.fontMetrics.height() + 18))
+        line = option.fontMetrics.height()
+        if index.data(DATE_ROLE):
+            return QSize(0, max(36, 2 * line + 16))
+        return QSize(0, max(36, line + 18))
+
+    def row_layout(self, option, index) -> RowLayout:
+        """Where the title, badge and date of a row go, and the title as elided to fit."""
+        from PySide6.QtWidgets import QApplication, QStyle, QStyleOptionViewItem
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        style = opt.widget.style() if opt.widget else QApplication.style()
+        # the style's own text margin inside the item's text area, as rows without a note
+        margin = style.pixelMetric(QStyle.PM_FocusFrameHMargin, None, opt.widget) + 1
+        area = style.subElementRect(QStyle.SE_ItemViewItemText, opt, opt.widget).adjusted(
+            margin, 0, -margin, 0)
+        fm = opt.fontMetrics
+        badge = index.data(BADGE_ROLE) or ""
+        date = index.data(DATE_ROLE) or ""
+        line = fm.height()
+        if date:
+            top = area.y() + (area.height() - 2 * line) // 2
+            title_line = QRect(area.x(), top, area.width(), line)
+            date_rect = QRect(area.x(), top + line, area.width(), line)
+        else:
+            title_line = QRect(area.x(), area.y() + (area.height() - line) // 2,
+                               area.width(), line)
+            date_rect = QRect()
+        badge_w = fm.horizontalAdvance(badge) + 12 if badge else 0
+        title_rect = title_line.adjusted(0, 0, -badge_w, 0)
+        badge_rect = QRect(title_rect.right() + 1, title_line.y(), badge_w, line)
+        title = fm.elidedText(str(index.data(Qt.DisplayRole) or ""), Qt.ElideRight,
+                              max(title_rect.width(), 20))
+        return RowLayout(title, title_rect, badge, badge_rect, date, date_rect)
 
     def paint(self, painter, option, index) -> None:
-        # the row's note ("replying", "queued 2", a date that tells equal titles apart)
-        # at the right, the title elided before it
-        note = index.data(NOTE_ROLE)
-        if not note:
+        if not index.data(NOTE_ROLE):
             return super().paint(painter, option, index)
         # these Qt classes are looked up here, on the first note drawn, not at start-up
         from PySide6.QtGui import QPalette
         from PySide6.QtWidgets import QApplication, QStyle, QStyleOptionViewItem
+        lay = self.row_layout(option, index)
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        fm = opt.fontMetrics
-        note_w = fm.horizontalAdvance(note) + 12
-        opt.text = fm.elidedText(opt.text, Qt.ElideRight, max(opt.rect.width() - note_w - 24, 20))
+        opt.text = ""  # the background and selection from the style, the words from here
         style = opt.widget.style() if opt.widget else QApplication.style()
         style.drawControl(QStyle.CE_ItemViewItem, opt, painter, opt.widget)
         painter.save()
+        painter.setPen(opt.palette.color(QPalette.Text))  # the theme's selection keeps it
+        painter.drawText(lay.title_rect, Qt.AlignLeft | Qt.AlignVCenter, lay.title)
         painter.setPen(opt.palette.color(QPalette.PlaceholderText))
-        painter.drawText(opt.rect.adjusted(0, 0, -10, 0), Qt.AlignRight | Qt.AlignVCenter, note)
+        if lay.badge:
+            painter.drawText(lay.badge_rect, Qt.AlignRight | Qt.AlignVCenter, lay.badge)
+        if lay.date:
+            painter.drawText(lay.date_rect, Qt.AlignLeft | Qt.AlignVCenter,
+                             opt.fontMetrics.elidedText(lay.date, Qt.ElideRight,
+                                                        lay.date_rect.width()))
         painter.restore()
         return None
 
