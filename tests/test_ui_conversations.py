@@ -95,3 +95,39 @@ def test_copy_message_and_code_block(qtbot, data_dir):
     assert QGuiApplication.clipboard().text() == "ls -l"
     qtbot.mouseClick(w.copy_button, Qt.LeftButton)
     assert QGuiApplication.clipboard().text() == reply
+
+
+def click_chat(qtbot, lst, row):
+    """A click on the sidebar row, as the user picks a chat."""
+    rect = lst.visualRect(lst.model().index(row, 0))
+    qtbot.mouseClick(lst.viewport(), Qt.LeftButton, pos=rect.center())
+
+
+def test_each_chat_keeps_its_own_draft(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    a, b = seed(win)  # the list: "Rust lifetimes" (b) first, then "Pasta recipes" (a)
+    lst = find(win, QListView, "conversationList")
+    box = win.composer.input
+    click_chat(qtbot, lst, 1)
+    assert win.current_conv == a
+    box.setFocus()
+    qtbot.keyClicks(box, "And for penne?")
+    click_chat(qtbot, lst, 0)
+    assert win.current_conv == b
+    assert box.toPlainText() == ""  # A's draft stays with A
+    qtbot.keyClicks(box, "What about")
+    click_chat(qtbot, lst, 1)
+    assert win.current_conv == a and box.toPlainText() == "And for penne?"
+    qtbot.keyClicks(box, " Rigatoni?")  # the cursor is back at the end of the draft
+    assert box.toPlainText() == "And for penne? Rigatoni?"
+    click_chat(qtbot, lst, 0)
+    assert win.current_conv == b and box.toPlainText() == "What about"
+    # a new chat starts empty; deleting a chat keeps its draft for the Undo
+    qtbot.mouseClick(find(win, QPushButton, "newChatButton"), Qt.LeftButton)
+    assert win.current_conv not in (a, b) and box.toPlainText() == ""
+    click_chat(qtbot, lst, 2)
+    assert box.toPlainText() == "And for penne? Rigatoni?"
+    win.delete_conversation(a)
+    assert box.toPlainText() == ""
+    qtbot.mouseClick(find(win, QPushButton, "undoButton"), Qt.LeftButton)
+    assert win.current_conv == a and box.toPlainText() == "And for penne? Rigatoni?"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -117,6 +117,8 @@ class MainWindow(QMainWindow):
         self._models_shown = False
         self._old_workers: list = []  # finished starter downloads until their threads end
         self.current_conv: int | None = None
+        # what was typed and not sent, by chat: each chat gets its own back when shown
+        self.drafts: dict[int, str] = {}
         self._undo_id: int | None = None
         self._closing = False
         self.last_stats: dict | None = None
@@ -518,6 +520,11 @@ class MainWindow(QMainWindow):
         conv = self.store.conversation(conv_id)
         if conv is None:
             return
+        if self._system_timer.isActive():  # typed just now: it belongs to the chat left
+            self._system_timer.stop()
+            self._save_system_prompt()
+        if conv_id != self.current_conv:
+            self._swap_draft(conv_id)
         self.current_conv = conv_id
         self.sidebar.select(conv_id)
         self.chat_title.setText(conv.title)
@@ -529,6 +536,20 @@ class MainWindow(QMainWindow):
         self._render_conversation()
         self._show_chat_status()
         self._update_view()
+
+    def _swap_draft(self, conv_id: int | None) -> None:
+        """Keeps the message box's text as the draft of the chat on screen and shows
+        conv_id's own; text typed while no chat was open stays, for the chat it opens."""
+        box = self.composer.input
+        if self.current_conv is None:
+            return
+        text = box.toPlainText()
+        if text:
+            self.drafts[self.current_conv] = text
+        else:
+            self.drafts.pop(self.current_conv, None)
+        box.setPlainText(self.drafts.pop(conv_id, "") if conv_id is not None else "")
+        box.moveCursor(QTextCursor.End)
 
     def _render_conversation(self) -> None:
         self.chat_view.clear()
@@ -607,6 +628,7 @@ class MainWindow(QMainWindow):
         self.sidebar.show_undo(f"Deleted “{_title_from(conv.title)}”")
         self._undo_timer.start(UNDO_SECONDS * 1000)
         if conv_id == self.current_conv:
+            self._swap_draft(None)  # kept for an Undo
             self.current_conv = None
             self.chat_view.clear()
             rest = self.store.conversations(self.sidebar.search.text())
