@@ -314,7 +314,8 @@ class MainWindow(QMainWindow):
         c.model_closing.connect(self._stop_serving)
         self._wire_starter_panel(self.welcome.starter_panel)
         self.composer.input.submit.connect(self.send)
-        self.composer.send_button.clicked.connect(self.send)
+        # clicked(bool) would hand its checked flag to send() as the text
+        self.composer.send_button.clicked.connect(lambda: self.send())
         self.composer.stop_button.clicked.connect(self.stop)
         self.queue_bar.cancel.connect(lambda: self.chat.unqueue(self.current_conv))
         self.welcome.open_model.connect(self.choose_model)
