@@ -239,9 +239,11 @@ class ChatController(QObject):
             log.warning("could not save settings: %s", e)
 
     # ---- conversations -------------------------------------------------------------------
-    def new_conversation(self) -> int:
+    def new_conversation(self, system_prompt: str | None = None) -> int:
+        """A new chat with system_prompt, or the default one from Settings."""
         return self.store.create_conversation(
-            system_prompt=self.settings.system_prompt,
+            system_prompt=self.settings.system_prompt if system_prompt is None
+            else system_prompt,
             model_path=self.model_info["path"] if self.model_info else None)
 
     def rename(self, conv_id: int, title: str) -> str:

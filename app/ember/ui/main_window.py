@@ -509,7 +509,10 @@ class MainWindow(QMainWindow):
         if self.current_conv is not None and not self.store.messages(self.current_conv):
             conv = self.current_conv  # an empty chat is already open
         else:
-            conv = self.chat.new_conversation()
+            # a system prompt typed while no chat was open (the first launch) is this chat's
+            typed = (self.system_edit.toPlainText().strip() if self.current_conv is None
+                     else "")
+            conv = self.chat.new_conversation(system_prompt=typed or None)
         if self.sidebar.search.text():
             self.sidebar.search.clear()
         self.refresh_conversations()
@@ -915,8 +918,10 @@ class MainWindow(QMainWindow):
         if self.current_conv is None:
             self.new_chat()
         conv_id = self.current_conv
+        self._system_timer.stop()
         self.composer.input.clear()
         try:
+            self._save_system_prompt()  # typed just now: it goes with this message
             self.chat.send(conv_id, text, title=_title_from(text))
         except StoreError as e:
             self.composer.input.setPlainText(text)  # not stored: kept for sending again
