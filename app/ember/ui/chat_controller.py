@@ -172,6 +172,12 @@ class ChatController(QObject):
     def remote(self) -> bool:
         return bool(self.model_info and self.model_info.get("remote"))
 
+    @property
+    def can_continue(self) -> bool:
+        """Continue extends a reply from its text: a local model can, an endpoint cannot
+        (the chat API has no way to resume an assistant message)."""
+        return self.model is not None and not self.remote
+
     def cancel_load(self) -> None:
         if self.load_job is not None:
             self.load_job.cancel()
@@ -334,7 +340,7 @@ class ChatController(QObject):
         return True
 
     def continue_reply(self, conv_id: int, msg_id: int) -> bool:
-        if self.generating or self.model is None or self.store.message(msg_id) is None:
+        if self.generating or not self.can_continue or self.store.message(msg_id) is None:
             return False
         self.start_reply(conv_id, continue_id=msg_id)
         return True

@@ -363,7 +363,8 @@ class MainWindow(QMainWindow):
         act(e, "Find chat", self.focus_search, "Ctrl+F", "actionFind")
         c = mb.addMenu("&Chat")
         act(c, "Regenerate reply", self.regenerate_last, "Ctrl+R", "actionRegenerate")
-        act(c, "Continue reply", self.continue_last, None, "actionContinue")
+        self.continue_action = act(c, "Continue reply", self.continue_last, None,
+                                   "actionContinue")
         act(c, "Stop", self.stop_current, None, "actionStop")
         c.addSeparator()
         act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
@@ -488,7 +489,8 @@ class MainWindow(QMainWindow):
             w.set_actions(last_assistant=(w is last_assistant and is_last
                                           and not (self.chat.reply
                                                    and w.msg_id == self.chat.reply.msg_id)),
-                          busy=busy)
+                          busy=busy, can_continue=not self.chat.remote)
+        self.continue_action.setEnabled(self.chat.can_continue)
 
     def show_error(self, title: str, detail: str = "") -> None:
         if self._status_timer.isActive():  # "Imported 1 chat" is no news after an error
@@ -1066,7 +1068,7 @@ class MainWindow(QMainWindow):
         self.chat.regenerate(self.current_conv, msg_id)
 
     def continue_reply(self, msg_id: int) -> None:
-        if self.generating or self.model is None or self.current_conv is None:
+        if self.generating or not self.chat.can_continue or self.current_conv is None:
             return
         self.chat.continue_reply(self.current_conv, msg_id)
 
