@@ -855,7 +855,8 @@ class MainWindow(QMainWindow):
         elif self.template.notice:
             notice = self.template.notice
         self.card.set_notice(notice)
-        self.setWindowTitle(f"Ember — {info['name']}")
+        # the app's name last, once: Qt adds the display name to a title not ending in it
+        self.setWindowTitle(f"{info['name']} — Ember")
         self._show_placement(info)
         self._show_chat_status()
         self.welcome.set_recent(self.settings.recent_models)
