@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from .. import paths, starter
 from ..engine import system_info
 from ..model_card import display_name, effective_n_ctx
-from ..placement import status_line
+from ..placement import cpu_line, status_line
 from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
@@ -78,9 +78,7 @@ def backend_name() -> str:
         info = system_info()
     except Exception:
         return "CPU"
-    parts = dict(p.split("=", 1) for p in info.split() if "=" in p)
-    isa = parts.get("active") or parts.get("ISA")
-    return f"CPU ({isa.upper()})" if isa else "CPU"
+    return cpu_line(info)
 
 
 def _title_from(text: str) -> str:
