@@ -545,13 +545,14 @@ class MainWindow(QMainWindow):
         """Keeps the message box's text as the draft of the chat on screen and shows
         conv_id's own; text typed while no chat was open stays, for the chat it opens."""
         box = self.composer.input
-        if self.current_conv is None:
+        if self.current_conv is not None:
+            text = box.toPlainText()
+            if text:
+                self.drafts[self.current_conv] = text
+            else:
+                self.drafts.pop(self.current_conv, None)
+        elif box.toPlainText():
             return
-        text = box.toPlainText()
-        if text:
-            self.drafts[self.current_conv] = text
-        else:
-            self.drafts.pop(self.current_conv, None)
         box.setPlainText(self.drafts.pop(conv_id, "") if conv_id is not None else "")
         box.moveCursor(QTextCursor.End)
 
