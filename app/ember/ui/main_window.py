@@ -515,6 +515,7 @@ class MainWindow(QMainWindow):
             conv = self.chat.new_conversation(system_prompt=typed or None)
         if self.sidebar.search.text():
             self.sidebar.search.clear()
+        self._models_shown = False  # Ctrl+N on the Models page: the new chat, shown
         self.refresh_conversations()
         self.select_conversation(conv)
         self.composer.input.setFocus()
