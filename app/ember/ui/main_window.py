@@ -3,6 +3,7 @@ status bar, and shows what the ChatController's signals say (docs/APP.md). It re
 store; the controller writes it."""
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import sys
@@ -1179,7 +1180,8 @@ class MainWindow(QMainWindow):
         cid = conv_id or self.current_conv
         if cid is None and fmt != "all":
             return
-        title = self.store.conversation(cid).title if cid else "ember-chats"
+        title = (f"Ember chats {datetime.date.today().isoformat()}" if fmt == "all"
+                 else self.store.conversation(cid).title)
         safe = "".join(ch if ch.isalnum() or ch in " -_" else "_" for ch in title).strip() or "chat"
         ext = "md" if fmt == "md" else "json"
         path, _ = QFileDialog.getSaveFileName(self, "Export", str(Path(self._docs_dir()) /
