@@ -104,10 +104,9 @@ def test_system_prompt_typed_in_the_first_chat_after_launch_is_used(
         qtbot, data_dir, starter_model_path, monkeypatch):
     """`ember MODEL.gguf` on a fresh data folder: no chat exists until the first Send, and
     the system prompt typed before it belongs to that chat."""
+    from ember.ui import engine_thread
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QPlainTextEdit, QPushButton, QToolButton
-
-    from ember.ui import engine_thread
     real_build_prompt = engine_thread.build_prompt
     prompts = []  # the text the engine thread gives the model
 
