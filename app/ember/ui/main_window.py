@@ -17,12 +17,14 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMenu,
     QMessageBox,
     QPlainTextEdit,
     QSizePolicy,
     QStackedWidget,
+    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -80,6 +82,14 @@ def backend_name() -> str:
     except Exception:
         return "CPU"
     return cpu_line(info)
+
+
+def _can_undo(w: QWidget | None) -> bool:
+    if isinstance(w, QLineEdit):
+        return w.isUndoAvailable()
+    if isinstance(w, (QPlainTextEdit, QTextEdit)):
+        return not w.isReadOnly() and w.document().isUndoAvailable()
+    return False
 
 
 def _title_from(text: str) -> str:
@@ -359,6 +369,20 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         act(f, "Quit", self.close, "Ctrl+Q", "actionQuit")
         e = mb.addMenu("&Edit")
+        for item in (("Undo", "undo", QKeySequence.Undo), ("Redo", "redo", QKeySequence.Redo),
+                     None, ("Cut", "cut", QKeySequence.Cut), ("Copy", "copy", QKeySequence.Copy),
+                     ("Paste", "paste", QKeySequence.Paste), None,
+                     ("Select All", "selectAll", QKeySequence.SelectAll)):
+            if item is None:
+                e.addSeparator()
+                continue
+            text, op, keys = item
+            a = act(e, text, lambda _=False, op=op: self.edit_text(op), None,
+                    f"action{op[0].upper()}{op[1:]}")
+            # the text boxes take these keys themselves while they have the focus
+            a.setShortcut(keys)
+            a.setShortcutContext(Qt.WindowShortcut)
+        e.addSeparator()
         act(e, "Find chat", self.focus_search, "Ctrl+F", "actionFind")
         c = mb.addMenu("&Chat")
         act(c, "Regenerate reply", self.regenerate_last, "Ctrl+R", "actionRegenerate")
@@ -376,9 +400,6 @@ class MainWindow(QMainWindow):
         esc = QShortcut(QKeySequence(Qt.Key_Escape), self)
         esc.setContext(Qt.WindowShortcut)
         esc.activated.connect(self.stop_current)
-        undo = QShortcut(QKeySequence("Ctrl+Z"), self)
-        undo.setContext(Qt.WindowShortcut)
-        undo.activated.connect(lambda: self.sidebar.undo_bar.isVisible() and self.undo_delete())
 
     # the Models page and the local server are made on first use: start-up pays for neither
     @property
@@ -667,6 +688,18 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         m.addAction("Delete", lambda: self.delete_conversation(conv_id))
         m.popup(pos)
+
+    def edit_text(self, op: str) -> None:
+        """Edit menu: op ("undo", "cut", "paste", "selectAll"...) on the text box or
+        message that has the focus. Undo with nothing to undo there brings back the chat
+        just deleted (as Ctrl+Z does outside a text box)."""
+        w = self.focusWidget()
+        if not isinstance(w, (QLineEdit, QPlainTextEdit, QTextEdit)):
+            w = None
+        if op == "undo" and self.sidebar.undo_bar.isVisible() and not _can_undo(w):
+            self.undo_delete()
+        elif w is not None and hasattr(w, op):
+            getattr(w, op)()
 
     def focus_search(self) -> None:
         self.sidebar.search.setFocus()
