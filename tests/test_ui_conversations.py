@@ -95,3 +95,105 @@ def test_copy_message_and_code_block(qtbot, data_dir):
     assert QGuiApplication.clipboard().text() == "ls -l"
     qtbot.mouseClick(w.copy_button, Qt.LeftButton)
     assert QGuiApplication.clipboard().text() == reply
+
+
+def click_chat(qtbot, lst, row):
+    """A click on the sidebar row, as the user picks a chat."""
+    rect = lst.visualRect(lst.model().index(row, 0))
+    qtbot.mouseClick(lst.viewport(), Qt.LeftButton, pos=rect.center())
+
+
+def test_each_chat_keeps_its_own_draft(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    a, b = seed(win)  # the list: "Rust lifetimes" (b) first, then "Pasta recipes" (a)
+    lst = find(win, QListView, "conversationList")
+    box = win.composer.input
+    click_chat(qtbot, lst, 1)
+    assert win.current_conv == a
+    box.setFocus()
+    qtbot.keyClicks(box, "And for penne?")
+    click_chat(qtbot, lst, 0)
+    assert win.current_conv == b
+    assert box.toPlainText() == ""  # A's draft stays with A
+    qtbot.keyClicks(box, "What about")
+    click_chat(qtbot, lst, 1)
+    assert win.current_conv == a and box.toPlainText() == "And for penne?"
+    qtbot.keyClicks(box, " Rigatoni?")  # the cursor is back at the end of the draft
+    assert box.toPlainText() == "And for penne? Rigatoni?"
+    click_chat(qtbot, lst, 0)
+    assert win.current_conv == b and box.toPlainText() == "What about"
+    # a new chat starts empty; deleting a chat keeps its draft for the Undo
+    qtbot.mouseClick(find(win, QPushButton, "newChatButton"), Qt.LeftButton)
+    assert win.current_conv not in (a, b) and box.toPlainText() == ""
+    click_chat(qtbot, lst, 2)
+    assert box.toPlainText() == "And for penne? Rigatoni?"
+    win.delete_conversation(a)
+    assert box.toPlainText() == ""
+    qtbot.mouseClick(find(win, QPushButton, "undoButton"), Qt.LeftButton)
+    assert win.current_conv == a and box.toPlainText() == "And for penne? Rigatoni?"
+
+
+def activate(qtbot, win) -> None:
+    """Key shortcuts go to the active window only."""
+    from PySide6.QtWidgets import QApplication
+    win.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is win)
+
+
+def test_new_chat_key_on_the_models_page_shows_the_new_chat(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    a, b = seed(win)
+    activate(qtbot, win)
+    qtbot.mouseClick(find(win, QPushButton, "modelsButton"), Qt.LeftButton)
+    assert win.stack.currentWidget() is win.models_view
+    qtbot.keyClick(win.composer.input, Qt.Key_N, Qt.ControlModifier)
+    assert win.current_conv not in (a, b) and win.store.messages(win.current_conv) == []
+    # the new chat's page: with no model loaded an empty chat shows the welcome view
+    assert win.stack.currentWidget() is win.welcome
+    assert not find(win, QPushButton, "modelsButton").isChecked()
+
+
+def test_undo_key_outside_a_text_box_brings_back_the_deleted_chat(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    a, b = seed(win)
+    activate(qtbot, win)
+    lst = find(win, QListView, "conversationList")
+    click_chat(qtbot, lst, 0)
+    box = win.composer.input
+    box.setFocus()
+    qtbot.keyClicks(box, "draft")
+    lst.setFocus()
+    qtbot.keyClick(lst, Qt.Key_Delete)
+    assert win.store.conversation(b).deleted_at is not None
+    qtbot.keyClick(lst, Qt.Key_Z, Qt.ControlModifier)
+    assert win.store.conversation(b).deleted_at is None and win.current_conv == b
+    assert box.toPlainText() == "draft"
+    # in the message box the same key undoes the typing, and leaves the chats alone
+    click_chat(qtbot, lst, 1)
+    qtbot.keyClick(lst, Qt.Key_Delete)
+    assert win.store.conversation(a).deleted_at is not None and win.current_conv == b
+    assert box.toPlainText() == "draft"  # the chat shown next has its own draft back
+    box.setFocus()
+    qtbot.keyClicks(box, " typed")
+    qtbot.keyClick(box, Qt.Key_Z, Qt.ControlModifier)
+    assert box.toPlainText() == "draft"
+    assert win.store.conversation(a).deleted_at is not None
+
+
+def test_rename_key_after_a_relaunch(qtbot, data_dir):
+    win = make_window(qtbot, data_dir, restore_last=False)
+    _, b = seed(win)
+    win.close()
+    win = make_window(qtbot, data_dir, restore_last=False)
+    activate(qtbot, win)
+    assert win.current_conv == b
+    win.composer.input.setFocus()
+    qtbot.keyClick(win.composer.input, Qt.Key_F2)
+    lst = find(win, QListView, "conversationList")
+    editor = lst.findChild(QLineEdit)
+    assert editor is not None and editor.isVisible() and editor.hasFocus()
+    editor.selectAll()
+    qtbot.keyClicks(editor, "Ownership")
+    qtbot.keyClick(editor, Qt.Key_Return)
+    qtbot.waitUntil(lambda: win.store.conversation(b).title == "Ownership")  # (queued)
+    assert win.chat_title.text() == "Ownership"

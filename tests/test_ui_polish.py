@@ -151,3 +151,35 @@ def test_export_all_writes_every_version(qtbot, data_dir, tmp_path):
     (conv,) = data["conversations"]
     assert [m["content"] for m in conv["messages"]] == ["hi", "two"]
     assert sorted(v["content"] for v in conv["versions"]) == ["hi", "one", "two"]
+
+
+def test_cpu_level_is_spelled_alike_before_and_after_a_load(qtbot, data_dir,
+                                                            starter_model_path):
+    import pytest
+    from ember.placement import cpu_line
+    from PySide6.QtWidgets import QLabel
+
+    from tests.test_ui_support import find, load_by_drop
+    pytest.importorskip("ember.native")
+    assert cpu_line("ISA=avx512 active=avx512 threads=2") == "CPU (AVX-512)"
+    assert cpu_line("ISA=avx512 active=avx2 threads=2") == "CPU (AVX2)"  # the level in use
+    assert cpu_line("ISA=neon active=neon") == "CPU (NEON)"
+    assert cpu_line("ISA=scalar active=scalar") == "CPU (scalar)"
+    assert cpu_line("threads=2") == "CPU"
+    win = make_window(qtbot, data_dir)
+    label = find(win, QLabel, "statusBackend")
+    before = label.full_text()
+    load_by_drop(qtbot, win, starter_model_path)
+    after = label.full_text().split(" — ")[0]  # a note about other backends may follow
+    assert before == after and before.startswith("CPU (")
+
+
+def test_window_title_names_the_app_once(qtbot, data_dir, starter_model_path):
+    from tests.test_ui_support import load_by_drop
+    win = make_window(qtbot, data_dir)
+    assert win.windowTitle() == "Ember"
+    load_by_drop(qtbot, win, starter_model_path)
+    # Qt adds the application's display name to a title that does not end with it
+    app_name = QGuiApplication.applicationDisplayName()
+    assert app_name == "Ember"
+    assert win.windowTitle() == f"SmolLM2-135M-Instruct — {app_name}"

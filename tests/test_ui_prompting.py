@@ -98,3 +98,38 @@ def test_ram_estimate_grows_with_the_context(starter_model_path):
     assert small > info["file_size"]
     # only the KV cache grows with the context (the engine keeps no n_ctx scores buffer)
     assert big - small == kv_per_token * (8192 - 512)
+
+
+def test_system_prompt_typed_in_the_first_chat_after_launch_is_used(
+        qtbot, data_dir, starter_model_path, monkeypatch):
+    """`ember MODEL.gguf` on a fresh data folder: no chat exists until the first Send, and
+    the system prompt typed before it belongs to that chat."""
+    from ember.ui import engine_thread
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPlainTextEdit, QPushButton, QToolButton
+    real_build_prompt = engine_thread.build_prompt
+    prompts = []  # the text the engine thread gives the model
+
+    def recording_build_prompt(*args, **kwargs):
+        built = real_build_prompt(*args, **kwargs)
+        prompts.append(built.text)
+        return built
+
+    monkeypatch.setattr(engine_thread, "build_prompt", recording_build_prompt)
+    win = make_window(qtbot, data_dir, open_model=str(starter_model_path))
+    qtbot.waitUntil(lambda: win.model is not None, timeout=120_000)
+    assert win.current_conv is None and win.stack.currentWidget() is win.chat_page
+
+    qtbot.mouseClick(find(win, QToolButton, "systemPromptButton"), Qt.LeftButton)
+    system = find(win, QPlainTextEdit, "systemPromptEdit")
+    assert system.isVisible()
+    pirate = "You are a pirate. Answer like one."
+    qtbot.keyClicks(system, pirate)
+    qtbot.keyClicks(win.composer.input, "Where is the treasure?")
+    with qtbot.waitSignal(win.generation_finished, timeout=180_000):
+        qtbot.mouseClick(find(win, QPushButton, "sendButton"), Qt.LeftButton)
+    conv = win.store.conversation(win.current_conv)
+    assert conv.system_prompt == pirate
+    assert system.toPlainText() == pirate and system.isVisible()
+    assert len(prompts) == 1
+    assert pirate in prompts[0] and prompts[0].index(pirate) < prompts[0].index("treasure")

@@ -67,16 +67,29 @@ def test_chat_through_an_endpoint(qtbot, data_dir, server):
     assert win2.model_info["name"] == MODEL
 
 
-def test_continue_is_refused_with_a_reason(qtbot, data_dir, server):
+def test_continue_is_not_offered_for_an_endpoint(qtbot, data_dir, server):
+    """The chat API cannot extend a reply: no Continue button, the Chat menu's item is
+    off, and asking anyway leaves the good reply as it was (no error blamed on the server)."""
     win = make_window(qtbot, data_dir, restore_last=False)
     with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
         win.add_endpoint(server.url, MODEL)
     type_and_send(qtbot, win, "Hi")
-    with qtbot.waitSignal(win.generation_finished, timeout=GEN_TIMEOUT_MS) as done:
-        win.continue_last()
-    assert done.args[0]["stop_reason"] == "error"
-    assert "Continue is not available" in win.error_banner.plain
-    assert win.store.messages(win.current_conv)[1].content  # the reply is kept as it was
+    reply = win.chat_view.messages()[-1]
+    assert reply.role == "assistant"
+    footer = reply.footer.text()
+    assert footer and "error" not in footer
+    assert reply.regenerate_button.isVisibleTo(win) and reply.regenerate_button.isEnabled()
+    assert not reply.continue_button.isVisibleTo(win)
+    chat_menu = next(a.menu() for a in win.menuBar().actions() if a.text() == "&Chat")
+    (cont,) = [a for a in chat_menu.actions() if a.text() == "Continue reply"]
+    assert not cont.isEnabled()
+    stored = win.store.messages(win.current_conv)[1]
+    cont.trigger()  # a disabled action does nothing; and the slot refuses by itself too
+    win.continue_last()
+    assert win.gen_job is None and not win.error_banner.isVisible()
+    after = win.store.messages(win.current_conv)[1]
+    assert (after.content, after.complete, after.meta) == (stored.content, True, stored.meta)
+    assert win.chat_view.messages()[-1].footer.text() == footer
 
 
 def test_a_wrong_address_says_why(qtbot, data_dir):

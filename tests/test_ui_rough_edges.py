@@ -170,7 +170,7 @@ def test_the_model_has_one_name(qtbot, data_dir, starter_model_path):
     type_and_send(qtbot, win, "Hello")
     assert [w.role_label.text() for w in win.chat_view.messages()] == ["You", name, "You", name]
     assert find(win, QLabel, "modelName").text() == name
-    assert win.windowTitle() == f"Ember — {name}"
+    assert win.windowTitle() == f"{name} — Ember"  # the app named once, last (as Qt adds it)
     assert win.store.messages(win.current_conv)[-1].meta["model"] == name
 
 

@@ -10,6 +10,9 @@ from typing import Protocol, Sequence
 # what Settings.backend may hold: "auto", "cpu" or a backend with an optional device
 SELECTOR = re.compile(r"^[a-z][a-z0-9_]*(:\d+)?$")
 NOTE_LIMIT = 64  # characters of a note the status bar shows; the tooltip has all of it
+# system_info()'s EMBER_ISA spellings as the engine's own status lines write them
+# (isa_label in native/src/cpu/kernels.cpp), so the bar reads the same before and after a load
+ISA_LABELS = {"scalar": "scalar", "avx2": "AVX2", "avx512": "AVX-512", "neon": "NEON"}
 
 
 class DeviceRow(Protocol):  # engine.BackendDevice
@@ -80,6 +83,14 @@ def resolve(selector: str, devices: Sequence[DeviceRow]) -> tuple[str, str]:
     if selector in ("auto", "cpu") or any(d.backend == base for d in devices):
         return selector, ""
     return "auto", f"no backend '{base}' in this Ember (Run on: Auto used)"
+
+
+def cpu_line(system_info: str) -> str:
+    """"CPU (AVX-512)": the CPU and its instruction level from engine.system_info()'s
+    "ISA=avx512 active=avx2 ..." (the level in use), or "CPU" where it says none."""
+    parts = dict(p.split("=", 1) for p in system_info.split() if "=" in p)
+    isa = parts.get("active") or parts.get("ISA")
+    return f"CPU ({ISA_LABELS.get(isa, isa.upper())})" if isa else "CPU"
 
 
 def _shorten(note: str, limit: int) -> str:

@@ -172,6 +172,12 @@ class ChatController(QObject):
     def remote(self) -> bool:
         return bool(self.model_info and self.model_info.get("remote"))
 
+    @property
+    def can_continue(self) -> bool:
+        """Continue extends a reply from its text: a local model can, an endpoint cannot
+        (the chat API has no way to resume an assistant message)."""
+        return self.model is not None and not self.remote
+
     def cancel_load(self) -> None:
         if self.load_job is not None:
             self.load_job.cancel()
@@ -240,9 +246,11 @@ class ChatController(QObject):
             log.warning("could not save settings: %s", e)
 
     # ---- conversations -------------------------------------------------------------------
-    def new_conversation(self) -> int:
+    def new_conversation(self, system_prompt: str | None = None) -> int:
+        """A new chat with system_prompt, or the default one from Settings."""
         return self.store.create_conversation(
-            system_prompt=self.settings.system_prompt,
+            system_prompt=self.settings.system_prompt if system_prompt is None
+            else system_prompt,
             model_path=self.model_info["path"] if self.model_info else None)
 
     def rename(self, conv_id: int, title: str) -> str:
@@ -333,7 +341,7 @@ class ChatController(QObject):
         return True
 
     def continue_reply(self, conv_id: int, msg_id: int) -> bool:
-        if self.generating or self.model is None or self.store.message(msg_id) is None:
+        if self.generating or not self.can_continue or self.store.message(msg_id) is None:
             return False
         self.start_reply(conv_id, continue_id=msg_id)
         return True

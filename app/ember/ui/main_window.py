@@ -3,25 +3,28 @@ status bar, and shows what the ChatController's signals say (docs/APP.md). It re
 store; the controller writes it."""
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import sys
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMenu,
     QMessageBox,
     QPlainTextEdit,
     QSizePolicy,
     QStackedWidget,
+    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -30,7 +33,7 @@ from PySide6.QtWidgets import (
 from .. import paths, starter
 from ..engine import system_info
 from ..model_card import display_name, effective_n_ctx
-from ..placement import status_line
+from ..placement import cpu_line, status_line
 from ..settings import Settings
 from ..store import Store, StoreError
 from . import crash, theme
@@ -78,9 +81,15 @@ def backend_name() -> str:
         info = system_info()
     except Exception:
         return "CPU"
-    parts = dict(p.split("=", 1) for p in info.split() if "=" in p)
-    isa = parts.get("active") or parts.get("ISA")
-    return f"CPU ({isa.upper()})" if isa else "CPU"
+    return cpu_line(info)
+
+
+def _can_undo(w: QWidget | None) -> bool:
+    if isinstance(w, QLineEdit):
+        return w.isUndoAvailable()
+    if isinstance(w, (QPlainTextEdit, QTextEdit)):
+        return not w.isReadOnly() and w.document().isUndoAvailable()
+    return False
 
 
 def _title_from(text: str) -> str:
@@ -117,6 +126,8 @@ class MainWindow(QMainWindow):
         self._models_shown = False
         self._old_workers: list = []  # finished starter downloads until their threads end
         self.current_conv: int | None = None
+        # what was typed and not sent, by chat: each chat gets its own back when shown
+        self.drafts: dict[int, str] = {}
         self._undo_id: int | None = None
         self._closing = False
         self.last_stats: dict | None = None
@@ -312,7 +323,8 @@ class MainWindow(QMainWindow):
         c.model_closing.connect(self._stop_serving)
         self._wire_starter_panel(self.welcome.starter_panel)
         self.composer.input.submit.connect(self.send)
-        self.composer.send_button.clicked.connect(self.send)
+        # clicked(bool) would hand its checked flag to send() as the text
+        self.composer.send_button.clicked.connect(lambda: self.send())
         self.composer.stop_button.clicked.connect(self.stop)
         self.queue_bar.cancel.connect(lambda: self.chat.unqueue(self.current_conv))
         self.welcome.open_model.connect(self.choose_model)
@@ -357,10 +369,25 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         act(f, "Quit", self.close, "Ctrl+Q", "actionQuit")
         e = mb.addMenu("&Edit")
+        for item in (("Undo", "undo", QKeySequence.Undo), ("Redo", "redo", QKeySequence.Redo),
+                     None, ("Cut", "cut", QKeySequence.Cut), ("Copy", "copy", QKeySequence.Copy),
+                     ("Paste", "paste", QKeySequence.Paste), None,
+                     ("Select All", "selectAll", QKeySequence.SelectAll)):
+            if item is None:
+                e.addSeparator()
+                continue
+            text, op, keys = item
+            a = act(e, text, lambda _=False, op=op: self.edit_text(op), None,
+                    f"action{op[0].upper()}{op[1:]}")
+            # the text boxes take these keys themselves while they have the focus
+            a.setShortcut(keys)
+            a.setShortcutContext(Qt.WindowShortcut)
+        e.addSeparator()
         act(e, "Find chat", self.focus_search, "Ctrl+F", "actionFind")
         c = mb.addMenu("&Chat")
         act(c, "Regenerate reply", self.regenerate_last, "Ctrl+R", "actionRegenerate")
-        act(c, "Continue reply", self.continue_last, None, "actionContinue")
+        self.continue_action = act(c, "Continue reply", self.continue_last, None,
+                                   "actionContinue")
         act(c, "Stop", self.stop_current, None, "actionStop")
         c.addSeparator()
         act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
@@ -373,9 +400,6 @@ class MainWindow(QMainWindow):
         esc = QShortcut(QKeySequence(Qt.Key_Escape), self)
         esc.setContext(Qt.WindowShortcut)
         esc.activated.connect(self.stop_current)
-        undo = QShortcut(QKeySequence("Ctrl+Z"), self)
-        undo.setContext(Qt.WindowShortcut)
-        undo.activated.connect(lambda: self.sidebar.undo_bar.isVisible() and self.undo_delete())
 
     # the Models page and the local server are made on first use: start-up pays for neither
     @property
@@ -488,7 +512,8 @@ class MainWindow(QMainWindow):
             w.set_actions(last_assistant=(w is last_assistant and is_last
                                           and not (self.chat.reply
                                                    and w.msg_id == self.chat.reply.msg_id)),
-                          busy=busy)
+                          busy=busy, can_continue=not self.chat.remote)
+        self.continue_action.setEnabled(self.chat.can_continue)
 
     def show_error(self, title: str, detail: str = "", details: str = "") -> None:
         """details: the technical words, folded under the banner's "Details"."""
@@ -510,9 +535,13 @@ class MainWindow(QMainWindow):
         if self.current_conv is not None and not self.store.messages(self.current_conv):
             conv = self.current_conv  # an empty chat is already open
         else:
-            conv = self.chat.new_conversation()
+            # a system prompt typed while no chat was open (the first launch) is this chat's
+            typed = (self.system_edit.toPlainText().strip() if self.current_conv is None
+                     else "")
+            conv = self.chat.new_conversation(system_prompt=typed or None)
         if self.sidebar.search.text():
             self.sidebar.search.clear()
+        self._models_shown = False  # Ctrl+N on the Models page: the new chat, shown
         self.refresh_conversations()
         self.select_conversation(conv)
         self.composer.input.setFocus()
@@ -522,6 +551,11 @@ class MainWindow(QMainWindow):
         conv = self.store.conversation(conv_id)
         if conv is None:
             return
+        if self._system_timer.isActive():  # typed just now: it belongs to the chat left
+            self._system_timer.stop()
+            self._save_system_prompt()
+        if conv_id != self.current_conv:
+            self._swap_draft(conv_id)
         self.current_conv = conv_id
         self.sidebar.select(conv_id)
         self.chat_title.setText(conv.title)
@@ -533,6 +567,21 @@ class MainWindow(QMainWindow):
         self._render_conversation()
         self._show_chat_status()
         self._update_view()
+
+    def _swap_draft(self, conv_id: int | None) -> None:
+        """Keeps the message box's text as the draft of the chat on screen and shows
+        conv_id's own; text typed while no chat was open stays, for the chat it opens."""
+        box = self.composer.input
+        if self.current_conv is not None:
+            text = box.toPlainText()
+            if text:
+                self.drafts[self.current_conv] = text
+            else:
+                self.drafts.pop(self.current_conv, None)
+        elif box.toPlainText():
+            return
+        box.setPlainText(self.drafts.pop(conv_id, "") if conv_id is not None else "")
+        box.moveCursor(QTextCursor.End)
 
     def _render_conversation(self) -> None:
         self.chat_view.clear()
@@ -611,6 +660,7 @@ class MainWindow(QMainWindow):
         self.sidebar.show_undo(f"Deleted “{_title_from(conv.title)}”")
         self._undo_timer.start(UNDO_SECONDS * 1000)
         if conv_id == self.current_conv:
+            self._swap_draft(None)  # kept for an Undo
             self.current_conv = None
             self.chat_view.clear()
             rest = self.store.conversations(self.sidebar.search.text())
@@ -642,6 +692,18 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         m.addAction("Delete", lambda: self.delete_conversation(conv_id))
         m.popup(pos)
+
+    def edit_text(self, op: str) -> None:
+        """Edit menu: op ("undo", "cut", "paste", "selectAll"...) on the text box or
+        message that has the focus. Undo with nothing to undo there brings back the chat
+        just deleted (as Ctrl+Z does outside a text box)."""
+        w = self.focusWidget()
+        if not isinstance(w, (QLineEdit, QPlainTextEdit, QTextEdit)):
+            w = None
+        if op == "undo" and self.sidebar.undo_bar.isVisible() and not _can_undo(w):
+            self.undo_delete()
+        elif w is not None and hasattr(w, op):
+            getattr(w, op)()
 
     def focus_search(self) -> None:
         self.sidebar.search.setFocus()
@@ -871,7 +933,8 @@ class MainWindow(QMainWindow):
         elif self.template.notice:
             notice = self.template.notice
         self.card.set_notice(notice)
-        self.setWindowTitle(f"Ember — {info['name']}")
+        # the app's name last, once: Qt adds the display name to a title not ending in it
+        self.setWindowTitle(f"{info['name']} — Ember")
         self._show_placement(info)
         self._show_chat_status()
         self.welcome.set_recent(self.settings.recent_models)
@@ -938,8 +1001,10 @@ class MainWindow(QMainWindow):
         if self.current_conv is None:
             self.new_chat()
         conv_id = self.current_conv
+        self._system_timer.stop()
         self.composer.input.clear()
         try:
+            self._save_system_prompt()  # typed just now: it goes with this message
             self.chat.send(conv_id, text, title=_title_from(text))
         except StoreError as e:
             self.composer.input.setPlainText(text)  # not stored: kept for sending again
@@ -1084,7 +1149,7 @@ class MainWindow(QMainWindow):
         self.chat.regenerate(self.current_conv, msg_id)
 
     def continue_reply(self, msg_id: int) -> None:
-        if self.generating or self.model is None or self.current_conv is None:
+        if self.generating or not self.chat.can_continue or self.current_conv is None:
             return
         self.chat.continue_reply(self.current_conv, msg_id)
 
@@ -1195,7 +1260,8 @@ class MainWindow(QMainWindow):
         cid = conv_id or self.current_conv
         if cid is None and fmt != "all":
             return
-        title = self.store.conversation(cid).title if cid else "ember-chats"
+        title = (f"Ember chats {datetime.date.today().isoformat()}" if fmt == "all"
+                 else self.store.conversation(cid).title)
         safe = "".join(ch if ch.isalnum() or ch in " -_" else "_" for ch in title).strip() or "chat"
         ext = "md" if fmt == "md" else "json"
         path, _ = QFileDialog.getSaveFileName(self, "Export", str(Path(self._docs_dir()) /

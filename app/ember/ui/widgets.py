@@ -473,13 +473,16 @@ class MessageWidget(QFrame):
         self.version_prev.setEnabled(not self._busy and self.version_index > 1)
         self.version_next.setEnabled(not self._busy and self.version_index < self.version_count)
 
-    def set_actions(self, last_assistant: bool, busy: bool = False) -> None:
+    def set_actions(self, last_assistant: bool, busy: bool = False,
+                    can_continue: bool = True) -> None:
+        """can_continue: the model can extend a reply (an endpoint's cannot)."""
         self._busy = busy
         self._update_version_buttons()
         self.edit_button.setVisible(self.role == "user")
         self.edit_button.setEnabled(not busy)
         self.regenerate_button.setVisible(self.role == "assistant" and last_assistant)
-        self.continue_button.setVisible(self.role == "assistant" and last_assistant)
+        self.continue_button.setVisible(self.role == "assistant" and last_assistant
+                                        and can_continue)
         self.regenerate_button.setEnabled(not busy)
         self.continue_button.setEnabled(not busy)
 
