@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDialogButtonBox,
     QFileDialog,
+    QLabel,
     QLineEdit,
     QListView,
     QMessageBox,
@@ -192,7 +193,15 @@ def test_file_menu(qtbot, data_dir, starter_model_path, tmp_path, monkeypatch):
     every = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
     assert len(every["conversations"]) == len(win.store.conversations()) == 2
 
+    # importing the chat's own export again adds nothing (the import is idempotent)...
     files.open_path = str(tmp_path / "one.json")
+    click_menu(qtbot, win, "File", "Import chats…")
+    assert len(win.store.conversations()) == 2
+    assert find(win, QLabel, "statusMessage").text() == "0 chats imported, 1 already here"
+    # ...and an export of another chat (started at another time) is imported and shown
+    one["conversations"][0]["created"] -= 3600
+    (tmp_path / "other.json").write_text(json.dumps(one), encoding="utf-8")
+    files.open_path = str(tmp_path / "other.json")
     click_menu(qtbot, win, "File", "Import chats…")
     assert len(win.store.conversations()) == 3
     assert win.current_conv not in (first, None)
