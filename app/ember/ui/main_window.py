@@ -54,6 +54,10 @@ log = logging.getLogger("ember.ui")
 
 UNDO_SECONDS = 10
 STATUS_SECONDS = 8  # how long a one-off status line ("Imported 1 chat") stays
+# the chat column keeps room for this many average characters of the font; narrower, the
+# model card folds away (View > Model panel brings it back)
+CHAT_MIN_CHARS = 40
+CHAT_CHROME = 100  # px around a message's text: the view's and message's margins, scroll bar
 STOP_LABELS = {"eog": "finished", "length": "length limit", "cancelled": "stopped",
                "context_full": "context full", "stop_string": "finished", "error": "error"}
 
@@ -198,6 +202,13 @@ class MainWindow(QMainWindow):
         self.system_button.setToolTip("Instructions the model sees before this chat")
         self.system_button.setCheckable(True)
         hl.addWidget(self.system_button)
+        self.card_button = QToolButton()
+        self.card_button.setObjectName("modelPanelButton")
+        self.card_button.setText("Model")
+        self.card_button.setToolTip("Show or hide the model panel (View > Model panel)")
+        self.card_button.setCheckable(True)
+        self.card_button.clicked.connect(self.toggle_model_panel)
+        hl.addWidget(self.card_button)
         cp.addWidget(header)
         self.system_edit = QPlainTextEdit()
         self.system_edit.setObjectName("systemPromptEdit")
@@ -254,35 +265,32 @@ class MainWindow(QMainWindow):
         row.addWidget(center, 1)
         self.card = ModelCard()
         self.card.hide()
+        self._card_forced = False  # shown by the user in a window too narrow for it
         row.addWidget(self.card)
+        self._row = row
         self.setCentralWidget(central)
 
         sb = self.statusBar()
         sb.setSizeGripEnabled(False)
-        self.status_tps = QLabel("— t/s")
-        self.status_tps.setObjectName("statusTokensPerSecond")
-        self.status_tps.setToolTip("Prompt processing and generation speed of the last reply")
-        self.status_ctx = QLabel("context —")
-        self.status_ctx.setObjectName("statusContext")
-        self.status_mem = QLabel("")
-        self.status_mem.setObjectName("statusMemory")
-        self.status_mem.setToolTip("Memory used by Ember (resident set)")
-        self.status_serve = QLabel("")
-        self.status_serve.setObjectName("statusServe")
+        # each segment is shortened to the room the bar has, the whole text in its tooltip
+        self.status_tps = self._status_label("statusTokensPerSecond", "— t/s")
+        self.status_tps.set_tip("Prompt processing and generation speed of the last reply")
+        self.status_ctx = self._status_label("statusContext", "context —")
+        self.status_mem = self._status_label("statusMemory", "")
+        self.status_mem.set_tip("Memory used by Ember (resident set)")
+        self.status_serve = self._status_label("statusServe", "")
         self.status_serve.hide()
-        # the engine's note can be long: shortened to the room the bar has, whole in the tip
-        self.status_backend = ElidedLabel(backend_name())
-        self.status_backend.setObjectName("statusBackend")
+        self.status_backend = self._status_label("statusBackend", backend_name())
         self.status_backend.set_tip("Where the model runs (Settings: Run on)")
-        # its room as margins, not the bar's style-sheet padding, so the elision counts it
-        self.status_backend.setStyleSheet("padding: 0")
-        self.status_backend.setContentsMargins(8, 0, 8, 0)
-        self.status_msg = QLabel("")
-        self.status_msg.setObjectName("statusMessage")
+        self.status_msg = self._status_label("statusMessage", "")
+        self.status_msg.setMinimumWidth(1)
         sb.addWidget(self.status_msg, 1)
         for w in (self.status_serve, self.status_tps, self.status_ctx, self.status_mem,
                   self.status_backend):
             sb.addPermanentWidget(w)
+        for w in (self.status_msg, self.status_serve, self.status_tps, self.status_ctx,
+                  self.status_mem, self.status_backend):
+            w.text_changed.connect(self._fit_status)
 
         # signals
         s = self.sidebar
@@ -327,6 +335,15 @@ class MainWindow(QMainWindow):
             if hasattr(w, "viewport"):
                 w.viewport().installEventFilter(self)
 
+    @staticmethod
+    def _status_label(name: str, text: str) -> ElidedLabel:
+        label = ElidedLabel(text)
+        label.setObjectName(name)
+        # its room as margins, not the bar's style-sheet padding, so the elision counts it
+        label.setStyleSheet("padding: 0")
+        label.setContentsMargins(8, 0, 8, 0)
+        return label
+
     def _menus(self) -> None:
         mb = self.menuBar()
 
@@ -367,6 +384,10 @@ class MainWindow(QMainWindow):
             "F2")
         act(c, "Delete chat", lambda: self.current_conv and self.delete_conversation(
             self.current_conv))
+        v = mb.addMenu("&View")
+        self.card_action = act(v, "Model panel", self.toggle_model_panel, None,
+                               "actionModelPanel")
+        self.card_action.setCheckable(True)
         h = mb.addMenu("&Help")
         act(h, "Log file…", self.show_log_location)
         act(h, "About Ember", self.about)
@@ -460,9 +481,7 @@ class MainWindow(QMainWindow):
             # the page not shown does not set the window's minimum size
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
-        # the Models page has a card per model: the loaded model's own would repeat one
-        self.card.setVisible((self.model_info is not None or self.loading)
-                             and not self._models_shown)
+        self._update_card()
         self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
         self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading
@@ -475,6 +494,95 @@ class MainWindow(QMainWindow):
             "Message Ember…" if ready else
             ("Loading the model…" if self.loading else "Open a model to continue this chat"))
         self._update_actions()
+
+    # ---- the model panel ----------------------------------------------------------------------
+    def chat_min_width(self) -> int:
+        """The chat column's least width: CHAT_MIN_CHARS of the font, with the margins."""
+        return CHAT_MIN_CHARS * self.chat_view.fontMetrics().averageCharWidth() + CHAT_CHROME
+
+    def _card_fits(self) -> bool:
+        room = self.width() - self.sidebar.minimumWidth()
+        return room - self.card.minimumWidth() >= self.chat_min_width()
+
+    def _update_card(self) -> None:
+        """The model card beside the chat: shown while there is a model, unless the user
+        folded it (remembered) or the window is too narrow for it and the chat, where it
+        folds by itself until the user opens it or the window is wide enough again."""
+        fits = self._card_fits()
+        if fits:
+            self._card_forced = False
+        # the Models page has a card per model: the loaded model's own would repeat one
+        has = (self.model_info is not None or self.loading) and not self._models_shown
+        show = has and (self._card_forced or (self.settings.model_panel and fits))
+        # beside the chat where both fit; opened in a narrower window it lies over the
+        # chat's right side, so neither is squeezed
+        self._place_card(overlay=show and not fits)
+        if show != self.card.isVisibleTo(self):
+            self.card.setVisible(show)
+        # the sidebar gives way first (down to its minimum) where the card is beside the chat
+        docked = self.card.minimumWidth() if show and fits else 0
+        self.sidebar.limit_width(self.width() - docked - self.chat_min_width())
+        # the window's least width is the sidebar's and the chat's: the card never holds
+        # a narrower window open (it folds instead)
+        self.setMinimumWidth(self.sidebar.minimumWidth()
+                             + self.chat_page.minimumSizeHint().width())
+        for w in (self.card_button, self.card_action):
+            w.setChecked(show)
+        self.card_button.setVisible(has)
+        self.card_action.setEnabled(has)
+
+    def _fit_status(self) -> None:
+        """Each segment's width: where the bar has room the speeds, the context and the
+        memory are whole and where the model runs takes what is left; in a narrower bar
+        they share it evenly, each shortened with "…" (never drawn over another)."""
+        sb = self.statusBar()
+        first = [w for w in (self.status_serve, self.status_tps, self.status_ctx,
+                             self.status_mem) if w.isVisibleTo(sb)]
+        items = first + [self.status_backend]
+        hints = [w.sizeHint().width() for w in items]
+        gaps = sb.layout().spacing() * (len(items) + 1)
+        room = max(sb.width() - gaps - 24 - self.status_msg.minimumWidth(), 0)
+        if sum(hints[:-1]) + self.status_backend.minimumSizeHint().width() <= room:
+            widths = hints[:-1] + [min(hints[-1], room - sum(hints[:-1]))]
+        else:  # even shares, a short segment's unused share going to the others
+            widths, left, todo = [0] * len(items), room, sorted(range(len(items)),
+                                                                key=lambda i: hints[i])
+            for n, i in enumerate(todo):
+                widths[i] = min(hints[i], left // (len(todo) - n))
+                left -= widths[i]
+        for w, width in zip(items, widths):
+            w.setFixedWidth(width)
+
+    def _place_card(self, overlay: bool) -> None:
+        docked = self._row.indexOf(self.card) >= 0
+        if overlay and docked:
+            self._row.removeWidget(self.card)
+        elif not overlay and not docked:
+            self._row.addWidget(self.card)
+        if overlay:
+            c = self.centralWidget()
+            w = self.card.minimumWidth()
+            self.card.setGeometry(c.width() - w, 0, w, c.height())
+            self.card.raise_()
+
+    def toggle_model_panel(self) -> None:
+        """The Model button and View > Model panel: folds the card or opens it."""
+        if self.card.isVisibleTo(self):
+            if self._card_forced:  # back to folding by itself in this narrow window
+                self._card_forced = False
+            else:
+                self.settings.model_panel = False
+        else:
+            self.settings.model_panel = True
+            self._card_forced = not self._card_fits()
+        self._save_settings()
+        self._update_card()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if hasattr(self, "card_action"):  # (a restored geometry comes before the widgets)
+            self._update_card()
+            self._fit_status()
 
     def _update_actions(self) -> None:
         ws = self.chat_view.messages()
@@ -846,7 +954,8 @@ class MainWindow(QMainWindow):
         else:
             text, tip = backend_name(), "Where the model runs (Settings: Run on)"
         self.status_backend.setText(text)
-        self.status_backend.set_tip(tip)
+        # the placement's tip is its text with the note whole ("Where the model runs: …")
+        self.status_backend.set_tip(tip, with_text=not where)
 
     def _on_load_failed(self, path: str, title: str, detail: str) -> None:
         self._finish_loader()
@@ -1077,6 +1186,7 @@ class MainWindow(QMainWindow):
         if restyle:
             self.colors = theme.apply(QApplication.instance(), new.theme, new.font_size)
             self._render_conversation()
+            QTimer.singleShot(0, self, self._update_card)  # the widths of the new font
         if self.model_info is not None:
             self._show_card(self.model_info)
 
@@ -1103,7 +1213,7 @@ class MainWindow(QMainWindow):
 
     def _on_serving(self, url: str) -> None:
         self.status_serve.setText(f"serving {url}")
-        self.status_serve.setToolTip(f"OpenAI-compatible API at {url}/v1 (this computer only)")
+        self.status_serve.set_tip(f"OpenAI-compatible API at {url}/v1 (this computer only)")
         self.status_serve.show()
         self.serving_started.emit(url)
 

@@ -180,24 +180,33 @@ class ElidedLabel(QLabel):
     text in its tooltip, unless set_tip gave one) instead of asking the layout for the whole
     text's width."""
 
+    text_changed = Signal()
+
     def __init__(self, text: str = "", parent=None):
         super().__init__(parent)
         self._full = ""
         self._tip = ""
+        self._tip_with_text = True
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
         self.setText(text)
 
     def full_text(self) -> str:
         return self._full
 
-    def set_tip(self, tip: str) -> None:
-        """A tooltip of its own, shown whether or not the text is shortened."""
+    def set_tip(self, tip: str, with_text: bool = True) -> None:
+        """A tooltip of its own, shown whether or not the text is shortened; with_text:
+        the whole text goes before it while the text is shortened (False: the tip says
+        it already, in other words)."""
         self._tip = tip
+        self._tip_with_text = with_text
         self._elide()
 
     def setText(self, text: str) -> None:
+        changed = text != self._full
         self._full = text
         self._elide()
+        if changed:
+            self.text_changed.emit()
 
     def sizeHint(self) -> QSize:
         fm = self.fontMetrics()
@@ -218,12 +227,38 @@ class ElidedLabel(QLabel):
         if e.type() in (QEvent.FontChange, QEvent.StyleChange):
             self._elide()
 
+    def elided(self) -> bool:
+        return self.text() != self._full
+
     def _elide(self) -> None:
         width = self.contentsRect().width()
         shown = self.fontMetrics().elidedText(self._full, Qt.ElideRight, max(width, 1))
         super().setText(shown)
-        self.setToolTip(self._tip or (self._full if shown != self._full else ""))
+        tip = self._tip
+        if shown != self._full and (self._tip_with_text or not tip):
+            tip = f"{self._full}\n{tip}" if tip else self._full
+        self.setToolTip(tip)
         self.setAccessibleName(self._full)
+
+
+def text_area_width(edit: QLineEdit | QPlainTextEdit) -> int:
+    """The width a line or text box has for its text (inside its frame and padding)."""
+    if isinstance(edit, QLineEdit):
+        from PySide6.QtWidgets import QStyle, QStyleOptionFrame
+        opt = QStyleOptionFrame()
+        edit.initStyleOption(opt)
+        r = edit.style().subElementRect(QStyle.SE_LineEditContents, opt, edit)
+        m = edit.textMargins()
+        return r.width() - m.left() - m.right() - 4  # the cursor's and the text's own margin
+    return edit.viewport().width() - int(2 * edit.document().documentMargin())
+
+
+def fitted_text(fm, width: int, choices: tuple[str, ...]) -> str:
+    """The first of choices (longest first) that fits width, else the last one elided."""
+    for text in choices:
+        if fm.horizontalAdvance(text) <= width:
+            return text
+    return fm.elidedText(choices[-1], Qt.ElideRight, max(width, 1))
 
 
 # ---- messages ---------------------------------------------------------------------------
@@ -617,6 +652,11 @@ class ChatView(QScrollArea):
 
 # ---- composer -----------------------------------------------------------------------------
 
+# the composer's placeholders in a box too narrow for them (a large font, a small window)
+SHORT_PLACEHOLDERS = {"Message Ember…": "Message…", "Loading the model…": "Loading…",
+                      "Open a model to continue this chat": "Open a model first"}
+
+
 class ChatInput(QPlainTextEdit):
     """Enter sends, Shift+Enter starts a new line; grows with its text up to 8 lines."""
 
@@ -624,6 +664,7 @@ class ChatInput(QPlainTextEdit):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self._placeholder = ""
         self.setObjectName("chatInput")
         self.setAccessibleName("Message")
         self.setPlaceholderText("Message Ember…")
@@ -634,11 +675,27 @@ class ChatInput(QPlainTextEdit):
         self._grow()
 
     def setPlaceholderText(self, text: str) -> None:
+        self._placeholder = text
+        self._fit_placeholder()
+
+    def full_placeholder(self) -> str:
+        return self._placeholder
+
+    def _fit_placeholder(self) -> None:
+        """The placeholder as it fits the box: whole, its short form, or cut with "…"."""
+        full = self._placeholder
+        choices = (full, SHORT_PLACEHOLDERS[full]) if full in SHORT_PLACEHOLDERS else (full,)
+        text = fitted_text(self.fontMetrics(), text_area_width(self), choices)
         # QPlainTextEdit repaints only when the placeholder appears or disappears, not when
         # its text changes while shown: the old text would stay on screen until a click
         if text != self.placeholderText():
             super().setPlaceholderText(text)
             self.viewport().update()
+        self.setToolTip(full if text != full else "")
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_placeholder()
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if e.key() in (Qt.Key_Return, Qt.Key_Enter) and not (e.modifiers() & Qt.ShiftModifier):
@@ -758,9 +815,6 @@ class Sidebar(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("sidebar")
-        # 260 px, down to 210 in a narrow window (the chat keeps the room it needs)
-        self.setMinimumWidth(210)
-        self.setMaximumWidth(260)
         self.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Preferred)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(12, 14, 12, 10)
@@ -778,8 +832,8 @@ class Sidebar(QFrame):
         lay.addWidget(self.new_button)
         self.search = QLineEdit()
         self.search.setObjectName("conversationSearch")
-        self.search.setPlaceholderText("Search chats  (Ctrl+F)")
         self.search.setAccessibleName("Search chats")
+        self.search.setToolTip("Search chats (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self.search_changed)
         lay.addWidget(self.search)
@@ -824,9 +878,41 @@ class Sidebar(QFrame):
         self.undo_bar.hide()
         lay.addWidget(self.undo_bar)
         self._filling = False
+        self._fit_width()
+
+    # its width in characters of the font: room for a title at any font size, and in a
+    # narrow window down to the minimum, so the chat keeps the room it needs
+    MIN_CHARS, MAX_CHARS = 18, 24
+    SEARCH_PLACEHOLDERS = ("Search chats  (Ctrl+F)", "Search chats", "Search")
+
+    def _fit_width(self) -> None:
+        avg = self.fontMetrics().averageCharWidth()
+        m = self.layout().contentsMargins()
+        self.setMinimumWidth(max(210, self.MIN_CHARS * avg + m.left() + m.right()))
+        self.widest = max(260, self.MAX_CHARS * avg + m.left() + m.right())
+        self.setMaximumWidth(self.widest)
+        self._fit_placeholder()
+
+    def limit_width(self, room: int) -> None:
+        """At most room px wide (never under its minimum): what the chat leaves it."""
+        self.setMaximumWidth(max(self.minimumWidth(), min(self.widest, room)))
+
+    def _fit_placeholder(self) -> None:
+        self.search.setPlaceholderText(fitted_text(self.search.fontMetrics(),
+                                                   text_area_width(self.search),
+                                                   self.SEARCH_PLACEHOLDERS))
 
     def sizeHint(self) -> QSize:
-        return QSize(260, super().sizeHint().height())
+        return QSize(self.maximumWidth(), super().sizeHint().height())
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() in (QEvent.FontChange, QEvent.StyleChange):
+            self._fit_width()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_placeholder()
 
     def eventFilter(self, obj, e):
         if obj is self.list and e.type() == QEvent.KeyPress and e.key() == Qt.Key_Delete:

@@ -1,0 +1,211 @@
+"""The window in small sizes and at large fonts (issue 45, bugs 2, 4 and 8), measured on the
+widgets: the chat column keeps room for 40 characters, the model card folds by itself
+where it would not leave that room and by its toggle, the status bar's segments never
+overlap and are shortened only where the bar is too narrow (whole in their tooltips), no
+label is cut where it has room."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, QRect, Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QStyle,
+    QStyleOptionFrame,
+    QTabWidget,
+)
+
+from tests.test_ui_layout import inside, settle
+from tests.test_ui_support import (  # noqa: F401
+    LOAD_TIMEOUT_MS,
+    data_dir,
+    find,
+    make_window,
+    write_settings,
+)
+
+pytestmark = pytest.mark.native
+
+TITLE = "Kael and the dragon"
+CHAT_CHARS = 40
+SIZES = [(900, 600), (1240, 800), (1440, 900)]
+FONTS = [10, 12, 14, 16]
+
+
+def window_at(qtbot, data_dir, model_path, size, font_size, **settings):
+    """A chat with a reply whose status says "prompt cached · generation 55.2 t/s", the
+    model loaded, the window resized to size."""
+    from ember.store import Store
+    write_settings(data_dir, font_size=font_size, last_model=str(model_path), **settings)
+    store = Store(data_dir / "history.sqlite3")
+    cid = store.create_conversation(title=TITLE, model_path=str(model_path))
+    store.add_message(cid, "user", "Tell me a story about Kael")
+    store.add_message(cid, "assistant", "Kael flew north. " * 40,
+                      meta={"generated_tokens": 200, "stop_reason": "eog", "prompt_tps": None,
+                            "prompt_cached": True, "gen_tps": 55.2, "n_past": 109,
+                            "prompt_tokens": 30, "prompt_evaluated": 1})
+    store.close()
+    win = make_window(qtbot, data_dir)
+    with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        pass
+    win.resize(*size)
+    settle(qtbot)
+    assert (win.width(), win.height()) == size
+    return win
+
+
+def rect_in(w, ancestor) -> QRect:
+    return QRect(w.mapTo(ancestor, QPoint(0, 0)), w.size())
+
+
+def full_text(label: QLabel) -> str:
+    return getattr(label, "full_text", label.text)()
+
+
+def elided(label: QLabel) -> bool:
+    return label.text() != full_text(label)
+
+
+def check_status_bar(win) -> None:
+    sb = win.statusBar()
+    segs = [w for w in sb.findChildren(QLabel) if w.isVisible() and w.text()]
+    assert len(segs) >= 4, [w.objectName() for w in segs]
+    for i, a in enumerate(segs):
+        ra = rect_in(a, sb)
+        assert sb.rect().contains(ra), (a.objectName(), ra, sb.rect())
+        # what it draws fits its box (shortened with "…", never cut by the next segment)
+        assert a.fontMetrics().horizontalAdvance(a.text()) <= a.contentsRect().width(), \
+            (a.objectName(), a.text(), a.contentsRect().width())
+        for b in segs[i + 1:]:
+            assert not ra.intersects(rect_in(b, sb)), (a.objectName(), b.objectName())
+        if elided(a):  # the whole text in the tooltip (where it runs: its parts, one a line)
+            assert all(part in a.toolTip() for part in full_text(a).split(" — ")), \
+                (full_text(a), a.toolTip())
+    # shortened only where the bar has no room for the whole texts
+    whole = sum(w.sizeHint().width() for w in segs if w is not win.status_msg)
+    if whole + 24 * len(segs) <= sb.width():
+        assert not [w.objectName() for w in segs if elided(w)]
+
+
+def check_chat_column(win) -> None:
+    msgs = win.chat_view.messages()
+    assert msgs
+    for m in msgs:
+        avg = m.body.fontMetrics().averageCharWidth()
+        assert m.body.viewport().width() >= CHAT_CHARS * avg, \
+            (m.body.viewport().width(), CHAT_CHARS * avg)
+        right = m.mapTo(win.chat_view.viewport(), m.rect().topRight()).x()
+        assert right < win.chat_view.viewport().width()
+
+
+def text_area_width(edit) -> int:
+    if isinstance(edit, QLineEdit):
+        opt = QStyleOptionFrame()
+        edit.initStyleOption(opt)
+        r = edit.style().subElementRect(QStyle.SE_LineEditContents, opt, edit)
+        return r.width() - edit.textMargins().left() - edit.textMargins().right() - 4
+    return edit.viewport().width() - int(2 * edit.document().documentMargin())
+
+
+def check_labels(win) -> None:
+    # the chat's title is shortened only when the header has no room left for it
+    title = win.chat_title
+    header = title.parentWidget()
+    if elided(title):
+        lay = header.layout()
+        used = sum(lay.itemAt(i).widget().width() for i in range(lay.count())
+                   if lay.itemAt(i).widget() and lay.itemAt(i).widget().isVisible())
+        m = lay.contentsMargins()
+        assert used + m.left() + m.right() + lay.spacing() * (lay.count() - 1) \
+            >= header.width() - 2, "the title is cut with room to spare"
+        assert title.width() < title.sizeHint().width()
+    for w in (win.system_button, getattr(win, "card_button", None), win.composer.send_button,
+              win.sidebar.new_button, win.sidebar.models_button):
+        if w is not None and w.isVisible():
+            assert w.width() >= w.sizeHint().width(), w.objectName()
+            assert inside(w, win), w.objectName()
+    # the sidebar's rows have room for a title, not only "…"
+    s = win.sidebar
+    assert s.list.viewport().width() >= 14 * s.list.fontMetrics().averageCharWidth()
+    # placeholders fit their boxes
+    for box in (s.search, win.composer.input):
+        text = box.placeholderText()
+        assert text and box.fontMetrics().horizontalAdvance(text) <= text_area_width(box), \
+            (box.objectName(), text, text_area_width(box))
+    assert win.composer.input.placeholderText() in ("Message Ember…", "Message…")
+
+
+@pytest.mark.parametrize("font_size", FONTS)
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_window_fits_its_size_and_font(qtbot, data_dir, starter_model_path, size,
+                                       font_size):
+    win = window_at(qtbot, data_dir, starter_model_path, size, font_size)
+    check_chat_column(win)
+    check_status_bar(win)
+    check_labels(win)
+    # the card is beside the chat where both fit, folded where the chat would be squeezed
+    fits = (win.width() - win.sidebar.minimumWidth() - win.card.minimumWidth()
+            >= win.chat_min_width())
+    assert win.card.isVisible() == fits
+    assert win.card_button.isVisible() and win.card_button.isChecked() == fits
+    if fits:
+        assert inside(win.card, win) and inside(win.card.change_button, win)
+        assert not rect_in(win.card, win).intersects(rect_in(win.chat_view, win))
+
+
+@pytest.mark.parametrize("font_size", FONTS)
+def test_model_panel_folds_and_opens_by_its_toggle(qtbot, data_dir, starter_model_path,
+                                                   font_size):
+    from ember.settings import Settings
+    win = window_at(qtbot, data_dir, starter_model_path, (1440, 900), font_size)
+    assert win.card.isVisible()
+    chat_w = win.chat_view.width()
+    qtbot.mouseClick(win.card_button, Qt.LeftButton)
+    settle(qtbot)
+    assert not win.card.isVisible() and not win.card_button.isChecked()
+    assert win.chat_view.width() > chat_w  # the chat takes the card's room
+    assert Settings.load(data_dir / "settings.json").model_panel is False
+    check_chat_column(win)
+    # remembered: a relaunch starts with it folded
+    win.close()
+    win = make_window(qtbot, data_dir)
+    with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        pass
+    win.resize(1440, 900)
+    settle(qtbot)
+    assert not win.card.isVisible()
+    # View > Model panel opens it again
+    action = find(win, QAction, "actionModelPanel")
+    assert not action.isChecked()
+    action.trigger()
+    settle(qtbot)
+    assert win.card.isVisible() and action.isChecked() and win.card_button.isChecked()
+    assert Settings.load(data_dir / "settings.json").model_panel is True
+    check_status_bar(win)
+
+
+def test_narrow_window_folds_the_card_and_opens_it_over_the_chat(qtbot, data_dir,
+                                                                   starter_model_path):
+    win = window_at(qtbot, data_dir, starter_model_path, (1440, 900), 16)
+    assert win.card.isVisible()
+    win.resize(900, 600)
+    settle(qtbot)
+    assert win.width() == 900  # the card did not hold the window wide
+    assert not win.card.isVisible() and not win.card_button.isChecked()
+    check_chat_column(win)
+    # the user opens it anyway: over the chat's right side, the chat not squeezed
+    chat_w = win.chat_view.width()
+    qtbot.mouseClick(win.card_button, Qt.LeftButton)
+    settle(qtbot)
+    assert win.card.isVisible() and win.card_button.isChecked()
+    assert inside(win.card, win) and win.chat_view.width() == chat_w
+    qtbot.mouseClick(win.card_button, Qt.LeftButton)
+    settle(qtbot)
+    assert not win.card.isVisible()
+    # wide again: back beside the chat by itself (the setting still says shown)
+    win.resize(1440, 900)
+    settle(qtbot)
+    assert win.card.isVisible()
+    assert not rect_in(win.card, win).intersects(rect_in(win.chat_view, win))
