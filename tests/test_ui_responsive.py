@@ -2,7 +2,8 @@
 widgets: the chat column keeps room for 40 characters, the model card folds by itself
 where it would not leave that room and by its toggle, the status bar's segments never
 overlap and are shortened only where the bar is too narrow (whole in their tooltips), no
-label is cut where it has room."""
+label is cut where it has room, the system prompt never covers a message, and the delete
+toast and the Settings combo boxes show their whole text or elide it with a tooltip."""
 from __future__ import annotations
 
 import pytest
@@ -209,3 +210,50 @@ def test_narrow_window_folds_the_card_and_opens_it_over_the_chat(qtbot, data_dir
     settle(qtbot)
     assert win.card.isVisible()
     assert not rect_in(win.card, win).intersects(rect_in(win.chat_view, win))
+
+
+# ---- bug 4: the system prompt box -------------------------------------------------------
+
+@pytest.mark.parametrize("font_size", [11, 16])
+def test_system_prompt_never_covers_the_first_message(qtbot, data_dir, starter_model_path,
+                                                      font_size):
+    from ember.store import Store
+    write_settings(data_dir, font_size=font_size, last_model=str(starter_model_path))
+    store = Store(data_dir / "history.sqlite3")
+    cid = store.create_conversation(title="Pirates", model_path=str(starter_model_path),
+                                    system_prompt="You are a pirate. " * 10)
+    for i in range(6):
+        store.add_message(cid, "user", f"Question {i}: " + "tell me more " * 30)
+        store.add_message(cid, "assistant", f"Answer {i}: " + "arr matey " * 50)
+    store.close()
+    win = make_window(qtbot, data_dir)
+    with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        pass
+    win.resize(900, 600)
+    # a context notice and an error above the chat leave it little height
+    win.notice_banner.show_message("Context window", "Two earlier messages were left out "
+                                   "to fit the context window of this model.")
+    win.show_error("Something went wrong inside Ember", "A detail\non two lines")
+    settle(qtbot)
+    assert win.system_edit.isVisible() and win.system_button.isChecked()
+    bar = win.chat_view.verticalScrollBar()
+    for value in (bar.maximum(), bar.maximum() // 2, 0):  # scrolled up to the top
+        bar.setValue(value)
+        settle(qtbot, 20)
+        box = rect_in(win.system_edit, win)
+        for m in win.chat_view.messages():
+            assert not rect_in(m, win).intersects(box), (value, rect_in(m, win), box)
+    # at the top the box is in the view, the first message below it
+    view = rect_in(win.chat_view.viewport(), win)
+    box = rect_in(win.system_edit, win)
+    first = rect_in(win.chat_view.messages()[0], win)
+    assert view.contains(box) and first.top() >= box.bottom()
+    # the button brings it into view from the bottom of a long chat
+    qtbot.mouseClick(win.system_button, Qt.LeftButton)
+    settle(qtbot)
+    assert not win.system_edit.isVisible()
+    bar.setValue(bar.maximum())
+    settle(qtbot)
+    qtbot.mouseClick(win.system_button, Qt.LeftButton)
+    settle(qtbot)
+    assert rect_in(win.chat_view.viewport(), win).contains(rect_in(win.system_edit, win))

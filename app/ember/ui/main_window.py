@@ -222,12 +222,11 @@ class MainWindow(QMainWindow):
         self._system_timer.setInterval(400)
         self._system_timer.timeout.connect(self._save_system_prompt)
         self.system_edit.textChanged.connect(self._system_timer.start)
-        sw = QWidget()
-        swl = QVBoxLayout(sw)
-        swl.setContentsMargins(24, 8, 24, 0)
-        swl.addWidget(self.system_edit)
-        cp.addWidget(sw)
         self.chat_view = ChatView()
+        # above the first message, scrolling with them: it takes its own room, never theirs
+        self.chat_view.set_header(self.system_edit)
+        self.system_button.clicked.connect(
+            lambda on: on and self.chat_view.scroll_to_top())
         cp.addWidget(self.chat_view, 1)
         comp_wrap = QWidget()
         cw = QVBoxLayout(comp_wrap)

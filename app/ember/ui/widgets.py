@@ -644,6 +644,16 @@ class ChatView(QScrollArea):
             self.col_layout.removeWidget(w)
             w.deleteLater()
 
+    def set_header(self, w: QWidget) -> None:
+        """A widget above the first message (the chat's system prompt): it scrolls with
+        the messages, so it can never cover one."""
+        self.col_layout.insertWidget(0, w)
+
+    def scroll_to_top(self) -> None:
+        """To the header and the first message, once the layout has placed them."""
+        self.follow = False
+        QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(0))
+
     def scroll_to_bottom(self) -> None:
         self.follow = True
         QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(
