@@ -1056,6 +1056,7 @@ class MainWindow(QMainWindow):
             w = self.chat_view.widget_for(reply.msg_id)
             if w is not None:
                 w.set_content(reply.text)
+            self._show_live_status(reply)
         self.reply_progress.emit(reply.msg_id, reply.text)  # stored and shown
 
     def _on_gen_failed(self, reply, message: str) -> None:
@@ -1343,34 +1344,52 @@ class MainWindow(QMainWindow):
                      if m.role == "assistant" and "generated_tokens" in m.meta), None)
         if meta is None:
             self._status(self.status_tps, "— t/s")
-            self.status_tps.setToolTip("Prompt processing and generation speed of this "
-                                       "chat's last reply")
+            self.status_tps.set_tip("Prompt processing and generation speed of this "
+                                    "chat's last reply")
             self._status(self.status_ctx, f"context {0 if not msgs else '—'} / {n_ctx}")
             return
+        self._show_meta_status(meta, "Last reply")
+
+    def _show_live_status(self, reply) -> None:
+        """The running reply's speeds and context use so far (at each flush of its text)."""
+        meta = self.chat.live_meta(reply)
+        if meta is not None and self.model_info is not None:
+            if meta["generated_tokens"] < 2:  # one token is no generation speed yet
+                meta["gen_tps"] = None
+            self._show_meta_status(meta, "This reply so far")
+
+    def _show_meta_status(self, meta: dict, which: str) -> None:
+        n_ctx = (f"{self.model_info['n_ctx']:,}" if self.model_info and self.model_info["n_ctx"]
+                 else "—")
         pp, tg = meta.get("prompt_tps", "—"), meta.get("gen_tps")
-        # None: too few new tokens to time (the prompt was in the KV cache)
-        prompt = ("prompt cached" if pp is None else
-                  f"prompt {pp:.1f} t/s" if isinstance(pp, (int, float)) else "prompt —")
-        self._status(self.status_tps, f"{prompt} · generation {tg:.1f} t/s"
-                     if isinstance(tg, (int, float)) else "— t/s")
-        pe = meta.get("prompt_evaluated")
-        tip = f"Last reply: {meta.get('prompt_tokens', 0):,} prompt tokens"
+        pe, total = meta.get("prompt_evaluated"), meta.get("prompt_tokens", 0)
+        # "cached" only where the cache held this chat's own earlier prompt; replies
+        # stored before that was recorded say it where any of the prompt was reused
+        cached = meta.get("prompt_cached", isinstance(pe, int) and pe < total)
+        # None: too few new tokens to time (with most of the prompt in the KV cache, or
+        # a prompt that short)
+        prompt = (f"prompt {pp:.1f} t/s" if isinstance(pp, (int, float)) else
+                  "prompt cached" if pp is None and cached else "prompt —")
+        gen = f"generation {tg:.1f} t/s" if isinstance(tg, (int, float)) else "generation —"
+        self._status(self.status_tps, f"{prompt} · {gen}" if isinstance(tg, (int, float))
+                     or "generated_tokens" in meta else "— t/s")
+        tip = f"{which}: {total:,} prompt tokens"
         if isinstance(pe, int):
-            tip += f", {pe:,} evaluated and {max(meta.get('prompt_tokens', 0) - pe, 0):,} " \
-                   f"reused from the cache"
-        self.status_tps.setToolTip(tip + f"; {meta['generated_tokens']:,} tokens generated")
+            tip += f", {pe:,} evaluated and {max(total - pe, 0):,} reused from the cache"
+            if pp is None:
+                tip += " (too few evaluated to time)"
+        self.status_tps.set_tip(tip + f"; {meta['generated_tokens']:,} tokens generated")
         used = meta.get("n_past")
         if not isinstance(used, int) and isinstance(meta.get("prompt_tokens"), int):
             used = meta["prompt_tokens"] + meta["generated_tokens"]  # stored before n_past was
         self._status(self.status_ctx, f"context {used:,} / {n_ctx}" if isinstance(used, int)
                      else f"context — / {n_ctx}")
-        self.status_ctx.setToolTip("Tokens this chat takes in the context window (prompt "
-                                   "and reply)")
+        self.status_ctx.set_tip("Tokens this chat takes in the context window (prompt "
+                                "and reply)")
 
     @staticmethod
-    def _status(label: QLabel, text: str) -> None:
+    def _status(label: ElidedLabel, text: str) -> None:
         label.setText(text)
-        label.setMinimumWidth(label.sizeHint().width())
 
     def show_log_location(self) -> None:
         QMessageBox.information(self, "Log file",
