@@ -257,3 +257,59 @@ def test_system_prompt_never_covers_the_first_message(qtbot, data_dir, starter_m
     qtbot.mouseClick(win.system_button, Qt.LeftButton)
     settle(qtbot)
     assert rect_in(win.chat_view.viewport(), win).contains(rect_in(win.system_edit, win))
+
+
+# ---- bug 8: clipped texts -------------------------------------------------------------
+
+@pytest.mark.parametrize("font_size", [10, 16])
+def test_delete_toast_shows_the_whole_title(qtbot, data_dir, font_size):
+    write_settings(data_dir, font_size=font_size)
+    win = make_window(qtbot, data_dir, restore_last=False)
+    win.resize(900, 600)
+    cid = win.new_chat()
+    win.rename_conversation(cid, "Write a Python function that reverses a list")
+    win.new_chat()
+    settle(qtbot)
+    win.sidebar.select(cid)
+    win.select_conversation(cid)
+    qtbot.keyClick(win.sidebar.list, Qt.Key_Delete)
+    settle(qtbot)
+    bar, text = win.sidebar.undo_bar, win.sidebar.undo_text
+    assert bar.isVisible()
+    assert text.text() == "Deleted “Write a Python function that reverses a list”"
+    # every line of it in its box: as tall as the wrapped text needs, and beside Undo
+    room = text.contentsRect().width()
+    if text.wordWrap():
+        assert text.height() >= text.heightForWidth(text.width())
+        for word in text.text().split():
+            assert text.fontMetrics().horizontalAdvance(word) <= room
+    else:
+        assert text.fontMetrics().horizontalAdvance(text.text()) <= room, (text.text(), room)
+    assert inside(text, bar) and inside(win.sidebar.undo_button, bar)
+    assert not rect_in(text, bar).intersects(rect_in(win.sidebar.undo_button, bar))
+    assert inside(bar, win.sidebar)
+
+
+@pytest.mark.parametrize("font_size", [10, 16])
+def test_settings_combos_show_their_choice_or_elide_it(qtbot, data_dir, starter_model_path,
+                                                       font_size):
+    from ember.ui.settings_dialog import SettingsDialog
+    win = window_at(qtbot, data_dir, starter_model_path, (1240, 800), font_size)
+    card_format = win.card.values["modelTemplate"].text()
+    dlg = SettingsDialog(win.settings, win, prompt_format=win._prompt_format(win.model_info))
+    qtbot.addWidget(dlg)
+    dlg.show()
+    dlg.findChild(QTabWidget).setCurrentIndex(1)
+    settle(qtbot)
+    mode = find(dlg, QComboBox, "promptMode")
+    # Auto says what the card says the model gets
+    assert mode.itemText(0) == f"Auto: {card_format}"
+    combos = [c for c in dlg.findChildren(QComboBox) if c.isVisible()]
+    assert len(combos) >= 3
+    for c in combos:
+        shown = c.shown_text()
+        assert c.fontMetrics().horizontalAdvance(shown) <= c._field_width(), c.objectName()
+        if shown != c.currentText():  # shortened: "…" at the end, the whole in the tip
+            assert shown.endswith("…") and c.currentText().startswith(shown[:-1])
+            assert c.toolTip() == c.currentText()
+        assert inside(c, dlg)

@@ -1168,7 +1168,9 @@ class MainWindow(QMainWindow):
         info = self.model_info
         # the most GPU layers the loaded model has, its output head counted as one
         layers = info["n_layer"] + 1 if info and not info.get("remote") else None
-        dlg = SettingsDialog(self.settings, self, max_layers=layers)
+        dlg = SettingsDialog(self.settings, self, max_layers=layers,
+                             prompt_format=(self._prompt_format(info)
+                                            if info and not info.get("remote") else None))
         try:
             accepted = dlg.exec()
             new = dlg.result_settings() if accepted else None

@@ -881,6 +881,10 @@ class Sidebar(QFrame):
         ub.setContentsMargins(10, 6, 6, 6)
         self.undo_text = QLabel("Chat deleted")
         self.undo_text.setObjectName("undoText")
+        # the chat's title on as many lines as it takes, never cut off under the button
+        self.undo_text.setWordWrap(True)
+        self.undo_text.setMinimumWidth(1)
+        self.undo_text.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         ub.addWidget(self.undo_text, 1)
         self.undo_button = _button("Undo", "undoButton", tip="Bring the chat back (Ctrl+Z)")
         self.undo_button.clicked.connect(self.undo)
