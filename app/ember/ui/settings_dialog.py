@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import copy
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QStandardItemModel
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QPalette, QStandardItemModel
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -17,7 +18,9 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QSpinBox,
     QStyle,
+    QStyledItemDelegate,
     QStyleOptionComboBox,
+    QStyleOptionViewItem,
     QStylePainter,
     QTabWidget,
     QVBoxLayout,
@@ -36,6 +39,26 @@ def list_devices() -> list:
         return backend_devices()
     except (EmberError, OSError):
         return []
+
+
+class ChoiceDelegate(QStyledItemDelegate):
+    """A combo box's list rows drawn as a list's, so a greyed-out choice looks it (the
+    menu-style rows draw every choice in the text colour), as tall as a menu's."""
+
+    PAD = 8
+
+    def sizeHint(self, option, index) -> QSize:
+        s = super().sizeHint(option, index)
+        return QSize(s.width() + 2 * self.PAD, max(s.height(), option.fontMetrics.height() + 10))
+
+    def paint(self, painter, option, index) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        style = opt.widget.style() if opt.widget else QApplication.style()
+        style.drawPrimitive(QStyle.PE_PanelItemViewItem, opt, painter, opt.widget)
+        inner = QStyleOptionViewItem(option)  # the text PAD in from the row's edges
+        inner.rect = option.rect.adjusted(self.PAD, 0, -self.PAD, 0)
+        super().paint(painter, inner, index)
 
 
 class ElidedComboBox(QComboBox):
@@ -142,6 +165,8 @@ class SettingsDialog(QDialog):
         self.n_threads = self._spin("threads", 0, 256, s.n_threads)
         self.n_threads.setSpecialValueText("Auto")
         self.backend = ElidedComboBox("backend")
+        # rows drawn as a list's (the menu-style rows draw a greyed-out entry like the rest)
+        self.backend.setItemDelegate(ChoiceDelegate(self.backend))
         self._add_run_on_choices(s.backend)
         self.gpu_layers = self._spin("gpuLayers", -1, max(max_layers or 999, s.gpu_layers),
                                      s.gpu_layers)
@@ -225,6 +250,8 @@ class SettingsDialog(QDialog):
             item = model.item(self.backend.count() - 1)
             item.setToolTip(choice.tooltip)
             item.setEnabled(choice.usable)
+            if not choice.usable:  # greyed out as the tooltip says why
+                item.setForeground(self.palette().brush(QPalette.Disabled, QPalette.Text))
         self.backend.setCurrentIndex(max(0, self.backend.findData(saved)))
 
     def _update_gpu_layers(self) -> None:
