@@ -672,8 +672,12 @@ class MainWindow(QMainWindow):
             return
         i = ids.index(msg_id) + step
         if 0 <= i < len(ids):
+            old = self.chat_view.widget_for(msg_id)
+            offset = self.chat_view.offset_of(old) if old is not None else 0
             self.chat.select_version(ids[i])
             self._render_conversation()
+            # the other version where this one was, not the end of the chat
+            self.chat_view.keep_at(ids[i], offset)
             self._show_chat_status()
             self._update_view()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -606,15 +606,24 @@ class ChatView(QScrollArea):
         self.col_layout.addStretch(1)
         self.setWidget(inner)
         self.follow = True
+        # a message held where it was on screen (msg id, px from the view's top) while the
+        # layout settles, until the user scrolls
+        self._anchor: tuple[int, int] | None = None
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range)
+        bar.actionTriggered.connect(self._on_user_scroll)
 
     def _on_scrolled(self, value: int) -> None:
         self.follow = value >= self.verticalScrollBar().maximum() - 8
 
+    def _on_user_scroll(self, _action: int) -> None:
+        self._anchor = None
+
     def _on_range(self, _lo: int, hi: int) -> None:
-        if self.follow:
+        if self._anchor is not None:
+            self._place_anchor()
+        elif self.follow:
             self.verticalScrollBar().setValue(hi)
 
     def messages(self) -> list[MessageWidget]:
@@ -651,10 +660,30 @@ class ChatView(QScrollArea):
 
     def scroll_to_top(self) -> None:
         """To the header and the first message, once the layout has placed them."""
+        self._anchor = None
         self.follow = False
         QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(0))
 
+    def offset_of(self, w: QWidget) -> int:
+        """Where w's top is in the view (from the view's top; negative: scrolled past)."""
+        return w.mapTo(self.viewport(), QPoint(0, 0)).y()
+
+    def keep_at(self, msg_id: int, offset: int) -> None:
+        """Scrolls so the message's top is offset px from the view's top (where it was
+        before the conversation was drawn again), and keeps it there while the layout
+        settles, until the user scrolls."""
+        self.follow = False
+        self._anchor = (msg_id, offset)
+        QTimer.singleShot(0, self, self._place_anchor)
+
+    def _place_anchor(self) -> None:
+        w = self.widget_for(self._anchor[0]) if self._anchor is not None else None
+        if w is not None:
+            bar = self.verticalScrollBar()
+            bar.setValue(bar.value() + self.offset_of(w) - self._anchor[1])
+
     def scroll_to_bottom(self) -> None:
+        self._anchor = None
         self.follow = True
         QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(
             self.verticalScrollBar().maximum()))
