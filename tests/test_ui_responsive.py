@@ -35,7 +35,8 @@ SIZES = [(900, 600), (1240, 800), (1440, 900)]
 FONTS = [10, 12, 14, 16]
 
 
-def window_at(qtbot, data_dir, model_path, size, font_size, **settings):
+def window_at(qtbot, data_dir, model_path, size, font_size, reply="Kael flew north. " * 40,
+              **settings):
     """A chat with a reply whose status says "prompt cached · generation 55.2 t/s", the
     model loaded, the window resized to size."""
     from ember.store import Store
@@ -43,7 +44,7 @@ def window_at(qtbot, data_dir, model_path, size, font_size, **settings):
     store = Store(data_dir / "history.sqlite3")
     cid = store.create_conversation(title=TITLE, model_path=str(model_path))
     store.add_message(cid, "user", "Tell me a story about Kael")
-    store.add_message(cid, "assistant", "Kael flew north. " * 40,
+    store.add_message(cid, "assistant", reply,
                       meta={"generated_tokens": 200, "stop_reason": "eog", "prompt_tps": None,
                             "prompt_cached": True, "gen_tps": 55.2, "n_past": 109,
                             "prompt_tokens": 30, "prompt_evaluated": 1})
@@ -313,3 +314,39 @@ def test_settings_combos_show_their_choice_or_elide_it(qtbot, data_dir, starter_
             assert shown.endswith("…") and c.currentText().startswith(shown[:-1])
             assert c.toolTip() == c.currentText()
         assert inside(c, dlg)
+
+
+# ---- bug 16: a long reply's actions ----------------------------------------------------
+
+def test_a_long_reply_has_its_actions_at_its_end_too(qtbot, data_dir, starter_model_path):
+    from PySide6.QtGui import QGuiApplication
+    win = window_at(qtbot, data_dir, starter_model_path, (900, 600), 11,
+                    reply="Kael flew north, over the hills and the sea. " * 80)
+    view = win.chat_view
+    reply = view.messages()[-1]
+    assert reply.role == "assistant" and reply.height() > view.viewport().height()
+    bar = view.verticalScrollBar()
+    bar.setValue(bar.maximum())  # read to its end
+    settle(qtbot)
+
+    def on_screen(b) -> bool:
+        return b.isVisible() and view.viewport().rect().contains(
+            QRect(b.mapTo(view.viewport(), QPoint(0, 0)), b.size()))
+    # the header's actions scrolled away; the same ones are under the reply
+    assert not on_screen(reply.copy_button)
+    bottom = {b.text(): b for b in reply.findChildren(type(reply.copy_button)) if on_screen(b)}
+    assert sorted(bottom) == ["Continue", "Copy", "Regenerate"]
+    for b in bottom.values():
+        assert b.mapTo(reply, QPoint(0, 0)).y() > reply.body.geometry().bottom()
+    QGuiApplication.clipboard().clear()
+    qtbot.mouseClick(bottom["Copy"], Qt.LeftButton)
+    assert QGuiApplication.clipboard().text() == reply.answer_text
+    with qtbot.waitSignal(win.generation_finished, timeout=LOAD_TIMEOUT_MS):
+        qtbot.mouseClick(bottom["Regenerate"], Qt.LeftButton)
+    settle(qtbot)
+    new = view.messages()[-1]
+    assert new.version_label.text() == "2/2"
+    # a short reply (six tokens) has them only at its top
+    assert new.height() < view.viewport().height()
+    assert [b.text() for b in new.findChildren(type(new.copy_button))
+            if b.isVisible() and b.text() == "Copy"] == ["Copy"]

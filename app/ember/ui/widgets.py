@@ -381,10 +381,26 @@ class MessageWidget(QFrame):
         lay.addWidget(self.body)
         self.editor: QPlainTextEdit | None = None
         self.editor_box: QWidget | None = None
+        foot = HeaderLayout()  # the counts at the left, the actions at the right, wrapping
         self.footer = QLabel("")
         self.footer.setObjectName("messageFooter")
         self.footer.hide()
-        lay.addWidget(self.footer)
+        foot.add_left(self.footer)
+        # a reply taller than the view has its actions again at its end, where its reader is
+        self.long = False
+        self._last_assistant = False
+        self.bottom_copy = _tool("Copy", "copyButtonBottom", "Copy this message")
+        self.bottom_copy.clicked.connect(self.copy)
+        self.bottom_regenerate = _tool("Regenerate", "regenerateButtonBottom",
+                                       "Write this reply again")
+        self.bottom_regenerate.clicked.connect(
+            lambda: self.action.emit("regenerate", self.msg_id))
+        self.bottom_continue = _tool("Continue", "continueButtonBottom", "Continue this reply")
+        self.bottom_continue.clicked.connect(lambda: self.action.emit("continue", self.msg_id))
+        for b in (self.bottom_regenerate, self.bottom_continue, self.bottom_copy):
+            b.hide()
+            foot.addWidget(b)
+        lay.addLayout(foot)
         self.set_actions(last_assistant=False)
         self.set_versions(1, 1)
         self.render()
@@ -511,12 +527,29 @@ class MessageWidget(QFrame):
         self.continue_button.setVisible(self.role == "assistant" and last_assistant)
         self.regenerate_button.setEnabled(not busy)
         self.continue_button.setEnabled(not busy)
+        self._last_assistant = last_assistant
+        self._update_bottom_actions()
+
+    def set_long(self, on: bool) -> None:
+        """Taller than the view: the reply's actions at its end too."""
+        if on != self.long:
+            self.long = on
+            self._update_bottom_actions()
+
+    def _update_bottom_actions(self) -> None:
+        reply = self.long and self.role == "assistant" and not self.streaming
+        self.bottom_copy.setVisible(reply)
+        for bottom, top in ((self.bottom_regenerate, self.regenerate_button),
+                            (self.bottom_continue, self.continue_button)):
+            bottom.setVisible(reply and self._last_assistant)
+            bottom.setEnabled(top.isEnabled())
 
     # actions
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.answer_text)
-        self.copy_button.setText("Copied")
-        QTimer.singleShot(COPIED_MS, self.copy_button, lambda: self.copy_button.setText("Copy"))
+        for b in (self.copy_button, self.bottom_copy):
+            b.setText("Copied")
+            QTimer.singleShot(COPIED_MS, b, lambda b=b: b.setText("Copy"))
 
     def _anchor(self, url: QUrl) -> None:
         s = url.toString()
@@ -617,10 +650,20 @@ class ChatView(QScrollArea):
     def _on_scrolled(self, value: int) -> None:
         self.follow = value >= self.verticalScrollBar().maximum() - 8
 
+    def _mark_long(self) -> None:
+        height = self.viewport().height()
+        for w in self.messages():
+            w.set_long(w.height() > height)
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._mark_long()
+
     def _on_user_scroll(self, _action: int) -> None:
         self._anchor = None
 
     def _on_range(self, _lo: int, hi: int) -> None:
+        self._mark_long()
         if self._anchor is not None:
             self._place_anchor()
         elif self.follow:
