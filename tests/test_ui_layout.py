@@ -5,6 +5,7 @@ the inline rename editor is as tall as its text, and the settings spin boxes hav
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QApplication,
@@ -62,6 +63,9 @@ def test_model_card_fields_are_whole(qtbot, data_dir, starter_model_path, font_s
     win.resize(900, 600)
     settle(qtbot)
     card = win.card
+    if not card.isVisible():  # folded where it would squeeze the chat: the user opens it
+        qtbot.mouseClick(win.card_button, Qt.LeftButton)
+        settle(qtbot)
     assert card.isVisible()
     grid = card.findChildren(QGridLayout)[0]
     for name, value in card.values.items():
@@ -81,7 +85,7 @@ def test_900x600_window_wraps_messages_inside_the_view(qtbot, data_dir, starter_
     win.resize(900, 600)
     settle(qtbot)
     assert (win.width(), win.height()) == (900, 600)
-    assert win.card.isVisible() and win.sidebar.isVisible()
+    assert win.sidebar.isVisible()
     view = win.chat_view.viewport()
     messages = win.chat_view.messages()
     assert len(messages) == 2
@@ -95,7 +99,7 @@ def test_900x600_window_wraps_messages_inside_the_view(qtbot, data_dir, starter_
         assert m.body.document().size().width() <= m.body.viewport().width() + 1
     # the window's parts are within the window
     for w in (win.chat_title, win.system_button, win.composer, win.card.change_button):
-        assert inside(w, win), w.objectName()
+        assert inside(w, win) or not w.isVisible(), w.objectName()
 
 
 def test_long_chat_title_ends_with_an_ellipsis(qtbot, data_dir, starter_model_path):

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from ember.settings import Settings
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QComboBox, QDialog
 
 from tests.test_ui_support import data_dir, find, make_window  # noqa: F401
@@ -81,3 +83,54 @@ def test_dialog_cancel_changes_nothing(qtbot, data_dir):
     assert json.loads((data_dir / "settings.json").read_text())["temperature"] == \
         json.loads(before)["temperature"]
     assert isinstance(QDialog, type)
+
+
+def _text_colour(img, rect) -> QColor:
+    """The colour of the row's text: its pixel farthest from the row's background."""
+    bg = QColor(img.pixel(rect.left() + 1, rect.center().y()))
+    best, far = bg, -1
+    for x in range(max(rect.left(), 0), min(rect.right(), img.width() - 1)):
+        for y in range(max(rect.top(), 0), min(rect.bottom(), img.height() - 1)):
+            c = QColor(img.pixel(x, y))
+            d = abs(c.lightness() - bg.lightness())
+            if d > far:
+                best, far = c, d
+    return best
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_backend_that_cannot_run_looks_disabled_in_the_list(qtbot, data_dir, theme):
+    """Issue 45, bug 16: the greyed-out Run on entry was drawn like the others."""
+    from ember.engine import BackendDevice
+    from ember.ui.settings_dialog import SettingsDialog
+    from ember.ui.theme import DARK, LIGHT
+    s = Settings.load(data_dir / "settings.json")
+    s.theme = theme
+    s.save(data_dir / "settings.json")
+    win = make_window(qtbot, data_dir, restore_last=False)
+    cpu = BackendDevice("cpu", "CPU", 0, True, 1, "a CPU", 0, 0, "", "")
+    cuda = BackendDevice("cuda", "CUDA", -1, False, 0, "", 0, 0, "no driver", "libcuda")
+    dlg = SettingsDialog(win.settings, win, devices=[cpu, cuda])
+    qtbot.addWidget(dlg)
+    dlg.show()
+    combo = find(dlg, QComboBox, "backend")
+    combo.showPopup()
+    qtbot.wait(50)
+    view, model = combo.view(), combo.model()
+    rows = {combo.itemText(i): i for i in range(combo.count())}
+    off = next(i for i in range(combo.count()) if not model.item(i).isEnabled())
+    on = rows["CPU"]
+    img = view.viewport().grab().toImage()
+    ratio = img.devicePixelRatio()
+    def rect(i):
+        r = view.visualRect(model.index(i, 0))
+        return type(r)(int(r.x() * ratio), int(r.y() * ratio), int(r.width() * ratio),
+                       int(r.height() * ratio))
+    c = DARK if theme == "dark" else LIGHT
+    enabled, disabled = _text_colour(img, rect(on)), _text_colour(img, rect(off))
+    bg = QColor(c["surface"])
+    # the disabled entry's text is much closer to the background than an enabled one's
+    assert abs(enabled.lightness() - bg.lightness()) - abs(disabled.lightness()
+                                                           - bg.lightness()) >= 40, \
+        (enabled.name(), disabled.name(), bg.name())
+    combo.hidePopup()

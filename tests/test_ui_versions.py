@@ -15,6 +15,7 @@ from tests.test_ui_support import (  # noqa: F401
     load_by_drop,
     make_window,
     type_and_send,
+    write_settings,
 )
 
 pytestmark = pytest.mark.native
@@ -109,3 +110,49 @@ def test_versions_cannot_change_while_a_reply_streams(qtbot, data_dir, starter_m
     with qtbot.waitSignal(win.generation_finished, timeout=GEN_TIMEOUT_MS):
         win.stop()
     assert win.chat_view.messages()[-1].version_prev.isEnabled()
+
+
+def test_switching_versions_keeps_the_message_in_view(qtbot, data_dir, starter_model_path):
+    """Issue 45, bug 16: ‹ on the first reply jumped to the end of a long chat."""
+    from ember.store import Store
+    from PySide6.QtCore import QPoint
+
+    from tests.test_ui_layout import settle
+    store = Store(data_dir / "history.sqlite3")
+    cid = store.create_conversation(title="Versions", model_path=str(starter_model_path))
+    u1 = store.add_message(cid, "user", "Tell me about the sea")
+    first = store.add_message(cid, "assistant", "The first version. " + "Waves. " * 80)
+    store.add_message(cid, "user", "More " * 300)
+    store.add_message(cid, "assistant", "Even more. " * 600)
+    second = store.add_message(cid, "assistant", "The second version. " + "Tides. " * 80,
+                               parent_id=u1)
+    store.add_message(cid, "user", "And more " * 300)
+    store.add_message(cid, "assistant", "Yet more. " * 600)
+    store.close()
+    write_settings(data_dir, last_model=str(starter_model_path))
+    win = make_window(qtbot, data_dir)
+    with qtbot.waitSignal(win.model_loaded, timeout=LOAD_TIMEOUT_MS):
+        pass
+    win.resize(900, 600)
+    win.select_conversation(cid)
+    settle(qtbot)
+    view = win.chat_view
+    bar = view.verticalScrollBar()
+
+    def offset_of(w) -> int:  # px from the view's top
+        return w.mapTo(view.viewport(), QPoint(0, 0)).y()
+    w = view.widget_for(second)
+    bar.setValue(offset_of(w) + bar.value() - 40)  # its header near the top
+    settle(qtbot)
+    assert bar.maximum() > 1000 and 0 < bar.value() < bar.maximum()
+    top = offset_of(w)
+    qtbot.mouseClick(w.version_prev, Qt.LeftButton)
+    settle(qtbot)
+    shown = view.widget_for(first)
+    assert shown is not None and shown.version_label.text() == "1/2"
+    # the other version is where this one was, its ‹ › under the pointer, not the chat's end
+    assert offset_of(shown) == top
+    assert bar.value() < bar.maximum() - 500
+    button = shown.version_next
+    pos = button.mapTo(view.viewport(), QPoint(0, 0))
+    assert view.viewport().rect().contains(pos)

@@ -52,6 +52,7 @@ class Settings:
     last_model: str | None = None
     recent_models: list[str] = field(default_factory=list)
     window_geometry: str | None = None  # hex of QWidget.saveGeometry()
+    model_panel: bool = True  # the model card beside the chat (View > Model panel)
     # OpenAI-compatible endpoints added as models: {"url", "model", "api_key"}; on disk the
     # key is left out and marked "keyring": true where the platform keyring holds it
     endpoints: list[dict] = field(default_factory=list)
@@ -164,6 +165,8 @@ class Settings:
         self.recent_models = [m for m in self.recent_models if isinstance(m, str)][:10]
         if self.window_geometry is not None and not isinstance(self.window_geometry, str):
             self.window_geometry = None
+        if not isinstance(self.model_panel, bool):
+            self.model_panel = d.model_panel
         if not isinstance(self.endpoints, list):
             self.endpoints = []
         self.endpoints = [

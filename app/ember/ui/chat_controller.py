@@ -42,10 +42,14 @@ class ActiveReply:
     notice: str | None = None
     error: str | None = None
     job_id: int = 0
+    live: dict | None = None  # the engine's counts and times so far, while it streams
 
 
-def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None) -> dict:
-    """What a finished reply records beside its text (speeds, counts, why it stopped)."""
+def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None,
+               same_chat: bool = False) -> dict:
+    """What a finished reply records beside its text (speeds, counts, why it stopped).
+    same_chat: the KV cache held this chat's own earlier prompt, so the part it reused is
+    this chat's (a new chat after another shares no more than the template's opening)."""
     pe = stats.get("prompt_evaluated", stats["prompt_tokens"])
     pp = (pe / stats["prompt_seconds"]
           if stats["prompt_seconds"] > 0 and pe >= MIN_PROMPT_SPEED_TOKENS else None)
@@ -56,6 +60,7 @@ def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None) -> dict
             "generated_tokens": reply.base_tokens + stats["generated_tokens"],
             "prompt_tps": round(pp, 2) if pp is not None else None,
             "gen_tps": round(tg, 2), "n_past": stats["n_past"],
+            "prompt_cached": same_chat and pe < stats["prompt_tokens"],
             "stop_reason": stats["stop_reason"],
             "first_token_s": round(reply.first, 3) if reply.first is not None else None,
             "model": model_info["name"] if model_info else None,
@@ -95,6 +100,7 @@ class ChatController(QObject):
         self.load_job: LoadJob | None = None
         self.gen_job: GenJob | None = None
         self.reply: ActiveReply | None = None
+        self.cache_conv: int | None = None  # the chat whose prompt the KV cache holds
         self.queue: list[int] = []  # chats whose last message waits for a reply, in order
         self.closing = False
         # reply writes that failed (full disk, read-only or locked file), by message id:
@@ -113,6 +119,7 @@ class ChatController(QObject):
         ew.load_cancelled.connect(self._on_load_cancelled)
         ew.prepared.connect(self._on_prepared)
         ew.chunk.connect(self._on_chunk)
+        ew.progress.connect(self._on_progress)
         ew.reply_failed.connect(self._on_reply_failed)
         ew.reply_finished.connect(self._on_reply_finished)
 
@@ -201,6 +208,7 @@ class ChatController(QObject):
         old = self.model
         self.model, self.template, self.model_info = model, template, info
         self.session = None if info.get("remote") else Session(model)
+        self.cache_conv = None
         if old is not None:
             self.model_closing.emit()  # whoever borrowed it (the local server) lets go
             old.close()
@@ -429,6 +437,17 @@ class ChatController(QObject):
         if not self.flush_timer.isActive():
             self.flush_timer.start()
 
+    def _on_progress(self, job_id: int, stats: dict) -> None:
+        if self._current_reply(job_id):
+            self.reply.live = stats
+
+    def live_meta(self, reply: ActiveReply) -> dict | None:
+        """The running reply's speeds and counts so far, as its meta will say them."""
+        if reply.live is None:
+            return None
+        return reply_meta(reply, reply.live, self.model_info,
+                          same_chat=self.cache_conv == reply.conv_id)
+
     def flush(self) -> None:
         r = self.reply
         if r is None or not r.pending:
@@ -475,8 +494,11 @@ class ChatController(QObject):
             self.store.delete_message(r.msg_id)  # the version before it is shown again
             meta = {}
         else:
-            meta = reply_meta(r, stats, self.model_info)
+            meta = reply_meta(r, stats, self.model_info,
+                              same_chat=self.cache_conv == r.conv_id)
             self.save_reply(r.msg_id, content=r.text, complete=True, meta=meta)
+        if self.session is not None:
+            self.cache_conv = r.conv_id
         log.info("reply: %s", json.dumps(meta))
         self.reply_finished.emit(r, meta, stats)
         self.start_next_queued()

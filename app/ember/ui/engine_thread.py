@@ -97,6 +97,7 @@ class EngineWorker(QObject):
     load_cancelled = Signal(int, str)  # job id, path
     prepared = Signal(int, dict)  # job id, n_prompt / dropped / notice / think_open
     chunk = Signal(int, str)
+    progress = Signal(int, dict)  # job id, the counts and times so far (after each chunk)
     reply_failed = Signal(int, str)
     reply_finished = Signal(int, dict)  # job id, stats
 
@@ -204,8 +205,19 @@ class EngineWorker(QObject):
             self.prepared.emit(job.id, {"n_prompt": built.n_tokens, "dropped": built.dropped,
                                         "notice": built.notice,
                                         "think_open": built.think_open})
+            t0 = time.perf_counter()
             for text in stream_reply(job.session, built, job.req.params, stats, job.token):
                 self.chunk.emit(job.id, text)
+                self.progress.emit(job.id, {
+                    "prompt_tokens": stats.prompt_tokens or n_prompt,
+                    "prompt_evaluated": stats.prompt_evaluated,
+                    "prompt_seconds": stats.prompt_seconds,
+                    "generated_tokens": stats.generated_tokens,
+                    "generation_seconds": time.perf_counter() - t0 - stats.prompt_seconds,
+                    # as the context will count it: the newest token is not decoded yet
+                    "n_past": (stats.prompt_tokens or n_prompt)
+                    + max(stats.generated_tokens - 1, 0),
+                    "stop_reason": ""})
         except ContextFull as e:
             self.reply_failed.emit(job.id, str(e))
             stats.stop_reason = "context_full"

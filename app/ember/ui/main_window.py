@@ -57,6 +57,10 @@ log = logging.getLogger("ember.ui")
 
 UNDO_SECONDS = 10
 STATUS_SECONDS = 8  # how long a one-off status line ("Imported 1 chat") stays
+# the chat column keeps room for this many average characters of the font; narrower, the
+# model card folds away (View > Model panel brings it back)
+CHAT_MIN_CHARS = 40
+CHAT_CHROME = 100  # px around a message's text: the view's and message's margins, scroll bar
 STOP_LABELS = {"eog": "finished", "length": "length limit", "cancelled": "stopped",
                "context_full": "context full", "stop_string": "finished", "error": "error"}
 
@@ -209,6 +213,13 @@ class MainWindow(QMainWindow):
         self.system_button.setToolTip("Instructions the model sees before this chat")
         self.system_button.setCheckable(True)
         hl.addWidget(self.system_button)
+        self.card_button = QToolButton()
+        self.card_button.setObjectName("modelPanelButton")
+        self.card_button.setText("Model")
+        self.card_button.setToolTip("Show or hide the model panel (View > Model panel)")
+        self.card_button.setCheckable(True)
+        self.card_button.clicked.connect(self.toggle_model_panel)
+        hl.addWidget(self.card_button)
         cp.addWidget(header)
         self.system_edit = QPlainTextEdit()
         self.system_edit.setObjectName("systemPromptEdit")
@@ -222,12 +233,11 @@ class MainWindow(QMainWindow):
         self._system_timer.setInterval(400)
         self._system_timer.timeout.connect(self._save_system_prompt)
         self.system_edit.textChanged.connect(self._system_timer.start)
-        sw = QWidget()
-        swl = QVBoxLayout(sw)
-        swl.setContentsMargins(24, 8, 24, 0)
-        swl.addWidget(self.system_edit)
-        cp.addWidget(sw)
         self.chat_view = ChatView()
+        # above the first message, scrolling with them: it takes its own room, never theirs
+        self.chat_view.set_header(self.system_edit)
+        self.system_button.clicked.connect(
+            lambda on: on and self.chat_view.scroll_to_top())
         cp.addWidget(self.chat_view, 1)
         comp_wrap = QWidget()
         cw = QVBoxLayout(comp_wrap)
@@ -265,35 +275,32 @@ class MainWindow(QMainWindow):
         row.addWidget(center, 1)
         self.card = ModelCard()
         self.card.hide()
+        self._card_forced = False  # shown by the user in a window too narrow for it
         row.addWidget(self.card)
+        self._row = row
         self.setCentralWidget(central)
 
         sb = self.statusBar()
         sb.setSizeGripEnabled(False)
-        self.status_tps = QLabel("— t/s")
-        self.status_tps.setObjectName("statusTokensPerSecond")
-        self.status_tps.setToolTip("Prompt processing and generation speed of the last reply")
-        self.status_ctx = QLabel("context —")
-        self.status_ctx.setObjectName("statusContext")
-        self.status_mem = QLabel("")
-        self.status_mem.setObjectName("statusMemory")
-        self.status_mem.setToolTip("Memory used by Ember (resident set)")
-        self.status_serve = QLabel("")
-        self.status_serve.setObjectName("statusServe")
+        # each segment is shortened to the room the bar has, the whole text in its tooltip
+        self.status_tps = self._status_label("statusTokensPerSecond", "— t/s")
+        self.status_tps.set_tip("Prompt processing and generation speed of the last reply")
+        self.status_ctx = self._status_label("statusContext", "context —")
+        self.status_mem = self._status_label("statusMemory", "")
+        self.status_mem.set_tip("Memory used by Ember (resident set)")
+        self.status_serve = self._status_label("statusServe", "")
         self.status_serve.hide()
-        # the engine's note can be long: shortened to the room the bar has, whole in the tip
-        self.status_backend = ElidedLabel(backend_name())
-        self.status_backend.setObjectName("statusBackend")
+        self.status_backend = self._status_label("statusBackend", backend_name())
         self.status_backend.set_tip("Where the model runs (Settings: Run on)")
-        # its room as margins, not the bar's style-sheet padding, so the elision counts it
-        self.status_backend.setStyleSheet("padding: 0")
-        self.status_backend.setContentsMargins(8, 0, 8, 0)
-        self.status_msg = QLabel("")
-        self.status_msg.setObjectName("statusMessage")
+        self.status_msg = self._status_label("statusMessage", "")
+        self.status_msg.setMinimumWidth(1)
         sb.addWidget(self.status_msg, 1)
         for w in (self.status_serve, self.status_tps, self.status_ctx, self.status_mem,
                   self.status_backend):
             sb.addPermanentWidget(w)
+        for w in (self.status_msg, self.status_serve, self.status_tps, self.status_ctx,
+                  self.status_mem, self.status_backend):
+            w.text_changed.connect(self._fit_status)
 
         # signals
         s = self.sidebar
@@ -338,6 +345,15 @@ class MainWindow(QMainWindow):
             w.installEventFilter(self)
             if hasattr(w, "viewport"):
                 w.viewport().installEventFilter(self)
+
+    @staticmethod
+    def _status_label(name: str, text: str) -> ElidedLabel:
+        label = ElidedLabel(text)
+        label.setObjectName(name)
+        # its room as margins, not the bar's style-sheet padding, so the elision counts it
+        label.setStyleSheet("padding: 0")
+        label.setContentsMargins(8, 0, 8, 0)
+        return label
 
     def _menus(self) -> None:
         mb = self.menuBar()
@@ -394,6 +410,10 @@ class MainWindow(QMainWindow):
             "F2")
         act(c, "Delete chat", lambda: self.current_conv and self.delete_conversation(
             self.current_conv))
+        v = mb.addMenu("&View")
+        self.card_action = act(v, "Model panel", self.toggle_model_panel, None,
+                               "actionModelPanel")
+        self.card_action.setCheckable(True)
         h = mb.addMenu("&Help")
         act(h, "Log file…", self.show_log_location)
         act(h, "About Ember", self.about)
@@ -487,9 +507,7 @@ class MainWindow(QMainWindow):
             # the page not shown does not set the window's minimum size
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
-        # the Models page has a card per model: the loaded model's own would repeat one
-        self.card.setVisible((self.model_info is not None or self.loading)
-                             and not self._models_shown)
+        self._update_card()
         self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
         self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading
@@ -502,6 +520,95 @@ class MainWindow(QMainWindow):
             "Message Ember…" if ready else
             ("Loading the model…" if self.loading else "Open a model to continue this chat"))
         self._update_actions()
+
+    # ---- the model panel ----------------------------------------------------------------------
+    def chat_min_width(self) -> int:
+        """The chat column's least width: CHAT_MIN_CHARS of the font, with the margins."""
+        return CHAT_MIN_CHARS * self.chat_view.fontMetrics().averageCharWidth() + CHAT_CHROME
+
+    def _card_fits(self) -> bool:
+        room = self.width() - self.sidebar.minimumWidth()
+        return room - self.card.minimumWidth() >= self.chat_min_width()
+
+    def _update_card(self) -> None:
+        """The model card beside the chat: shown while there is a model, unless the user
+        folded it (remembered) or the window is too narrow for it and the chat, where it
+        folds by itself until the user opens it or the window is wide enough again."""
+        fits = self._card_fits()
+        if fits:
+            self._card_forced = False
+        # the Models page has a card per model: the loaded model's own would repeat one
+        has = (self.model_info is not None or self.loading) and not self._models_shown
+        show = has and (self._card_forced or (self.settings.model_panel and fits))
+        # beside the chat where both fit; opened in a narrower window it lies over the
+        # chat's right side, so neither is squeezed
+        self._place_card(overlay=show and not fits)
+        if show != self.card.isVisibleTo(self):
+            self.card.setVisible(show)
+        # the sidebar gives way first (down to its minimum) where the card is beside the chat
+        docked = self.card.minimumWidth() if show and fits else 0
+        self.sidebar.limit_width(self.width() - docked - self.chat_min_width())
+        # the window's least width is the sidebar's and the chat's: the card never holds
+        # a narrower window open (it folds instead)
+        self.setMinimumWidth(self.sidebar.minimumWidth()
+                             + self.chat_page.minimumSizeHint().width())
+        for w in (self.card_button, self.card_action):
+            w.setChecked(show)
+        self.card_button.setVisible(has)
+        self.card_action.setEnabled(has)
+
+    def _fit_status(self) -> None:
+        """Each segment's width: where the bar has room the speeds, the context and the
+        memory are whole and where the model runs takes what is left; in a narrower bar
+        they share it evenly, each shortened with "…" (never drawn over another)."""
+        sb = self.statusBar()
+        first = [w for w in (self.status_serve, self.status_tps, self.status_ctx,
+                             self.status_mem) if w.isVisibleTo(sb)]
+        items = first + [self.status_backend]
+        hints = [w.sizeHint().width() for w in items]
+        gaps = sb.layout().spacing() * (len(items) + 1)
+        room = max(sb.width() - gaps - 24 - self.status_msg.minimumWidth(), 0)
+        if sum(hints[:-1]) + self.status_backend.minimumSizeHint().width() <= room:
+            widths = hints[:-1] + [min(hints[-1], room - sum(hints[:-1]))]
+        else:  # even shares, a short segment's unused share going to the others
+            widths, left, todo = [0] * len(items), room, sorted(range(len(items)),
+                                                                key=lambda i: hints[i])
+            for n, i in enumerate(todo):
+                widths[i] = min(hints[i], left // (len(todo) - n))
+                left -= widths[i]
+        for w, width in zip(items, widths):
+            w.setFixedWidth(width)
+
+    def _place_card(self, overlay: bool) -> None:
+        docked = self._row.indexOf(self.card) >= 0
+        if overlay and docked:
+            self._row.removeWidget(self.card)
+        elif not overlay and not docked:
+            self._row.addWidget(self.card)
+        if overlay:
+            c = self.centralWidget()
+            w = self.card.minimumWidth()
+            self.card.setGeometry(c.width() - w, 0, w, c.height())
+            self.card.raise_()
+
+    def toggle_model_panel(self) -> None:
+        """The Model button and View > Model panel: folds the card or opens it."""
+        if self.card.isVisibleTo(self):
+            if self._card_forced:  # back to folding by itself in this narrow window
+                self._card_forced = False
+            else:
+                self.settings.model_panel = False
+        else:
+            self.settings.model_panel = True
+            self._card_forced = not self._card_fits()
+        self._save_settings()
+        self._update_card()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if hasattr(self, "card_action"):  # (a restored geometry comes before the widgets)
+            self._update_card()
+            self._fit_status()
 
     def _update_actions(self) -> None:
         ws = self.chat_view.messages()
@@ -618,8 +725,12 @@ class MainWindow(QMainWindow):
             return
         i = ids.index(msg_id) + step
         if 0 <= i < len(ids):
+            old = self.chat_view.widget_for(msg_id)
+            offset = self.chat_view.offset_of(old) if old is not None else 0
             self.chat.select_version(ids[i])
             self._render_conversation()
+            # the other version where this one was, not the end of the chat
+            self.chat_view.keep_at(ids[i], offset)
             self._show_chat_status()
             self._update_view()
 
@@ -954,7 +1065,8 @@ class MainWindow(QMainWindow):
         else:
             text, tip = backend_name(), "Where the model runs (Settings: Run on)"
         self.status_backend.setText(text)
-        self.status_backend.set_tip(tip)
+        # the placement's tip is its text with the note whole ("Where the model runs: …")
+        self.status_backend.set_tip(tip, with_text=not where)
 
     def _on_load_failed(self, path: str, title: str, advice: str, details: str) -> None:
         self._finish_loader()
@@ -1059,6 +1171,7 @@ class MainWindow(QMainWindow):
             w = self.chat_view.widget_for(reply.msg_id)
             if w is not None:
                 w.set_content(reply.text)
+            self._show_live_status(reply)
         self.reply_progress.emit(reply.msg_id, reply.text)  # stored and shown
 
     def _on_gen_failed(self, reply, message: str) -> None:
@@ -1170,7 +1283,9 @@ class MainWindow(QMainWindow):
         info = self.model_info
         # the most GPU layers the loaded model has, its output head counted as one
         layers = info["n_layer"] + 1 if info and not info.get("remote") else None
-        dlg = SettingsDialog(self.settings, self, max_layers=layers)
+        dlg = SettingsDialog(self.settings, self, max_layers=layers,
+                             prompt_format=(self._prompt_format(info)
+                                            if info and not info.get("remote") else None))
         try:
             accepted = dlg.exec()
             new = dlg.result_settings() if accepted else None
@@ -1188,6 +1303,7 @@ class MainWindow(QMainWindow):
         if restyle:
             self.colors = theme.apply(QApplication.instance(), new.theme, new.font_size)
             self._render_conversation()
+            QTimer.singleShot(0, self, self._update_card)  # the widths of the new font
         if self.model_info is not None:
             self._show_card(self.model_info)
 
@@ -1214,7 +1330,7 @@ class MainWindow(QMainWindow):
 
     def _on_serving(self, url: str) -> None:
         self.status_serve.setText(f"serving {url}")
-        self.status_serve.setToolTip(f"OpenAI-compatible API at {url}/v1 (this computer only)")
+        self.status_serve.set_tip(f"OpenAI-compatible API at {url}/v1 (this computer only)")
         self.status_serve.show()
         self.serving_started.emit(url)
 
@@ -1347,34 +1463,52 @@ class MainWindow(QMainWindow):
                      if m.role == "assistant" and "generated_tokens" in m.meta), None)
         if meta is None:
             self._status(self.status_tps, "— t/s")
-            self.status_tps.setToolTip("Prompt processing and generation speed of this "
-                                       "chat's last reply")
+            self.status_tps.set_tip("Prompt processing and generation speed of this "
+                                    "chat's last reply")
             self._status(self.status_ctx, f"context {0 if not msgs else '—'} / {n_ctx}")
             return
+        self._show_meta_status(meta, "Last reply")
+
+    def _show_live_status(self, reply) -> None:
+        """The running reply's speeds and context use so far (at each flush of its text)."""
+        meta = self.chat.live_meta(reply)
+        if meta is not None and self.model_info is not None:
+            if meta["generated_tokens"] < 2:  # one token is no generation speed yet
+                meta["gen_tps"] = None
+            self._show_meta_status(meta, "This reply so far")
+
+    def _show_meta_status(self, meta: dict, which: str) -> None:
+        n_ctx = (f"{self.model_info['n_ctx']:,}" if self.model_info and self.model_info["n_ctx"]
+                 else "—")
         pp, tg = meta.get("prompt_tps", "—"), meta.get("gen_tps")
-        # None: too few new tokens to time (the prompt was in the KV cache)
-        prompt = ("prompt cached" if pp is None else
-                  f"prompt {pp:.1f} t/s" if isinstance(pp, (int, float)) else "prompt —")
-        self._status(self.status_tps, f"{prompt} · generation {tg:.1f} t/s"
-                     if isinstance(tg, (int, float)) else "— t/s")
-        pe = meta.get("prompt_evaluated")
-        tip = f"Last reply: {meta.get('prompt_tokens', 0):,} prompt tokens"
+        pe, total = meta.get("prompt_evaluated"), meta.get("prompt_tokens", 0)
+        # "cached" only where the cache held this chat's own earlier prompt; replies
+        # stored before that was recorded say it where any of the prompt was reused
+        cached = meta.get("prompt_cached", isinstance(pe, int) and pe < total)
+        # None: too few new tokens to time (with most of the prompt in the KV cache, or
+        # a prompt that short)
+        prompt = (f"prompt {pp:.1f} t/s" if isinstance(pp, (int, float)) else
+                  "prompt cached" if pp is None and cached else "prompt —")
+        gen = f"generation {tg:.1f} t/s" if isinstance(tg, (int, float)) else "generation —"
+        self._status(self.status_tps, f"{prompt} · {gen}" if isinstance(tg, (int, float))
+                     or "generated_tokens" in meta else "— t/s")
+        tip = f"{which}: {total:,} prompt tokens"
         if isinstance(pe, int):
-            tip += f", {pe:,} evaluated and {max(meta.get('prompt_tokens', 0) - pe, 0):,} " \
-                   f"reused from the cache"
-        self.status_tps.setToolTip(tip + f"; {meta['generated_tokens']:,} tokens generated")
+            tip += f", {pe:,} evaluated and {max(total - pe, 0):,} reused from the cache"
+            if pp is None:
+                tip += " (too few evaluated to time)"
+        self.status_tps.set_tip(tip + f"; {meta['generated_tokens']:,} tokens generated")
         used = meta.get("n_past")
         if not isinstance(used, int) and isinstance(meta.get("prompt_tokens"), int):
             used = meta["prompt_tokens"] + meta["generated_tokens"]  # stored before n_past was
         self._status(self.status_ctx, f"context {used:,} / {n_ctx}" if isinstance(used, int)
                      else f"context — / {n_ctx}")
-        self.status_ctx.setToolTip("Tokens this chat takes in the context window (prompt "
-                                   "and reply)")
+        self.status_ctx.set_tip("Tokens this chat takes in the context window (prompt "
+                                "and reply)")
 
     @staticmethod
-    def _status(label: QLabel, text: str) -> None:
+    def _status(label: ElidedLabel, text: str) -> None:
         label.setText(text)
-        label.setMinimumWidth(label.sizeHint().width())
 
     def show_log_location(self) -> None:
         QMessageBox.information(self, "Log file",

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import copy
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QStandardItemModel
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QPalette, QStandardItemModel
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDialog,
@@ -16,6 +17,11 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QSpinBox,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionComboBox,
+    QStyleOptionViewItem,
+    QStylePainter,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -35,12 +41,79 @@ def list_devices() -> list:
         return []
 
 
+class ChoiceDelegate(QStyledItemDelegate):
+    """A combo box's list rows drawn as a list's, so a greyed-out choice looks it (the
+    menu-style rows draw every choice in the text colour), as tall as a menu's."""
+
+    PAD = 8
+
+    def sizeHint(self, option, index) -> QSize:
+        s = super().sizeHint(option, index)
+        return QSize(s.width() + 2 * self.PAD, max(s.height(), option.fontMetrics.height() + 10))
+
+    def paint(self, painter, option, index) -> None:
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        style = opt.widget.style() if opt.widget else QApplication.style()
+        style.drawPrimitive(QStyle.PE_PanelItemViewItem, opt, painter, opt.widget)
+        inner = QStyleOptionViewItem(option)  # the text PAD in from the row's edges
+        inner.rect = option.rect.adjusted(self.PAD, 0, -self.PAD, 0)
+        super().paint(painter, inner, index)
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box as wide as the dialog gives it (at a large font the dialog is held to
+    the screen): its choice is shortened with "…" where it does not fit, whole in the
+    tooltip, instead of being cut off."""
+
+    def __init__(self, name: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName(name)
+        self.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(16)
+        self.currentIndexChanged.connect(self._update_tip)
+
+    def _field_width(self) -> int:
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        r = self.style().subControlRect(QStyle.CC_ComboBox, opt, QStyle.SC_ComboBoxEditField,
+                                        self)
+        return r.width() - 6  # the label's own margin inside the field
+
+    def shown_text(self) -> str:
+        """The choice as drawn."""
+        return self.fontMetrics().elidedText(self.currentText(), Qt.ElideRight,
+                                             max(self._field_width(), 1))
+
+    def _update_tip(self, *_) -> None:
+        self.setToolTip(self.currentText() if self.shown_text() != self.currentText() else "")
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._update_tip()
+
+    def showPopup(self) -> None:
+        # the list as wide as its longest choice, not only as wide as the box
+        view = self.view()
+        view.setMinimumWidth(view.sizeHintForColumn(0) + 2 * view.frameWidth() + 24)
+        super().showPopup()
+
+    def paintEvent(self, _e) -> None:
+        p = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        p.drawComplexControl(QStyle.CC_ComboBox, opt)
+        opt.currentText = self.shown_text()
+        p.drawControl(QStyle.CE_ComboBoxLabel, opt)
+
+
 class SettingsDialog(QDialog):
     """devices: engine.backend_devices() rows (asked for when not given); max_layers: the
-    loaded model's layer count with its output head, the most "GPU layers" can say."""
+    loaded model's layer count with its output head, the most "GPU layers" can say;
+    prompt_format: what Auto gives the loaded model, in the model card's words."""
 
     def __init__(self, settings: Settings, parent=None, devices: list | None = None,
-                 max_layers: int | None = None):
+                 max_layers: int | None = None, prompt_format: str | None = None):
         super().__init__(parent)
         self.devices = list_devices() if devices is None else list(devices)
         self.setObjectName("settingsDialog")
@@ -91,8 +164,9 @@ class SettingsDialog(QDialog):
         self.n_ctx.setSuffix(" tokens")
         self.n_threads = self._spin("threads", 0, 256, s.n_threads)
         self.n_threads.setSpecialValueText("Auto")
-        self.backend = QComboBox()
-        self.backend.setObjectName("backend")
+        self.backend = ElidedComboBox("backend")
+        # rows drawn as a list's (the menu-style rows draw a greyed-out entry like the rest)
+        self.backend.setItemDelegate(ChoiceDelegate(self.backend))
         self._add_run_on_choices(s.backend)
         self.gpu_layers = self._spin("gpuLayers", -1, max(max_layers or 999, s.gpu_layers),
                                      s.gpu_layers)
@@ -103,14 +177,18 @@ class SettingsDialog(QDialog):
                                    "as the device's free memory allows.")
         self.backend.currentIndexChanged.connect(self._update_gpu_layers)
         self._update_gpu_layers()
-        self.context_policy = QComboBox()
-        self.context_policy.setObjectName("contextPolicy")
+        self.context_policy = ElidedComboBox("contextPolicy")
         self.context_policy.addItem("Drop oldest messages (keep the system prompt)", "drop_oldest")
         self.context_policy.addItem("Stop and tell me", "stop")
         self.context_policy.setCurrentIndex(max(0, self.context_policy.findData(s.context_policy)))
-        self.prompt_mode = QComboBox()
-        self.prompt_mode.setObjectName("promptMode")
-        self.prompt_mode.addItem("Auto (chat template; raw without one)", "auto")
+        self.prompt_mode = ElidedComboBox("promptMode")
+        # the model card's words: "chat template", "Gemma (built-in)", "raw completion"
+        self.prompt_mode.addItem(f"Auto: {prompt_format}" if prompt_format else
+                                 "Auto (the model's own format)", "auto")
+        self.prompt_mode.setItemData(
+            0, "The model's chat template; for a file without one, the built-in format its "
+               "vocabulary points to (such as Gemma (built-in)); raw completion for a base "
+               "model with neither. The model card says which.", Qt.ToolTipRole)
         self.prompt_mode.addItem("Chat template", "chat")
         self.prompt_mode.addItem("Raw completion", "raw")
         self.prompt_mode.setCurrentIndex(max(0, self.prompt_mode.findData(s.prompt_mode)))
@@ -172,6 +250,8 @@ class SettingsDialog(QDialog):
             item = model.item(self.backend.count() - 1)
             item.setToolTip(choice.tooltip)
             item.setEnabled(choice.usable)
+            if not choice.usable:  # greyed out as the tooltip says why
+                item.setForeground(self.palette().brush(QPalette.Disabled, QPalette.Text))
         self.backend.setCurrentIndex(max(0, self.backend.findData(saved)))
 
     def _update_gpu_layers(self) -> None:

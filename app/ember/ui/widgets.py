@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import time
 
-from PySide6.QtCore import QEvent, QRect, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -186,24 +186,33 @@ class ElidedLabel(QLabel):
     text in its tooltip, unless set_tip gave one) instead of asking the layout for the whole
     text's width."""
 
+    text_changed = Signal()
+
     def __init__(self, text: str = "", parent=None):
         super().__init__(parent)
         self._full = ""
         self._tip = ""
+        self._tip_with_text = True
         self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Preferred)
         self.setText(text)
 
     def full_text(self) -> str:
         return self._full
 
-    def set_tip(self, tip: str) -> None:
-        """A tooltip of its own, shown whether or not the text is shortened."""
+    def set_tip(self, tip: str, with_text: bool = True) -> None:
+        """A tooltip of its own, shown whether or not the text is shortened; with_text:
+        the whole text goes before it while the text is shortened (False: the tip says
+        it already, in other words)."""
         self._tip = tip
+        self._tip_with_text = with_text
         self._elide()
 
     def setText(self, text: str) -> None:
+        changed = text != self._full
         self._full = text
         self._elide()
+        if changed:
+            self.text_changed.emit()
 
     def sizeHint(self) -> QSize:
         fm = self.fontMetrics()
@@ -224,12 +233,38 @@ class ElidedLabel(QLabel):
         if e.type() in (QEvent.FontChange, QEvent.StyleChange):
             self._elide()
 
+    def elided(self) -> bool:
+        return self.text() != self._full
+
     def _elide(self) -> None:
         width = self.contentsRect().width()
         shown = self.fontMetrics().elidedText(self._full, Qt.ElideRight, max(width, 1))
         super().setText(shown)
-        self.setToolTip(self._tip or (self._full if shown != self._full else ""))
+        tip = self._tip
+        if shown != self._full and (self._tip_with_text or not tip):
+            tip = f"{self._full}\n{tip}" if tip else self._full
+        self.setToolTip(tip)
         self.setAccessibleName(self._full)
+
+
+def text_area_width(edit: QLineEdit | QPlainTextEdit) -> int:
+    """The width a line or text box has for its text (inside its frame and padding)."""
+    if isinstance(edit, QLineEdit):
+        from PySide6.QtWidgets import QStyle, QStyleOptionFrame
+        opt = QStyleOptionFrame()
+        edit.initStyleOption(opt)
+        r = edit.style().subElementRect(QStyle.SE_LineEditContents, opt, edit)
+        m = edit.textMargins()
+        return r.width() - m.left() - m.right() - 4  # the cursor's and the text's own margin
+    return edit.viewport().width() - int(2 * edit.document().documentMargin())
+
+
+def fitted_text(fm, width: int, choices: tuple[str, ...]) -> str:
+    """The first of choices (longest first) that fits width, else the last one elided."""
+    for text in choices:
+        if fm.horizontalAdvance(text) <= width:
+            return text
+    return fm.elidedText(choices[-1], Qt.ElideRight, max(width, 1))
 
 
 # ---- messages ---------------------------------------------------------------------------
@@ -352,10 +387,26 @@ class MessageWidget(QFrame):
         lay.addWidget(self.body)
         self.editor: QPlainTextEdit | None = None
         self.editor_box: QWidget | None = None
+        foot = HeaderLayout()  # the counts at the left, the actions at the right, wrapping
         self.footer = QLabel("")
         self.footer.setObjectName("messageFooter")
         self.footer.hide()
-        lay.addWidget(self.footer)
+        foot.add_left(self.footer)
+        # a reply taller than the view has its actions again at its end, where its reader is
+        self.long = False
+        self._last_assistant = False
+        self.bottom_copy = _tool("Copy", "copyButtonBottom", "Copy this message")
+        self.bottom_copy.clicked.connect(self.copy)
+        self.bottom_regenerate = _tool("Regenerate", "regenerateButtonBottom",
+                                       "Write this reply again")
+        self.bottom_regenerate.clicked.connect(
+            lambda: self.action.emit("regenerate", self.msg_id))
+        self.bottom_continue = _tool("Continue", "continueButtonBottom", "Continue this reply")
+        self.bottom_continue.clicked.connect(lambda: self.action.emit("continue", self.msg_id))
+        for b in (self.bottom_regenerate, self.bottom_continue, self.bottom_copy):
+            b.hide()
+            foot.addWidget(b)
+        lay.addLayout(foot)
         self.set_actions(last_assistant=False)
         self.set_versions(1, 1)
         self.render()
@@ -485,12 +536,29 @@ class MessageWidget(QFrame):
                                         and can_continue)
         self.regenerate_button.setEnabled(not busy)
         self.continue_button.setEnabled(not busy)
+        self._last_assistant = last_assistant
+        self._update_bottom_actions()
+
+    def set_long(self, on: bool) -> None:
+        """Taller than the view: the reply's actions at its end too."""
+        if on != self.long:
+            self.long = on
+            self._update_bottom_actions()
+
+    def _update_bottom_actions(self) -> None:
+        reply = self.long and self.role == "assistant" and not self.streaming
+        self.bottom_copy.setVisible(reply)
+        for bottom, top in ((self.bottom_regenerate, self.regenerate_button),
+                            (self.bottom_continue, self.continue_button)):
+            bottom.setVisible(reply and self._last_assistant)
+            bottom.setEnabled(top.isEnabled())
 
     # actions
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.answer_text)
-        self.copy_button.setText("Copied")
-        QTimer.singleShot(COPIED_MS, self.copy_button, lambda: self.copy_button.setText("Copy"))
+        for b in (self.copy_button, self.bottom_copy):
+            b.setText("Copied")
+            QTimer.singleShot(COPIED_MS, b, lambda b=b: b.setText("Copy"))
 
     def _anchor(self, url: QUrl) -> None:
         s = url.toString()
@@ -580,15 +648,34 @@ class ChatView(QScrollArea):
         self.col_layout.addStretch(1)
         self.setWidget(inner)
         self.follow = True
+        # a message held where it was on screen (msg id, px from the view's top) while the
+        # layout settles, until the user scrolls
+        self._anchor: tuple[int, int] | None = None
         bar = self.verticalScrollBar()
         bar.valueChanged.connect(self._on_scrolled)
         bar.rangeChanged.connect(self._on_range)
+        bar.actionTriggered.connect(self._on_user_scroll)
 
     def _on_scrolled(self, value: int) -> None:
         self.follow = value >= self.verticalScrollBar().maximum() - 8
 
+    def _mark_long(self) -> None:
+        height = self.viewport().height()
+        for w in self.messages():
+            w.set_long(w.height() > height)
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._mark_long()
+
+    def _on_user_scroll(self, _action: int) -> None:
+        self._anchor = None
+
     def _on_range(self, _lo: int, hi: int) -> None:
-        if self.follow:
+        self._mark_long()
+        if self._anchor is not None:
+            self._place_anchor()
+        elif self.follow:
             self.verticalScrollBar().setValue(hi)
 
     def messages(self) -> list[MessageWidget]:
@@ -618,13 +705,48 @@ class ChatView(QScrollArea):
             self.col_layout.removeWidget(w)
             w.deleteLater()
 
+    def set_header(self, w: QWidget) -> None:
+        """A widget above the first message (the chat's system prompt): it scrolls with
+        the messages, so it can never cover one."""
+        self.col_layout.insertWidget(0, w)
+
+    def scroll_to_top(self) -> None:
+        """To the header and the first message, once the layout has placed them."""
+        self._anchor = None
+        self.follow = False
+        QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(0))
+
+    def offset_of(self, w: QWidget) -> int:
+        """Where w's top is in the view (from the view's top; negative: scrolled past)."""
+        return w.mapTo(self.viewport(), QPoint(0, 0)).y()
+
+    def keep_at(self, msg_id: int, offset: int) -> None:
+        """Scrolls so the message's top is offset px from the view's top (where it was
+        before the conversation was drawn again), and keeps it there while the layout
+        settles, until the user scrolls."""
+        self.follow = False
+        self._anchor = (msg_id, offset)
+        QTimer.singleShot(0, self, self._place_anchor)
+
+    def _place_anchor(self) -> None:
+        w = self.widget_for(self._anchor[0]) if self._anchor is not None else None
+        if w is not None:
+            bar = self.verticalScrollBar()
+            bar.setValue(bar.value() + self.offset_of(w) - self._anchor[1])
+
     def scroll_to_bottom(self) -> None:
+        self._anchor = None
         self.follow = True
         QTimer.singleShot(0, self, lambda: self.verticalScrollBar().setValue(
             self.verticalScrollBar().maximum()))
 
 
 # ---- composer -----------------------------------------------------------------------------
+
+# the composer's placeholders in a box too narrow for them (a large font, a small window)
+SHORT_PLACEHOLDERS = {"Message Ember…": "Message…", "Loading the model…": "Loading…",
+                      "Open a model to continue this chat": "Open a model first"}
+
 
 class ChatInput(QPlainTextEdit):
     """Enter sends, Shift+Enter starts a new line; grows with its text up to 8 lines."""
@@ -633,6 +755,7 @@ class ChatInput(QPlainTextEdit):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self._placeholder = ""
         self.setObjectName("chatInput")
         self.setAccessibleName("Message")
         self.setPlaceholderText("Message Ember…")
@@ -643,11 +766,27 @@ class ChatInput(QPlainTextEdit):
         self._grow()
 
     def setPlaceholderText(self, text: str) -> None:
+        self._placeholder = text
+        self._fit_placeholder()
+
+    def full_placeholder(self) -> str:
+        return self._placeholder
+
+    def _fit_placeholder(self) -> None:
+        """The placeholder as it fits the box: whole, its short form, or cut with "…"."""
+        full = self._placeholder
+        choices = (full, SHORT_PLACEHOLDERS[full]) if full in SHORT_PLACEHOLDERS else (full,)
+        text = fitted_text(self.fontMetrics(), text_area_width(self), choices)
         # QPlainTextEdit repaints only when the placeholder appears or disappears, not when
         # its text changes while shown: the old text would stay on screen until a click
         if text != self.placeholderText():
             super().setPlaceholderText(text)
             self.viewport().update()
+        self.setToolTip(full if text != full else "")
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_placeholder()
 
     def keyPressEvent(self, e: QKeyEvent) -> None:
         if e.key() in (Qt.Key_Return, Qt.Key_Enter) and not (e.modifiers() & Qt.ShiftModifier):
@@ -804,9 +943,6 @@ class Sidebar(QFrame):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setObjectName("sidebar")
-        # 260 px, down to 210 in a narrow window (the chat keeps the room it needs)
-        self.setMinimumWidth(210)
-        self.setMaximumWidth(260)
         self.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Preferred)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(12, 14, 12, 10)
@@ -824,8 +960,8 @@ class Sidebar(QFrame):
         lay.addWidget(self.new_button)
         self.search = QLineEdit()
         self.search.setObjectName("conversationSearch")
-        self.search.setPlaceholderText("Search chats  (Ctrl+F)")
         self.search.setAccessibleName("Search chats")
+        self.search.setToolTip("Search chats (Ctrl+F)")
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self.search_changed)
         lay.addWidget(self.search)
@@ -863,6 +999,10 @@ class Sidebar(QFrame):
         ub.setContentsMargins(10, 6, 6, 6)
         self.undo_text = QLabel("Chat deleted")
         self.undo_text.setObjectName("undoText")
+        # the chat's title on as many lines as it takes, never cut off under the button
+        self.undo_text.setWordWrap(True)
+        self.undo_text.setMinimumWidth(1)
+        self.undo_text.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         ub.addWidget(self.undo_text, 1)
         self.undo_button = _button("Undo", "undoButton", tip="Bring the chat back (Ctrl+Z)")
         self.undo_button.clicked.connect(self.undo)
@@ -870,9 +1010,41 @@ class Sidebar(QFrame):
         self.undo_bar.hide()
         lay.addWidget(self.undo_bar)
         self._filling = False
+        self._fit_width()
+
+    # its width in characters of the font: room for a title at any font size, and in a
+    # narrow window down to the minimum, so the chat keeps the room it needs
+    MIN_CHARS, MAX_CHARS = 18, 24
+    SEARCH_PLACEHOLDERS = ("Search chats  (Ctrl+F)", "Search chats", "Search")
+
+    def _fit_width(self) -> None:
+        avg = self.fontMetrics().averageCharWidth()
+        m = self.layout().contentsMargins()
+        self.setMinimumWidth(max(210, self.MIN_CHARS * avg + m.left() + m.right()))
+        self.widest = max(260, self.MAX_CHARS * avg + m.left() + m.right())
+        self.setMaximumWidth(self.widest)
+        self._fit_placeholder()
+
+    def limit_width(self, room: int) -> None:
+        """At most room px wide (never under its minimum): what the chat leaves it."""
+        self.setMaximumWidth(max(self.minimumWidth(), min(self.widest, room)))
+
+    def _fit_placeholder(self) -> None:
+        self.search.setPlaceholderText(fitted_text(self.search.fontMetrics(),
+                                                   text_area_width(self.search),
+                                                   self.SEARCH_PLACEHOLDERS))
 
     def sizeHint(self) -> QSize:
-        return QSize(260, super().sizeHint().height())
+        return QSize(self.maximumWidth(), super().sizeHint().height())
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() in (QEvent.FontChange, QEvent.StyleChange):
+            self._fit_width()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_placeholder()
 
     def eventFilter(self, obj, e):
         if obj is self.list and e.type() == QEvent.KeyPress and e.key() == Qt.Key_Delete:
