@@ -8,7 +8,6 @@ that crosses is a token's cancel(), which only sets flags."""
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +37,10 @@ class LoadJob:
     backend: str = "auto"  # Settings' Run on
     gpu_layers: int = -1
     id: int = field(default_factory=lambda: next(_ids))
-    cancel_event: threading.Event = field(default_factory=threading.Event)
+    token: CancelToken = field(default_factory=CancelToken)  # loads poll it between steps
 
     def cancel(self) -> None:
-        self.cancel_event.set()
+        self.token.cancel()
 
 
 @dataclass
@@ -52,14 +51,14 @@ class RemoteJob:
     model_id: str
     api_key: str | None
     id: int = field(default_factory=lambda: next(_ids))
-    cancel_event: threading.Event = field(default_factory=threading.Event)
+    token: CancelToken = field(default_factory=CancelToken)
 
     @property
     def path(self) -> str:
         return self.url
 
     def cancel(self) -> None:
-        self.cancel_event.set()
+        self.token.cancel()
 
 
 @dataclass
@@ -112,11 +111,11 @@ class EngineWorker(QObject):
             if now - last[0] > self.PROGRESS_EVERY_S or fraction >= 1.0:
                 last[0] = now
                 self.load_progress.emit(job.id, fraction)
-            return not job.cancel_event.is_set()
+            return not job.token.cancelled
 
         path = job.path
         try:
-            if job.cancel_event.is_set():
+            if job.token.cancelled:
                 self.load_cancelled.emit(job.id, path)
                 return
             if not Path(path).is_file():
@@ -128,14 +127,14 @@ class EngineWorker(QObject):
             finally:
                 head.close()
             self.header.emit(job.id, info)
-            if job.cancel_event.is_set():
+            if job.token.cancelled:
                 self.load_cancelled.emit(job.id, path)
                 return
             backend, why = resolve(job.backend, backend_devices())
             model = Model(path, n_ctx=effective_n_ctx(job.n_ctx, info["n_ctx_train"]),
                           n_threads=job.n_threads or None, progress=on_progress,
-                          cancel=job.cancel_event, backend=backend, gpu_layers=job.gpu_layers)
-            if job.cancel_event.is_set():
+                          cancel=job.token.event, backend=backend, gpu_layers=job.gpu_layers)
+            if job.token.cancelled:
                 model.close()
                 self.load_cancelled.emit(job.id, path)
                 return
@@ -164,7 +163,7 @@ class EngineWorker(QObject):
         except (RemoteError, ValueError) as e:
             self.load_failed.emit(job.id, job.url, "The endpoint could not be used", str(e), "")
             return
-        if job.cancel_event.is_set():
+        if job.token.cancelled:
             self.load_cancelled.emit(job.id, job.url)
             return
         info = model.info()

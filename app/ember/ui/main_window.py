@@ -560,14 +560,20 @@ class MainWindow(QMainWindow):
     def _fit_status(self) -> None:
         """Each segment's width: where the bar has room the speeds, the context and the
         memory are whole and where the model runs takes what is left; in a narrower bar
-        they share it evenly, each shortened with "…" (never drawn over another)."""
+        they share it evenly, each shortened with "…" (never drawn over another). A status
+        message comes first."""
         sb = self.statusBar()
         first = [w for w in (self.status_serve, self.status_tps, self.status_ctx,
                              self.status_mem) if w.isVisibleTo(sb)]
         items = first + [self.status_backend]
         hints = [w.sizeHint().width() for w in items]
         gaps = sb.layout().spacing() * (len(items) + 1)
-        room = max(sb.width() - gaps - 24 - self.status_msg.minimumWidth(), 0)
+        # a message (an import's count, "Loading …") is read once: it keeps its whole
+        # width, up to 60% of the bar, and the segments share what is left
+        msg = self.status_msg
+        msg_width = (min(msg.sizeHint().width(), sb.width() * 3 // 5) if msg.full_text()
+                     else msg.minimumWidth())
+        room = max(sb.width() - gaps - 24 - msg_width, 0)
         if sum(hints[:-1]) + self.status_backend.minimumSizeHint().width() <= room:
             widths = hints[:-1] + [min(hints[-1], room - sum(hints[:-1]))]
         else:  # even shares, a short segment's unused share going to the others
