@@ -181,3 +181,20 @@ def test_type_table_matches_gguf_py():
     assert sorted(known.values()) == sorted(
         ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K",
          "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "I32"])
+
+
+def test_the_quantizers_type_lists_are_the_engines():
+    """quantize.py's type ids and names, its mixes' tensor types and the app's choices are
+    rows of the engine's table (the one list of types), with gguf-py's and llama.cpp's
+    numbering: a new type cannot be half-added."""
+    from ember import quantize
+    from ember.ui.quantize_dialog import CHOICES
+    from gguf import LlamaFileType
+    for type_id, name in quantize.TYPE_NAMES.items():
+        assert engine.type_name(type_id) == name == T(type_id).name
+    for type_id in quantize.QUANTIZED:
+        assert engine.type_block(type_id)[0] > 1, quantize.TYPE_NAMES[type_id]
+    for name, (ftype, type_id) in quantize.FTYPES.items():
+        assert LlamaFileType(ftype).name in (f"MOSTLY_{name}", f"ALL_{name}"), name
+        assert engine.type_name(type_id) is not None, name
+    assert {name for name, _ in CHOICES} <= set(quantize.FTYPES)
