@@ -83,10 +83,12 @@ public:
     // rows, the rest from the file), best pass over about `seconds`, in bytes per second;
     // *bytes gets the bytes of one pass. Unsupported (throws) when layers are offloaded.
     double weight_read_rate(double seconds, uint64_t* bytes);
+    // The graph of a batch shape, built on first use and cached (decode's; also for tests
+    // and traces, which read its nodes' names).
+    BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
     ~Context();
 
 private:
-    BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
     std::unique_ptr<BatchGraph> build(int32_t n_tokens, Outputs outputs);
     void place(const ContextOptions& opts);
     bool try_offload(const BackendRecord& be, int device, int32_t n_wanted, const ContextOptions& opts,
