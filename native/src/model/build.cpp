@@ -1,6 +1,7 @@
 #include "model/build.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace ember {
 
@@ -30,7 +31,15 @@ GraphBuilder::GraphBuilder(const Model& m, KVCache& kv, BatchGraph& bg, int32_t 
     bg.pos = g.leaf(DType::I32, n_tokens, 1, 1, 1, in_pos, "inp_pos");
 }
 
-Tensor* GraphBuilder::embed() { return g.get_rows(model.tok_embd, bg_.tokens); }
+Tensor* GraphBuilder::name(Tensor* t, const char* what, int32_t il) {
+    char buf[kMaxName];
+    if (il >= 0) std::snprintf(buf, sizeof buf, "%s-%d", what, (int)il);
+    else std::snprintf(buf, sizeof buf, "%s", what);
+    t->set_name(buf);
+    return t;
+}
+
+Tensor* GraphBuilder::embed() { return name(g.get_rows(model.tok_embd, bg_.tokens), "inp_embd"); }
 
 Tensor* GraphBuilder::norm(Tensor* x, Tensor* weight) { return g.rms_norm_mul(x, weight, hp.rms_eps); }
 
@@ -70,8 +79,9 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         k = g.reshape(k, hd, hp.n_head_kv, N);
         v = g.reshape(v, hd, hp.n_head_kv, N);
     }
-    if (L.k_norm) k = norm(k, L.k_norm);
-    k = g.rope(k, bg_.pos, rp, rope_factors);
+    if (L.k_norm) k = name(norm(k, L.k_norm), "Kcur_normed", il);
+    k = name(g.rope(k, bg_.pos, rp, rope_factors), "Kcur", il);
+    name(v, "Vcur", il);
     Tensor* stored = g.kv_store(k, v, &kv_.k[(size_t)il], &kv_.v[(size_t)il], bg_.pos);
     if (last_layer && outputs_ == Outputs::NONE) {
         g.finalize({stored});  // the cache is all this batch wants
@@ -94,15 +104,16 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         if (L.bq) q = g.add(q, L.bq);
         q = g.reshape(q, hd, hp.n_head, cur->ne[1]);
     }
-    if (L.q_norm) q = norm(q, L.q_norm);
-    q = g.rope(q, pos, rp, rope_factors);
+    if (L.q_norm) q = name(norm(q, L.q_norm), "Qcur_normed", il);
+    q = name(g.rope(q, pos, rp, rope_factors), "Qcur", il);
     const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
     Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
                                hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap);
-    return g.mul_mat(L.wo, attn);
+    name(attn, "kqv_out", il);
+    return name(g.mul_mat(L.wo, attn), "attn_out", il);
 }
 
-Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act) {
+Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il) {
     Tensor* h;
     if (L.ffn_gate) {
         h = g.glu(g.mul_mat(L.ffn_gate, cur), g.mul_mat(L.ffn_up, cur), act);
@@ -114,13 +125,15 @@ Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act) {
         const size_t nb[4] = {sizeof(float), gu->nb[1], gu->nb[1] * (size_t)gu->ne[1], gu->nb[1] * (size_t)gu->ne[1]};
         h = g.glu(g.view(gu, ne, nb, 0), g.view(gu, ne, nb, (size_t)n_ff * sizeof(float)), act);
     }
-    return g.mul_mat(L.ffn_down, h);
+    name(h, "ffn_gate_par", il);
+    return name(g.mul_mat(L.ffn_down, h), "ffn_out", il);
 }
 
 void GraphBuilder::output(Tensor* x) {
-    x = norm(x, model.output_norm);
+    x = name(norm(x, model.output_norm), "result_norm");
     Tensor* logits = g.mul_mat(model.output, x);
     if (hp.final_softcap > 0.0f) logits = g.softcap(logits, hp.final_softcap);
+    name(logits, "result_output");
     bg_.logits = logits;
     g.finalize({logits});
 }

@@ -20,6 +20,10 @@ public:
     Graph& g;
 
     int32_t n_ctx() const { return n_ctx_; }
+    // Names a node as llama.cpp's cb(cur, name, il) does ("attn_norm-3"; il < 0: the name
+    // alone, "result_output"), so that a trace or a diff against llama.cpp's intermediates
+    // points at it. Returns t.
+    Tensor* name(Tensor* t, const char* what, int32_t il = -1);
     // The token rows of the embedding table [n_embd, N].
     Tensor* embed();
     // RMSNorm times the weight, with the model's epsilon (any row layout).
@@ -35,8 +39,8 @@ public:
     // rows whose logits are wanted go on: `residual` is narrowed to them as well. Returns
     // null when the batch only fills the cache; the graph is then finished.
     Tensor* attention(int32_t il, Tensor* cur, Tensor*& residual, Tensor* rope_factors = nullptr);
-    // The gated feed-forward: down(act(gate(x)) * up(x)); gate and up fused or not.
-    Tensor* ffn(const LayerWeights& L, Tensor* cur, Activation act);
+    // The gated feed-forward of block il: down(act(gate(x)) * up(x)); gate and up fused or not.
+    Tensor* ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il);
     // Final norm, output head (soft-capped where the model says so); finishes the graph.
     void output(Tensor* x);
 

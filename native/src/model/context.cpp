@@ -39,60 +39,22 @@ Context::Context(const Model& model, const ContextOptions& opts)
     : model_(model),
       n_ctx_(choose_n_ctx(model, opts.n_ctx)),
       n_batch_(opts.n_batch > 0 ? std::min(opts.n_batch, choose_n_ctx(model, opts.n_ctx)) : 512),
+      kv_(model.hparams(), n_ctx_, n_batch_),
       backend_(choose_threads(opts.n_threads), max_row_of(model.hparams()),
                opts.isa >= 0 ? (Isa)opts.isa : active_isa()) {
     if (!model.has_weights()) fail(EMBER_ERR_INVALID_ARGUMENT, "the model was loaded without weights");
     if (n_ctx_ < 1 || n_ctx_ > (1 << 20)) fail(EMBER_ERR_INVALID_ARGUMENT, "n_ctx must be in 1..1048576");
     const HParams& h = model.hparams();
 
-    // KV cache, F16: a full layer holds n_ctx positions, a sliding-window layer its window
-    // plus a batch. The shapes first (the graphs refer to them), the memory once the layers
+    // The KV cache's shapes first (the graphs refer to them), its memory once the layers
     // are placed: one host allocation for the CPU's layers, the device's own for the rest.
-    if (h.n_swa > 0 && (int64_t)h.n_swa + n_batch_ < n_ctx_) swa_rows_ = h.n_swa + n_batch_;
-    kv_.k.resize((size_t)h.n_layer);
-    kv_.v.resize((size_t)h.n_layer);
-    for (int32_t il = 0; il < h.n_layer; ++il) {
-        for (int kv = 0; kv < 2; ++kv) {
-            Tensor* t = kv == 0 ? &kv_.k[(size_t)il] : &kv_.v[(size_t)il];
-            t->type = DType::F16;
-            t->ne[0] = h.head_dim;
-            t->ne[1] = h.n_head_kv;
-            t->ne[2] = kv_rows(il);
-            tensor_set_contiguous_strides(t);
-            t->set_name(((kv == 0 ? "cache_k_l" : "cache_v_l") + std::to_string(il)).c_str());
-            t->layer = il;
-        }
-    }
+    memories_.push_back(&kv_);
     in_tokens_.resize((size_t)n_batch_);
     in_pos_.resize((size_t)n_batch_);
 
     place(opts);
 
-    size_t total = 0;
-    for (int32_t il = 0; il < h.n_layer; ++il)
-        if (!offload_ || !offload_->layer_on_device(il)) total += 2 * kv_layer_bytes(il);
-    // The CPU's caches head-major: a head's keys (and values) at consecutive positions are
-    // consecutive rows, so attention reads each head as one stream. Position-major (all
-    // heads of a position together, as the device backends keep theirs) it read 128 of
-    // every n_head_kv * 128 bytes, and at a depth of 4096 (1B) spent a third more time.
-    // The shape stays [head_dim, n_head_kv, rows]; only the strides say so.
-    for (int32_t il = 0; il < h.n_layer; ++il) {
-        if (offload_ && offload_->layer_on_device(il)) continue;
-        for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
-            t->nb[2] = t->nb[1];                          // position: one head_dim row on
-            t->nb[1] = t->nb[2] * (size_t)t->ne[2];       // head: a whole cache of rows on
-        }
-    }
-    kv_.storage.resize(total);
-    kv_.storage.zero();  // commit the pages now, so memory use does not creep up while generating
-    uint8_t* base = kv_.storage.data();
-    for (int32_t il = 0; il < h.n_layer; ++il) {
-        if (offload_ && offload_->layer_on_device(il)) continue;
-        for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
-            t->data = base;
-            base += kv_layer_bytes(il);
-        }
-    }
+    kv_.allocate_host([&](int32_t il) { return !offload_ || !offload_->layer_on_device(il); });
 
     // the matrices the CPU multiplies by (model.h: four-row copies); last, so that the
     // destructor, which closes, runs whenever this opened
@@ -107,15 +69,6 @@ Context::Context(const Model& model, const ContextOptions& opts)
 }
 
 Context::~Context() { model_.close_context(); }
-
-int32_t Context::kv_rows(int32_t il) const {
-    return model_.hparams().is_swa(il) && swa_rows_ ? swa_rows_ : n_ctx_;
-}
-
-size_t Context::kv_layer_bytes(int32_t il) const {
-    const HParams& h = model_.hparams();
-    return align_up((size_t)h.head_dim * (size_t)h.n_head_kv * 2 * (size_t)kv_rows(il));
-}
 
 std::unique_ptr<BatchGraph> Context::build(int32_t n_tokens, Outputs outputs) {
     auto bg = std::make_unique<BatchGraph>();
@@ -194,7 +147,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
                 if (s->op != Op::NONE || !counted.insert(s).second) continue;
                 if (std::strncmp(s->name, "inp_", 4) == 0) continue;
                 needs.bytes[(size_t)il] +=
-                    std::strncmp(s->name, "cache_", 6) == 0 ? kv_layer_bytes(il) : align_up(s->n_bytes(), 256);
+                    std::strncmp(s->name, "cache_", 6) == 0 ? kv_.layer_bytes(il) : align_up(s->n_bytes(), 256);
             }
         }
     }
@@ -211,7 +164,7 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
         for (int32_t il = 0; il < n_layer; ++il) {
             if (!on[(size_t)il]) continue;
             for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
-                t->data = off->alloc_cache(kv_layer_bytes(il));
+                t->data = off->alloc_cache(kv_.layer_bytes(il));
                 off->add_cache_leaf(t);
             }
         }
@@ -310,7 +263,6 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
     n_logits_ = 0;
     logits_first_ = all_logits ? 0 : n_tokens - 1;
     n_past_ = pos0;  // positions >= pos0 are overwritten from here on
-    if (pos0 == 0) max_written_ = -1;
 
     for (int32_t done = 0; done < n_tokens;) {
         const int32_t n = std::min(n_batch_, n_tokens - done);
@@ -322,7 +274,7 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
             in_pos_[(size_t)i] = pos0 + done + i;
         }
         // before computing: a cancelled batch may already have stored some of its rows
-        max_written_ = std::max(max_written_, pos0 + done + n - 1);
+        for (LayerMemory* m : memories_) m->storing(pos0 + done, n);
         const bool done_ok =
             offload_ ? offload_->compute(bg.graph, backend_, bg.tokens, bg.pos, in_tokens_.data(), in_pos_.data(), n,
                                          bg.logits, compute_buffer_.data(), cancel_, backend_.profile_if_on())
@@ -341,11 +293,9 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
 }
 
 int32_t Context::rewind_limit() const {
-    // Row p % rows holds the last position written there, so positions above
-    // max_written - rows are intact; a decode from pos0 needs its window before pos0.
-    if (!swa_rows_) return 0;
-    const int32_t oldest = max_written_ - swa_rows_ + 1;
-    return oldest <= 0 ? 0 : oldest + model_.hparams().n_swa - 1;
+    int32_t limit = 0;
+    for (const LayerMemory* m : memories_) limit = std::max(limit, m->rewind_limit());
+    return limit;
 }
 
 const float* Context::logits(int32_t i) const {

@@ -13,6 +13,7 @@
 #include "backend/sched.h"
 #include "core/graph.h"
 #include "cpu/ops.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace ember {
@@ -54,14 +55,6 @@ struct BatchGraph {
     Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] or null
 };
 
-// Per layer, F16 [head_dim, n_head_kv, rows]: position p lives in row p % rows. Full layers
-// have rows = n_ctx; sliding-window layers only the window plus a batch (a batch's first
-// query still sees its window after the whole batch is stored), as llama.cpp's iSWA cache.
-struct KVCache {
-    std::vector<Tensor> k, v;
-    AlignedBuffer storage;
-};
-
 class Context {
 public:
     Context(const Model& model, const ContextOptions& opts);
@@ -83,25 +76,24 @@ public:
     // rows, the rest from the file), best pass over about `seconds`, in bytes per second;
     // *bytes gets the bytes of one pass. Unsupported (throws) when layers are offloaded.
     double weight_read_rate(double seconds, uint64_t* bytes);
+    // The graph of a batch shape, built on first use and cached (decode's; also for tests
+    // and traces, which read its nodes' names).
+    BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
     ~Context();
 
 private:
-    BatchGraph& graph_for(int32_t n_tokens, Outputs outputs);
     std::unique_ptr<BatchGraph> build(int32_t n_tokens, Outputs outputs);
     void place(const ContextOptions& opts);
     bool try_offload(const BackendRecord& be, int device, int32_t n_wanted, const ContextOptions& opts,
                      std::string& why);
-    int32_t kv_rows(int32_t il) const;
-    size_t kv_layer_bytes(int32_t il) const;
 
     const Model& model_;
     int32_t n_ctx_;
     int32_t n_batch_;
     int32_t n_past_ = 0;
-    int32_t max_written_ = -1;  // the highest position stored since decoding last began at 0
-    int32_t swa_rows_ = 0;      // rows of the sliding-window layers' caches (0: none)
     const volatile int32_t* cancel_ = nullptr;
     KVCache kv_;
+    std::vector<LayerMemory*> memories_;  // what the context keeps between decodes: kv_
     CpuBackend backend_;
     std::map<std::pair<int32_t, int>, std::unique_ptr<BatchGraph>> graphs_;
     AlignedBuffer compute_buffer_;

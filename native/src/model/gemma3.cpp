@@ -94,14 +94,14 @@ void gemma3_bind_layer(Model& m, int32_t il) {
 void gemma3_build_graph(GraphBuilder& b) {
     const Model& m = b.model;
     Graph& g = b.g;
-    Tensor* x = g.scale(b.embed(), std::sqrt((float)b.hp.n_embd));
+    Tensor* x = b.name(g.scale(b.embed(), std::sqrt((float)b.hp.n_embd)), "inp_scaled");
     for (int32_t il = 0; il < b.hp.n_layer; ++il) {
         const LayerWeights& L = m.layers[(size_t)il];
-        Tensor* attn = b.attention(il, b.norm(x, L.attn_norm), x);
+        Tensor* attn = b.attention(il, b.name(b.norm(x, L.attn_norm), "attn_norm", il), x);
         if (!attn) return;  // the batch only fills the cache
-        x = g.add(x, b.norm(attn, L.attn_post_norm));
-        Tensor* ffn = b.ffn(L, b.norm(x, L.ffn_norm), Activation::GELU_TANH);
-        x = g.add(x, b.norm(ffn, L.ffn_post_norm));
+        x = b.name(g.add(x, b.name(b.norm(attn, L.attn_post_norm), "attn_post_norm", il)), "ffn_inp", il);
+        Tensor* ffn = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm", il), Activation::GELU_TANH, il);
+        x = b.name(g.add(x, b.name(b.norm(ffn, L.ffn_post_norm), "ffn_post_norm", il)), "l_out", il);
     }
     b.output(x);
 }

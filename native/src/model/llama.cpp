@@ -36,10 +36,11 @@ void llama_build_graph(GraphBuilder& b) {
     Tensor* x = b.embed();  // [n_embd, N]
     for (int32_t il = 0; il < b.hp.n_layer; ++il) {
         const LayerWeights& L = m.layers[(size_t)il];
-        Tensor* attn = b.attention(il, b.norm(x, L.attn_norm), x, factors);
+        Tensor* attn = b.attention(il, b.name(b.norm(x, L.attn_norm), "attn_norm", il), x, factors);
         if (!attn) return;  // the batch only fills the cache
-        x = g.add(x, attn);
-        x = g.add(x, b.ffn(L, b.norm(x, L.ffn_norm), Activation::SILU));
+        x = b.name(g.add(x, attn), "ffn_inp", il);
+        Tensor* ffn = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm", il), Activation::SILU, il);
+        x = b.name(g.add(x, ffn), "l_out", il);
     }
     b.output(x);
 }

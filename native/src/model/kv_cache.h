@@ -1,0 +1,53 @@
+// The attention layers' memory: per layer, F16 keys and values [head_dim, n_head_kv, rows],
+// position p in row p % rows. Full layers have rows = n_ctx; sliding-window layers only the
+// window plus a batch (a batch's first query still sees its window after the whole batch
+// is stored), as llama.cpp's iSWA cache, which limits how far back a decode may restart.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/tensor.h"
+#include "model/memory.h"
+#include "model/model.h"
+
+namespace ember {
+
+class KVCache : public LayerMemory {
+public:
+    // The shapes only (the graphs refer to them); memory comes with allocate_host, or from
+    // a device for the layers placed there.
+    KVCache(const HParams& h, int32_t n_ctx, int32_t n_batch);
+
+    std::vector<Tensor> k, v;  // per layer: the graphs' cache leaves
+
+    int32_t rows(int32_t il) const;
+    size_t layer_bytes(int32_t il) const;  // of one of k, v (aligned)
+    // Host memory, zeroed, for the layers where on_host(il); their caches head-major.
+    template <typename OnHost>
+    void allocate_host(OnHost on_host);
+
+    const char* kind() const override { return "KV cache"; }
+    size_t host_bytes() const override { return storage_.size(); }
+    void storing(int32_t pos0, int32_t n) override;
+    int32_t rewind_limit() const override;
+
+private:
+    void allocate_host(const std::vector<uint8_t>& on_host);
+
+    const HParams& hp_;
+    int32_t n_ctx_;
+    int32_t swa_rows_ = 0;      // rows of the sliding-window layers' caches (0: none)
+    int32_t max_written_ = -1;  // the highest position stored since decoding last began at 0
+    AlignedBuffer storage_;
+};
+
+template <typename OnHost>
+void KVCache::allocate_host(OnHost on_host) {
+    std::vector<uint8_t> host(k.size());
+    for (size_t il = 0; il < k.size(); ++il) host[il] = on_host((int32_t)il) ? 1 : 0;
+    allocate_host(host);
+}
+
+}  // namespace ember
