@@ -23,15 +23,13 @@ if TYPE_CHECKING:
     import numpy as np  # imported where used: chatting needs no numpy (start-up time, memory)
 
 
+@dataclass(frozen=True)
 class TensorInfo:
     name: str
     type_name: str
     shape: tuple[int, ...]
     offset: int
     n_bytes: int
-
-
-@dataclass
 
 
 class Model:

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     pass  # imported where used: chatting needs no numpy (start-up time, memory)
 
 
+_sampler_defaults: dict | None = None
+
+
 def _sampler_default(name: str):
     """A SamplingParams field's default, read from the C library's own defaults (once), so
     the two never drift apart. float32 values come back as the decimals they were written as."""
@@ -51,9 +54,7 @@ class SamplingParams:
                                     self.frequency_penalty, self.penalty_last_n, seed)
 
 
-@dataclass(frozen=True)
-
-
+@dataclass
 class GenerationStats:
     prompt_tokens: int = 0
     prompt_evaluated: int = 0  # prompt tokens decoded (the rest came from the KV cache)

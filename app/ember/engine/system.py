@@ -85,6 +85,3 @@ def supported_architectures() -> dict[str, str]:
 def system_info() -> str:
     """The engine's build and CPU description ("ISA=avx2 active=avx2 threads=8 ...")."""
     return native.decode_str(native.lib().ember_system_info())
-
-
-_sampler_defaults: dict | None = None
