@@ -59,7 +59,7 @@ CHILD = textwrap.dedent("""
 
 def run_once(model: str | None) -> dict:
     data = tempfile.mkdtemp(prefix="ember-bench-")
-    from ember.settings import Settings  # settings for the child: greedy, short
+    from ember.storage.settings import Settings  # settings for the child: greedy, short
     Settings(temperature=0.0, max_new_tokens=16, n_ctx=2048, theme="light").save(
         Path(data) / "settings.json")
     env = dict(os.environ, EMBER_DATA_DIR=data, QT_QPA_PLATFORM=os.environ.get(

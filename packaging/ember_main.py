@@ -41,7 +41,7 @@ def end_process(code: int) -> None:
 
 if __name__ == "__main__":
     multiprocessing.freeze_support()  # a frozen child process must not rerun the CLI
-    from ember.cli import main
+    from ember.commands.cli import main
 
     try:
         code = exit_code(main())

@@ -76,8 +76,8 @@ def main() -> int:
 
     data = Path(tempfile.mkdtemp(prefix="ember-shots-"))
     os.environ["EMBER_DATA_DIR"] = str(data)
-    from ember.settings import Settings
-    from ember.store import Store
+    from ember.storage.settings import Settings
+    from ember.storage.store import Store
     from ember.ui.app import create_application
     from ember.ui.main_window import MainWindow
     from PySide6.QtCore import QEventLoop, QTimer

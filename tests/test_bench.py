@@ -12,9 +12,9 @@ import statistics
 import sys
 
 import pytest
-from ember import bench as bench_module
-from ember import cli
-from ember.bench import EMBER_FIELDS, LLAMA_FIELDS, parse_int_list
+from ember.commands import bench as bench_module
+from ember.commands import cli
+from ember.commands.bench import EMBER_FIELDS, LLAMA_FIELDS, parse_int_list
 from gguf import GGUFReader
 
 pytestmark = pytest.mark.native
@@ -112,7 +112,7 @@ def test_read_rate_probe_reads_what_a_decode_reads(starter_model_path):
 def test_runs_are_timed_once_the_weights_are_in_the_kernels_layout(starter_model_path, monkeypatch):
     """Steady state, as llama-bench's: a background thread builds the kernels' copy of the
     weights after the load; runs timed during it read the file's layout, and are slower."""
-    from ember import bench as bench_mod
+    from ember.commands import bench as bench_mod
     seen = []
     timed = bench_mod._time_test
 

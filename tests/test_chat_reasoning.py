@@ -19,7 +19,7 @@ from ember.chat import (
     strip_thoughts_from_history,
 )
 from ember.chat.reasoning import normalize_reply
-from ember.terminal import DIM, RESET, ReplyWriter
+from ember.commands.terminal import DIM, RESET, ReplyWriter
 
 QWEN3_REPLY = ("<think>\nThe user greets me. I should greet back.\n</think>\n\n"
                "Hello! How can I help?")
@@ -238,7 +238,7 @@ def test_terminal_chat_shows_thoughts_apart_and_keeps_them_out_of_history(tmp_pa
     the answer plain, and the next turn's prompt holds only the answer."""
     from ember.chat import template as template_module
     from ember.engine import SamplingParams
-    from ember.terminal import chat_loop
+    from ember.commands.terminal import chat_loop
     from tests.chain_models import reasoning_model
     path = reasoning_model().write(tmp_path / "reasoning.gguf")
     prompts = []

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ember import cli
+from ember.commands import cli
 
 
 def test_help_says_a_model_file_opens_the_app(capsys):
@@ -89,8 +89,8 @@ def test_building_the_parser_imports_no_numpy():
     import subprocess
     import sys
     from pathlib import Path
-    code = "import sys; from ember import cli; cli.build_parser(); print(sorted(m for m in sys.modules if m == 'numpy'))"
-    app = Path(cli.__file__).resolve().parents[1]
+    code = "import sys; from ember.commands import cli; cli.build_parser(); print(sorted(m for m in sys.modules if m == 'numpy'))"
+    app = Path(cli.__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(app)}).stdout
     assert out.strip() == "[]", out

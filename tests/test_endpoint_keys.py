@@ -10,8 +10,8 @@ import stat
 import pytest
 from keyring.errors import PasswordSetError
 
-from ember import keystore
-from ember.settings import Settings
+from ember.storage import keystore
+from ember.storage.settings import Settings
 from tests.keyring_backends import memory_keyring, no_keyring  # noqa: F401
 
 URL = "http://10.0.0.5:8080"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from gguf import GGUFReader, GGUFValueType
 
-from ember import native
+from ember.engine import native
 from ember.engine import CancelledError, ContextFullError, EmberError, Model, supported_isas
 
 IDS = [1, 504, 3575, 282, 4649, 314, 7042, 30, 378, 1458, 282, 253, 2268, 314]
@@ -278,7 +278,7 @@ def test_bench_depth_fills_the_cache_and_profiles_only_the_test(starter_model_pa
     """`ember bench -d N` (llama-bench's depth): each tg run decodes at positions N.., after a
     fill that the profile leaves out; the bound counts the F16 KV cache at that depth
     (SmolLM2-135M: 30 layers, 3 KV heads of 64, REFERENCE.md)."""
-    from ember.bench import _kv_bytes_per_token, bench_model
+    from ember.commands.bench import _kv_bytes_per_token, bench_model
     m = Model(starter_model_path, n_ctx=128, n_threads=2, n_batch=64)
     profiles: dict = {}
     res = bench_model(m, 0, 4, 1, profiles, depth=40)

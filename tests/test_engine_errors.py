@@ -36,7 +36,7 @@ def test_sampling_defaults_are_the_engines():
     """SamplingParams() takes ember_sampler_default_params, not a copy of it."""
     import dataclasses
 
-    from ember import native
+    from ember.engine import native
     c = native.lib().ember_sampler_default_params()
     p = engine.SamplingParams()
     for f in dataclasses.fields(p):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ember import native
+from ember.engine import native
 from ember.engine import EmberError, Model
 from tests import gguf_writer as gw
 

@@ -150,7 +150,7 @@ def test_library_load_runs_no_wide_vector_code():
     which the loader ran on every CPU, so Ember died of SIGILL at import on an AVX2-only
     CPU (an AMD EPYC, Zen 3). Checked on the binary, so it holds on any build machine: each
     initializer's disassembly names no ymm / zmm / mask register."""
-    from ember.native import library_path
+    from ember.engine.native import library_path
     lib = str(library_path())
     inits = _static_initializers(lib)
     assert any(inits.values()), "no static initializers found: is the library stripped?"

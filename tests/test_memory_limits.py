@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ember import native
+from ember.engine import native
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from ember import cli
+from ember.commands import cli
 from tools.make_perplexity_golden import parse_kld_output
 
 pytestmark = pytest.mark.native
@@ -150,7 +150,7 @@ def test_kl_divergence_of_the_base_model_with_itself_is_zero(models, f16_base):
 
 
 def test_base_file_holds_the_scored_positions(f16_base, golden_meta, golden_dir):
-    from ember.perplexity import LP_FLOOR, KLDBase
+    from ember.commands.perplexity import LP_FLOOR, KLDBase
     base = KLDBase(f16_base[2])
     try:
         h = base.header

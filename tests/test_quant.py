@@ -187,7 +187,7 @@ def test_the_quantizers_type_lists_are_the_engines():
     """quantize.py's type ids and names, its mixes' tensor types and the app's choices are
     rows of the engine's table (the one list of types), with gguf-py's and llama.cpp's
     numbering: a new type cannot be half-added."""
-    from ember import quantize
+    from ember.commands import quantize
     from ember.ui.quantize_dialog import CHOICES
     from gguf import LlamaFileType
     for type_id, name in quantize.TYPE_NAMES.items():

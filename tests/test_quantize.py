@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ember import cli, engine
-from ember import quantize as q
+from ember.commands import cli
+from ember import engine
+from ember.commands import quantize as q
 from ember.gguf_file import read_layout
 
 from tools import make_quant_golden

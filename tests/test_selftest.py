@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ember import selftest
+from ember.commands import selftest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +77,7 @@ def test_first_run_self_test_passes_and_leaves_no_data_folder(tmp_path, native_l
 
 def test_watchdog_prints_every_stack_and_ends_the_process():
     code = ("import threading, time\n"
-            "from ember import selftest\n"
+            "from ember.commands import selftest\n"
             "selftest.WATCHDOG_S = 1\n"
             "selftest._arm_watchdog()\n"
             "def stuck_worker(): time.sleep(60)\n"

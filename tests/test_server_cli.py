@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from ember import cli
+from ember.commands import cli
 
 from tests.server_process import APP
 

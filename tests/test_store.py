@@ -6,7 +6,7 @@ import json
 import sqlite3
 
 import pytest
-from ember.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
+from ember.storage.store import MIGRATIONS, SCHEMA_VERSION, Store, StoreError
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ember.store import Store, StoreError
+from ember.storage.store import Store, StoreError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 WRITER = textwrap.dedent("""
     import hashlib, random, sys
     sys.path.insert(0, sys.argv[2])
-    from ember.store import Store
+    from ember.storage.store import Store
     store = Store(sys.argv[1])
     conv = store.create_conversation("kill loop")
     print("READY", flush=True)

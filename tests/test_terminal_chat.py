@@ -11,7 +11,7 @@ pytestmark = pytest.mark.native
 
 def test_terminal_chat_drops_the_oldest_turns_and_says_so(starter_model_path, capsys):
     from ember.engine import SamplingParams
-    from ember.terminal import chat_loop
+    from ember.commands.terminal import chat_loop
     long_line = "Please remember these words: " + "apple banana cherry " * 15
     out = io.StringIO()
     rc = chat_loop(starter_model_path, n_ctx=160, params=SamplingParams(temperature=0.0),
@@ -26,7 +26,7 @@ def test_terminal_chat_drops_the_oldest_turns_and_says_so(starter_model_path, ca
 
 def test_terminal_chat_refuses_under_the_stop_policy(starter_model_path, capsys):
     from ember.engine import SamplingParams
-    from ember.terminal import chat_loop
+    from ember.commands.terminal import chat_loop
     long_line = "apple banana cherry " * 15
     rc = chat_loop(starter_model_path, n_ctx=160, params=SamplingParams(temperature=0.0),
                    max_tokens=8, stdin=io.StringIO((long_line + "\n") * 3 + "\n"),

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.native
 
 @pytest.fixture
 def controller(qtbot, tmp_path, starter_model_path):
-    from ember.store import Store
+    from ember.storage.store import Store
     from ember.ui.app import create_application
     from ember.ui.chat_controller import ChatController
     create_application()

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.native
 
 def test_ember_model_path_opens_the_app_with_it(qtbot, data_dir, starter_model_path,
                                                 monkeypatch):
-    from ember import cli
-    from ember.settings import Settings
+    from ember.commands import cli
+    from ember.storage.settings import Settings
     from ember.ui.main_window import MainWindow
     monkeypatch.setattr(cli, "_has_display", lambda: True)
     seen = {}

@@ -369,7 +369,7 @@ def test_welcome_and_no_model_buttons(qtbot, data_dir, starter_model_path, monke
     loads(win, lambda: click(qtbot, find(win, QPushButton, "starterModelButton")), installed)
 
     # a chat with messages and no model: the bar above the message box offers both
-    from ember.store import Store
+    from ember.storage.store import Store
     store = Store(data_dir / "history.sqlite3")
     store.add_message(store.create_conversation("Earlier"), "user", "hello")
     store.close()

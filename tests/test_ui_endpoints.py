@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QMessageBox
 
-from ember import keystore
-from ember.settings import Settings
+from ember.storage import keystore
+from ember.storage.settings import Settings
 from ember.ui.endpoint_dialog import KEY_IN_FILE, KEY_IN_KEYRING, EndpointDialog
 from tests.keyring_backends import memory_keyring, no_keyring  # noqa: F401
 from tests.test_ui_support import data_dir, make_window  # noqa: F401

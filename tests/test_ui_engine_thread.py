@@ -85,7 +85,7 @@ def test_a_stop_does_not_leak_into_the_next_reply(qtbot, data_dir, starter_model
 
 
 def test_closing_with_an_undo_pending_purges_and_stops_its_timers(qtbot, data_dir):
-    from ember.store import Store
+    from ember.storage.store import Store
     win = make_window(qtbot, data_dir, restore_last=False)
     keep = win.store.create_conversation("keep")
     gone = win.store.create_conversation("gone")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ember.store import Store
+from ember.storage.store import Store
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QListView, QStyleOptionViewItem
 

@@ -36,7 +36,7 @@ def settle(qtbot, ms=50):
 
 
 def window_with_history(qtbot, data_dir, model_path, font_size):
-    from ember.store import Store
+    from ember.storage.store import Store
     write_settings(data_dir, font_size=font_size, last_model=str(model_path))
     store = Store(data_dir / "history.sqlite3")
     cid = store.create_conversation(title=LONG_TITLE, model_path=str(model_path))

@@ -134,7 +134,7 @@ def test_model_card_shows_per_layer_values_and_the_real_error(qtbot, data_dir, w
 @pytest.mark.native
 @pytest.mark.parametrize("which", ["per-layer", "gemma-4"])
 def test_ember_info_summarises_per_layer_values(which, tmp_path, vocab_dir, capsys):
-    from ember import cli
+    from ember.commands import cli
     if which == "per-layer":
         path = _write_per_layer_gguf(tmp_path / "p.gguf")
         want = ["llama.attention.head_count = 8 (per layer: 8-16)  [8, 8, 16, 16]",

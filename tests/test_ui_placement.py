@@ -14,7 +14,7 @@ import sys
 import pytest
 from ember.engine import BackendDevice
 from ember.placement import resolve, run_on_choices, status_line, unavailable_text
-from ember.settings import Settings
+from ember.storage.settings import Settings
 from PySide6.QtWidgets import QComboBox, QLabel, QSpinBox
 
 from tests.conftest import REPO_ROOT, require_native_lib
@@ -106,7 +106,7 @@ def test_dialog_offers_the_devices_and_gpu_layers_follow_the_choice(qtbot):
 
 def test_changing_gpu_layers_on_the_cpu_does_not_reload(qtbot, data_dir):  # noqa: F811
     from ember.ui.chat_controller import ChatController
-    from ember.store import Store
+    from ember.storage.store import Store
     ctl = ChatController(Store(data_dir / "h.sqlite3"), Settings(backend="cpu"),
                          data_dir / "settings.json")
     ctl.model_info = {"path": "/nowhere.gguf", "remote": False}

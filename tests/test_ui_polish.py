@@ -160,7 +160,7 @@ def test_cpu_level_is_spelled_alike_before_and_after_a_load(qtbot, data_dir,
     from PySide6.QtWidgets import QLabel
 
     from tests.test_ui_support import find, load_by_drop
-    pytest.importorskip("ember.native")
+    pytest.importorskip("ember.engine.native")
     assert cpu_line("ISA=avx512 active=avx512 threads=2") == "CPU (AVX-512)"
     assert cpu_line("ISA=avx512 active=avx2 threads=2") == "CPU (AVX2)"  # the level in use
     assert cpu_line("ISA=neon active=neon") == "CPU (NEON)"

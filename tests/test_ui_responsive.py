@@ -39,7 +39,7 @@ def window_at(qtbot, data_dir, model_path, size, font_size, reply="Kael flew nor
               **settings):
     """A chat with a reply whose status says "prompt cached · generation 55.2 t/s", the
     model loaded, the window resized to size."""
-    from ember.store import Store
+    from ember.storage.store import Store
     write_settings(data_dir, font_size=font_size, last_model=str(model_path), **settings)
     store = Store(data_dir / "history.sqlite3")
     cid = store.create_conversation(title=TITLE, model_path=str(model_path))
@@ -160,7 +160,7 @@ def test_window_fits_its_size_and_font(qtbot, data_dir, starter_model_path, size
 @pytest.mark.parametrize("font_size", FONTS)
 def test_model_panel_folds_and_opens_by_its_toggle(qtbot, data_dir, starter_model_path,
                                                    font_size):
-    from ember.settings import Settings
+    from ember.storage.settings import Settings
     win = window_at(qtbot, data_dir, starter_model_path, (1440, 900), font_size)
     assert win.card.isVisible()
     chat_w = win.chat_view.width()
@@ -218,7 +218,7 @@ def test_narrow_window_folds_the_card_and_opens_it_over_the_chat(qtbot, data_dir
 @pytest.mark.parametrize("font_size", [11, 16])
 def test_system_prompt_never_covers_the_first_message(qtbot, data_dir, starter_model_path,
                                                       font_size):
-    from ember.store import Store
+    from ember.storage.store import Store
     write_settings(data_dir, font_size=font_size, last_model=str(starter_model_path))
     store = Store(data_dir / "history.sqlite3")
     cid = store.create_conversation(title="Pirates", model_path=str(starter_model_path),

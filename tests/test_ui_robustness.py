@@ -67,7 +67,7 @@ def test_killed_mid_answer_keeps_the_partial_reply(qtbot, data_dir, starter_mode
     assert child.returncode == -signal.SIGKILL
     seen = eval(seen)  # the repr the child printed
 
-    from ember.store import Store
+    from ember.storage.store import Store
     store = Store(data_dir / "history.sqlite3")
     msg = store.message(int(msg_id))
     assert msg.role == "assistant" and not msg.complete

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.native
 
 def history_with_model(data_dir, model_path, n_chats=1):
     """A data folder as a previous session left it: chats with replies, the model to reopen."""
-    from ember.store import Store
+    from ember.storage.store import Store
     write_settings(data_dir, last_model=str(model_path), recent_models=[str(model_path)])
     store = Store(data_dir / "history.sqlite3")
     ids = []

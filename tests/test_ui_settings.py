@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from ember.settings import Settings
+from ember.storage.settings import Settings
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QComboBox, QDialog

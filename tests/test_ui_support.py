@@ -20,7 +20,7 @@ GEN_TIMEOUT_MS = 180_000
 
 
 def write_settings(data_dir, **overrides):
-    from ember.settings import Settings
+    from ember.storage.settings import Settings
     s = Settings(temperature=0.0, top_k=1, max_new_tokens=6, n_ctx=512, theme="light",
                  repeat_penalty=1.0)
     for k, v in overrides.items():

@@ -114,7 +114,7 @@ def test_versions_cannot_change_while_a_reply_streams(qtbot, data_dir, starter_m
 
 def test_switching_versions_keeps_the_message_in_view(qtbot, data_dir, starter_model_path):
     """Issue 45, bug 16: ‹ on the first reply jumped to the end of a long chat."""
-    from ember.store import Store
+    from ember.storage.store import Store
     from PySide6.QtCore import QPoint
 
     from tests.test_ui_layout import settle

@@ -25,7 +25,7 @@ def main() -> int:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication, QComboBox, QLabel, QSpinBox
 
-    from ember.settings import Settings
+    from ember.storage.settings import Settings
     from ember.ui.app import create_application
     from ember.ui.main_window import MainWindow
 

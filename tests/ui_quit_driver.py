@@ -2,7 +2,7 @@
 
     python tests/ui_quit_driver.py MODEL.gguf PROMPT HOW
 
-Starts Ember the way `ember MODEL.gguf` does (ember.cli.main, so ember.ui.app.run_app and
+Starts Ember the way `ember MODEL.gguf` does (ember.commands.cli.main, so ember.ui.app.run_app and
 QApplication.exec), sends PROMPT once the model has loaded, and when the reply has finished
 quits the way a user does: HOW is "shortcut" (Ctrl+Q pressed on the window), "action" (the
 File > Quit menu action) or "close" (the window's close button: a close event). Prints a
@@ -23,7 +23,7 @@ def main() -> int:
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import QApplication
 
-    from ember import cli
+    from ember.commands import cli
     from ember.ui.app import create_application
     from ember.ui.main_window import MainWindow
 

@@ -42,7 +42,7 @@ COMPARED = ("Q4_0", "Q8_0", "Q4_1")
 _NUM = r"(-?[0-9.]+|nan|-?inf)"
 _PM = _NUM + r"\s*±\s*" + _NUM
 
-# final-statistics lines: label regex -> key (keys as ember.perplexity.KLDStats.summary())
+# final-statistics lines: label regex -> key (keys as ember.commands.perplexity.KLDStats.summary())
 _SUMMARY = [
     (r"Mean PPL\(Q\)\s*:", "ppl_q"),
     (r"Mean PPL\(base\)\s*:", "ppl_base"),

@@ -77,7 +77,7 @@ def tensor_digests(path: Path) -> dict[str, list]:
 
     from ember import engine
     from ember.gguf_file import read_layout
-    from ember.quantize import type_bytes
+    from ember.commands.quantize import type_bytes
     with open(path, "rb") as f:
         buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     lay = read_layout(path, buf)

@@ -7,14 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .chat import detect_builtin_format
-from .engine import (
-    EmberError,
-    EngineMemoryError,
-    FileReadError,
-    Model,
-    ModelFormatError,
-    UnsupportedModelError,
-)
+from .engine import EmberError, EngineMemoryError, FileReadError, Model, ModelFormatError, UnsupportedModelError
 from .metadata import meta_int, meta_ints, per_layer_summary
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import models_dir
+from .storage.paths import models_dir
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 

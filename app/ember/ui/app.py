@@ -8,7 +8,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QIcon, QLinearGradient, QPainter, QPainterPath, QPixmap
 from PySide6.QtWidgets import QApplication
 
-from .. import paths
+from ..storage import paths
 
 # resources/ beside the repository's app/ folder, or inside a PyInstaller bundle
 RESOURCES = Path(getattr(sys, "_MEIPASS", Path(__file__).resolve().parents[3])) / "resources"

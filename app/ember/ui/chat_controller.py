@@ -15,8 +15,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from ..chat import GenRequest
 from ..chat.reasoning import normalize_reply
 from ..engine import Session
-from ..settings import Settings
-from ..store import ImportResult, Store, StoreError
+from ..storage.settings import Settings
+from ..storage.store import ImportResult, Store, StoreError
 from .engine_thread import EngineThread, GenJob, LoadJob
 
 log = logging.getLogger("ember.ui")

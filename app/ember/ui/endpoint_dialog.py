@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit
 
-from .. import keystore
+from ..storage import keystore
 
 KEY_IN_KEYRING = "The key is kept in this system's keyring."
 KEY_IN_FILE = ("The key is stored in Ember's settings file: this system has no keyring. "

@@ -14,14 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
-from ..chat import (
-    CancelToken,
-    ChatTemplate,
-    ContextFull,
-    GenRequest,
-    build_prompt,
-    stream_reply,
-)
+from ..chat import CancelToken, ChatTemplate, ContextFull, GenRequest, build_prompt, stream_reply
 from ..engine import CancelledError, EmberError, GenerationStats, Model, Session, backend_devices
 from ..model_card import LoadFailure, describe_model, effective_n_ctx, explain_load_failure
 from ..placement import resolve

@@ -30,28 +30,18 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import paths, starter
+from ..storage import paths
+from .. import starter
 from ..engine import system_info
 from ..model_card import display_name, effective_n_ctx
 from ..placement import cpu_line, status_line
-from ..settings import Settings
-from ..store import Store, StoreError
+from ..storage.settings import Settings
+from ..storage.store import Store, StoreError
 from . import crash, theme
 from .chat_controller import ChatController
 from .downloads import StarterDownload
 from .format import human_bytes
-from .widgets import (
-    Banner,
-    ChatView,
-    Composer,
-    ElidedLabel,
-    MessageWidget,
-    ModelCard,
-    NoModelBar,
-    QueueBar,
-    Sidebar,
-    WelcomeView,
-)
+from .widgets import Banner, ChatView, Composer, ElidedLabel, MessageWidget, ModelCard, NoModelBar, QueueBar, Sidebar, WelcomeView
 
 log = logging.getLogger("ember.ui")
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from .. import quantize
+from ..commands import quantize
 from .format import human_bytes
 
 # what each choice is for, in a few words (llama-quantize's own table gives the trade-offs)

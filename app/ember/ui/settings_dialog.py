@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..placement import run_on_choices, unavailable_text
-from ..settings import Settings
+from ..storage.settings import Settings
 
 
 def list_devices() -> list:

@@ -33,13 +33,7 @@ from PySide6.QtWidgets import (
 from ..chat.reasoning import Reply, split_reply
 from ..model_card import estimate_ram
 from . import markdown
-from .conversation_model import (
-    BADGE_ROLE,
-    DATE_ROLE,
-    NOTE_ROLE,
-    ConversationListModel,
-    RowLayout,
-)
+from .conversation_model import BADGE_ROLE, DATE_ROLE, NOTE_ROLE, ConversationListModel, RowLayout
 from .downloads import StarterPanel
 from .format import human_bytes, human_count
 

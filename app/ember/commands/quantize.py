@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import engine
-from .gguf_file import GGUFLayout, TensorInfo, encode_kv_u32, encode_tensor_info, read_layout
+from .. import engine
+from ..gguf_file import GGUFLayout, TensorInfo, encode_kv_u32, encode_tensor_info, read_layout
 
 if TYPE_CHECKING:
     import numpy as np

@@ -490,7 +490,7 @@ def add_arguments(p) -> None:
 
 
 def run(args, out=None, err=None) -> int:
-    from .engine import Model
+    from ..engine import Model
     out = out or sys.stdout
     err = err or sys.stderr
     if args.kl_divergence:

@@ -4,8 +4,20 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from ctypes import (POINTER, Structure, c_bool, c_char, c_char_p, c_double, c_float, c_int32, c_int64,
-                    c_uint32, c_uint64, c_void_p)
+from ctypes import (
+    POINTER,
+    Structure,
+    c_bool,
+    c_char,
+    c_char_p,
+    c_double,
+    c_float,
+    c_int32,
+    c_int64,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
 from pathlib import Path
 
 ABI_VERSION = 5
@@ -95,7 +107,7 @@ def library_path() -> Path:
     if env:
         return Path(env)
     name = _LIB_NAMES.get(sys.platform, "libember.so")
-    return Path(__file__).resolve().parent / "_native" / name
+    return Path(__file__).resolve().parent.parent / "_native" / name
 
 
 _SIGNATURES = {

@@ -7,7 +7,6 @@ import os
 import sys
 
 
-
 def _add_model_args(p: argparse.ArgumentParser, ctx_default: int | None = None) -> None:
     p.add_argument("-m", "--model", required=True, metavar="MODEL.gguf",
                    help="path to a .gguf model")
@@ -43,18 +42,18 @@ def add_backend_args(p: argparse.ArgumentParser) -> None:
 
 
 def _apply_backend_args(args) -> None:
-    from .engine import set_default_placement
+    from ..engine import set_default_placement
     if getattr(args, "gpu_layers", None) is not None or getattr(args, "backend", None):
         set_default_placement(getattr(args, "backend", None), getattr(args, "gpu_layers", None))
 
 
 def _load(args, **kw):
-    from .engine import Model
+    from ..engine import Model
     return Model(args.model, n_ctx=args.ctx_size, n_threads=args.threads, **kw)
 
 
 def cmd_run(args) -> int:
-    from .engine import GenerationStats, SamplingParams
+    from ..engine import GenerationStats, SamplingParams
     model = _load(args)
     params = SamplingParams(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
                             min_p=args.min_p, repeat_penalty=args.repeat_penalty,
@@ -73,7 +72,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_tokenize(args) -> int:
-    from .engine import Model
+    from ..engine import Model
     model = Model(args.model, vocab_only=True)
     ids = model.tokenize(args.text, add_special=not args.no_special,
                          parse_special=args.parse_special)
@@ -102,12 +101,12 @@ def cmd_quantize(args) -> int:
 
 
 def _add_serve_args(p: argparse.ArgumentParser) -> None:
-    from .server.run import add_arguments
+    from ..server.run import add_arguments
     add_arguments(p)
 
 
 def cmd_serve(args) -> int:
-    from .server.run import serve
+    from ..server.run import serve
     return serve(args)
 
 
@@ -117,7 +116,7 @@ def _gib(n: int) -> str:
 
 def print_backends(out=sys.stdout) -> None:
     """Every backend with its devices and free memory, or why it cannot be used."""
-    from .engine import backend_devices
+    from ..engine import backend_devices
     print("backends (--backend NAME, or auto: the first usable GPU, else the CPU):", file=out)
     for d in backend_devices():
         if d.usable:
@@ -128,9 +127,9 @@ def print_backends(out=sys.stdout) -> None:
 
 
 def cmd_info(args) -> int:
-    from .engine import Model
+    from ..engine import Model
+    from ..metadata import is_per_layer, per_layer_summary
     from .bench import count_text
-    from .metadata import is_per_layer, per_layer_summary
     if args.backends:
         print_backends()
         if not args.model:
@@ -173,8 +172,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_chat(args) -> int:
-    from . import starter
-    from .engine import SamplingParams
+    from .. import starter
+    from ..engine import SamplingParams
     from .terminal import chat_loop
     path = args.model or starter.installed()
     if path is None:
@@ -186,7 +185,7 @@ def cmd_chat(args) -> int:
 
 
 def cmd_fetch_starter(args) -> int:
-    from . import starter
+    from .. import starter
     try:
         path = starter.fetch(log=lambda s: print(s, file=sys.stderr))
     except OSError as e:
@@ -207,12 +206,12 @@ def _has_display() -> bool:
 def cmd_default(args) -> int:
     """`ember [MODEL]`: the desktop app where there is a screen and Qt, else a terminal chat."""
     try:
-        from .ui.app import run_app  # noqa: F401  (the desktop app, when installed)
+        from ..ui.app import run_app  # noqa: F401  (the desktop app, when installed)
         gui = _has_display()
     except ImportError:
         gui = False
     if gui:
-        from .display_check import why_no_window
+        from ..display_check import why_no_window
         why = why_no_window()
         if why is None:
             return run_app(args.model_file)
@@ -226,7 +225,7 @@ def cmd_default(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
     p = argparse.ArgumentParser(
         prog="ember", usage="ember [MODEL.gguf] | ember COMMAND [options]",
         description="Offline chat with local GGUF models.\n\n"
@@ -391,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(func, args) -> int:
-    from .engine import EmberError
+    from ..engine import EmberError
     try:
         _apply_backend_args(args)
         return func(args)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .chat import (
+from ..chat import (
     CancelToken,
     ChatTemplate,
     ContextFull,
@@ -12,7 +12,7 @@ from .chat import (
     build_prompt,
     stream_reply,
 )
-from .engine import GenerationStats, Model, SamplingParams, Session
+from ..engine import GenerationStats, Model, SamplingParams, Session
 
 DIM, RESET = "\x1b[2m", "\x1b[0m"
 THOUGHT_PREFIX = "| "  # where the terminal shows no colours

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .paths import data_dir
-from .placement import SELECTOR
+from ..placement import SELECTOR
 
 THEMES = ("system", "light", "dark")
 CONTEXT_POLICIES = ("drop_oldest", "stop")
@@ -201,7 +201,7 @@ class Settings:
             self.last_model = None
 
     def sampling_params(self):
-        from .engine import SamplingParams
+        from ..engine import SamplingParams
         return SamplingParams(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
                               min_p=self.min_p, repeat_penalty=self.repeat_penalty,
                               seed=self.seed)

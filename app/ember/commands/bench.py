@@ -117,7 +117,7 @@ def probe_gbs(model, seconds: float = 0.2) -> float | None:
     """The engine's read-rate probe (GB/s): the context's threads reading the weights a
     one-token decode reads, in its products' layout. None where it does not apply (layers
     offloaded to a device); callers then fall back to _read_bandwidth_gbs."""
-    from .engine import UnsupportedModelError
+    from ..engine import UnsupportedModelError
     try:
         return model.read_bandwidth(seconds)[0]
     except UnsupportedModelError:
@@ -176,8 +176,9 @@ def _probe_bytes(llc_bytes: int) -> int:
 def _read_bandwidth_gbs(n_threads: int = 2, seconds: float = 0.6) -> float:
     """Rough DRAM read bandwidth of n_threads threads (the bench's count: one core alone
     cannot draw what two can), each summing a slice of a buffer far larger than cache."""
-    import numpy as np  # not at start-up: `ember --version` stays fast
     import threading
+
+    import numpy as np  # not at start-up: `ember --version` stays fast
     # integer adds keep up with DRAM
     buf = np.ones(_probe_bytes(_last_level_cache_bytes()) // 8, dtype=np.int64)
     n_threads = max(1, n_threads)
@@ -287,8 +288,7 @@ def bench_model(model, n_prompt: int, n_gen: int, reps: int, profiles: dict | No
 def main(args) -> int:
     """`ember bench`: llama-bench's table and formats, or (--json / --profile) one test of
     each kind as one summary object, which benchmarks/ reads."""
-    from . import native
-    from .engine import Model, default_threads
+    from ..engine import Model, default_threads, system_info
     if not (args.json or args.profile):
         return run(args)
     # --json / --profile: one test of each kind, one summary object (benchmarks/ reads it)
@@ -334,7 +334,7 @@ def main(args) -> int:
         bw = _read_bandwidth_gbs(model.n_threads or default_threads())
         bound = bw * 1e9 / weight_bytes
         pct = 100 * res[tg_key][0] / bound if tg_key in res else None
-    info = native.decode_str(native.lib().ember_system_info())
+    info = system_info()
     out = {"model": str(args.model), "ftype": model.ftype, "n_params": model.n_params,
            "backend": model.context.backend, "n_gpu_layers": model.context.n_gpu_layers,
            "threads": model.n_threads or None, "system": info, "load_seconds": load_s, "layout_seconds": layout_s,
@@ -407,14 +407,14 @@ def _time_test(model, n_prompt: int, n_gen: int, depth: int, reps: int, rng: ran
 def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[int | None],
               depths: list[int], reps: int, log=None) -> list[BenchTest]:
     """llama-bench's loop order: threads, depth, then the pp tests and the tg tests."""
-    from . import __version__, native
-    from .engine import Model, default_threads
+    from .. import __version__
+    from ..engine import Model, default_threads, system_info
     tests: list[BenchTest] = []
     rng = random.Random(0)
     max_depth = max(depths)
     n_batch = max(max(n_prompt, default=0), min(max_depth, 512), 1)
     n_ctx = max(max(n_prompt, default=0) + max(n_gen, default=0), 64) + max_depth + 16
-    system = native.decode_str(native.lib().ember_system_info())
+    system = system_info()
     for t in threads:
         model = Model(path, n_ctx=n_ctx, n_threads=t, n_batch=n_batch)
         try:

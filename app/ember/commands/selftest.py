@@ -48,7 +48,7 @@ def _note(msg: str) -> None:
 
 
 def find_model(explicit: str | None = None) -> Path | None:
-    from . import starter
+    from .. import starter
     candidates: list[Path] = []
     if explicit:
         return Path(explicit)
@@ -70,9 +70,8 @@ def find_model(explicit: str | None = None) -> Path | None:
 
 def engine_self_test(model_path: Path) -> int:
     """Engine only: load, greedy-generate a few tokens of a plain prompt."""
-    from . import native
-    from .engine import GenerationStats, Model, SamplingParams
-    info = native.decode_str(native.lib().ember_system_info())
+    from ..engine import GenerationStats, Model, SamplingParams, system_info
+    info = system_info()
     t0 = time.perf_counter()
     model = Model(model_path, n_ctx=256)
     load_s = time.perf_counter() - t0
@@ -129,19 +128,19 @@ def gui_self_test(model_path: Path) -> int:
     why = missing_platform_plugin(_platform_name(), QCoreApplication.libraryPaths())
     if why:
         return _say(False, why)
-    from .display_check import why_no_window
+    from ..display_check import why_no_window
     why = why_no_window()  # Qt would abort the process instead (SIGABRT)
     if why:
         return _say(False, f"the app cannot open a window: {why}")
-    from .ui import app as ui_app
+    from ..ui import app as ui_app
     hook = getattr(ui_app, "self_test", None)
     if callable(hook):  # the UI's own self test, when it has one
         return int(hook(str(model_path)))
 
     from PySide6.QtCore import QTimer
 
-    from .settings import Settings
-    from .ui.main_window import MainWindow
+    from ..storage.settings import Settings
+    from ..ui.main_window import MainWindow
 
     app = ui_app.create_application()
     platform = app.platformName()
@@ -197,7 +196,7 @@ def gui_self_test(model_path: Path) -> int:
         app.processEvents()
         win.deleteLater()
         app.processEvents()
-        from .ui import crash
+        from ..ui import crash
         crash.close_logging()  # its log files are in the folder that goes now
     return _say(result["ok"], result["msg"])
 
@@ -216,7 +215,7 @@ def _arm_watchdog() -> None:
 
 
 def main(model: str | None = None) -> int:
-    from . import __version__
+    from .. import __version__
     _arm_watchdog()
     path = find_model(model)
     if path is None or not path.is_file():
@@ -227,7 +226,7 @@ def main(model: str | None = None) -> int:
     try:
         import PySide6  # noqa: F401
 
-        from .ui import app as _  # noqa: F401
+        from ..ui import app as _  # noqa: F401
         gui = True
     except ImportError as e:
         _note(f"desktop UI not available ({e}): engine-only self test")

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .chat.reasoning import strip_thoughts
+from ..chat.reasoning import strip_thoughts
 from .paths import data_dir
 
 EXPORT_FORMAT = "ember-chat-export"

@@ -1,0 +1,36 @@
+"""The Pythonic API over the native engine, what a Python user imports: Model, Context,
+Session, SamplingParams and the errors. native.py is the one module that speaks ctypes."""
+from __future__ import annotations
+
+from .context import Context, DecodeGate
+from .dtypes import dequantize, quantize, quantize_into, type_block, type_name
+from .errors import (
+    CancelledError,
+    ContextFullError,
+    EmberError,
+    EngineMemoryError,
+    FileReadError,
+    ModelFormatError,
+    UnsupportedModelError,
+)
+from .model import Model, TensorInfo
+from .sampling import GenerationStats, Sampler, SamplingParams
+from .session import Session
+from .system import (
+    BackendDevice,
+    backend_devices,
+    default_threads,
+    set_default_placement,
+    supported_architectures,
+    supported_isas,
+    system_info,
+)
+
+__all__ = [
+    "BackendDevice", "CancelledError", "Context", "ContextFullError", "DecodeGate", "EmberError",
+    "EngineMemoryError", "FileReadError", "GenerationStats", "Model", "ModelFormatError",
+    "Sampler", "SamplingParams", "Session", "TensorInfo", "UnsupportedModelError",
+    "backend_devices", "default_threads", "dequantize", "quantize", "quantize_into",
+    "set_default_placement", "supported_architectures", "supported_isas", "system_info",
+    "type_block", "type_name",
+]

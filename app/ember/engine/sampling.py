@@ -1,0 +1,92 @@
+"""Sampling settings, the native sampler chain, and the counts a generation reports."""
+from __future__ import annotations
+
+import ctypes
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import native
+from .errors import _check
+from .native import c_int32
+
+if TYPE_CHECKING:
+    pass  # imported where used: chatting needs no numpy (start-up time, memory)
+
+
+_sampler_defaults: dict | None = None
+
+
+def _sampler_default(name: str):
+    """A SamplingParams field's default, read from the C library's own defaults (once), so
+    the two never drift apart. float32 values come back as the decimals they were written as."""
+    def read():
+        global _sampler_defaults
+        if _sampler_defaults is None:
+            d = native.lib().ember_sampler_default_params()
+            _sampler_defaults = {
+                f: (float(f"{getattr(d, f):.7g}") if isinstance(getattr(d, f), float)
+                    else int(getattr(d, f)))
+                for f, _ in native.SamplerParams._fields_ if f != "seed"}
+        return _sampler_defaults[name]
+    return field(default_factory=read)
+
+
+@dataclass
+class SamplingParams:
+    """Sampling settings; temperature 0 means greedy. seed None draws a random seed.
+    Unset fields take the engine's defaults (ember_sampler_default_params)."""
+
+    temperature: float = _sampler_default("temperature")
+    top_k: int = _sampler_default("top_k")
+    top_p: float = _sampler_default("top_p")
+    min_p: float = _sampler_default("min_p")
+    repeat_penalty: float = _sampler_default("repeat_penalty")
+    presence_penalty: float = _sampler_default("presence_penalty")
+    frequency_penalty: float = _sampler_default("frequency_penalty")
+    penalty_last_n: int = _sampler_default("penalty_last_n")
+    seed: int | None = None
+
+    def to_native(self) -> native.SamplerParams:
+        seed = self.seed if self.seed is not None else random.getrandbits(63)
+        return native.SamplerParams(self.temperature, self.top_k, self.top_p, self.min_p,
+                                    self.repeat_penalty, self.presence_penalty,
+                                    self.frequency_penalty, self.penalty_last_n, seed)
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    prompt_evaluated: int = 0  # prompt tokens decoded (the rest came from the KV cache)
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
+    stop_reason: str = ""  # "eog", "length", "cancelled", "context_full", "stop_string"
+    token_ids: list[int] = field(default_factory=list)  # generated, end-of-generation excluded
+    stop_token: int | None = None  # the end-of-generation token, when one ended it
+
+
+class Sampler:
+    """A native sampler chain (penalties, top-k, top-p, min-p, temperature, seeded draw)."""
+
+    def __init__(self, params: SamplingParams):
+        handle = ctypes.c_void_p()
+        p = params.to_native()
+        _check(native.lib().ember_sampler_create(ctypes.byref(p), ctypes.byref(handle)))
+        self._h = handle
+
+    def accept(self, token: int) -> None:
+        native.lib().ember_sampler_accept(self._h, token)
+
+    def sample(self, logits_ptr, n_vocab: int) -> int:
+        out = c_int32()
+        _check(native.lib().ember_sampler_sample(self._h, logits_ptr, n_vocab, ctypes.byref(out)))
+        return out.value
+
+    def close(self) -> None:
+        if self._h:
+            native.lib().ember_sampler_free(self._h)
+            self._h = None
+
+    def __del__(self):
+        self.close()
