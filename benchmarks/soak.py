@@ -6,7 +6,7 @@ open file descriptors and threads after a warm-up and at the end.
 
     python benchmarks/soak.py [--model PATH] [--tokens 20000] [--loads 1000] [--contexts 10000]
 
-tests/test_soak.py runs a short version of each and asserts no growth."""
+tests/engine/test_soak.py runs a short version of each and asserts no growth."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 # MapViewOfFile, _aligned_malloc, std::thread on winpthreads, DLL exports via EMBER_API):
 #   1. every test executable with no arguments (ctest, through wine),
 #   2. the tokenizer suites (EMBER_VOCAB_DIR) and the broken-GGUF cases of
-#      tests/test_gguf_robustness.py through the Windows test programs,
+#      tests/engine/test_gguf_robustness.py through the Windows test programs,
 #   3. a DLL smoke test (packaging/windows/dll_smoke.c): LoadLibrary(ember.dll), the ABI
 #      version, model load from a non-ASCII path, tokenize/detokenize "Hello world", a
 #      greedy continuation; its output must equal the Linux build's (same program, dlopen)
@@ -83,7 +83,7 @@ VOCAB_WIN=$(winpath "$ASSETS/suites/vocab")
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-echo "== [windows] broken GGUF files refused (tests/test_gguf_robustness.py cases, under wine)"
+echo "== [windows] broken GGUF files refused (tests/engine/test_gguf_robustness.py cases, under wine)"
 "$PY" packaging/windows/gguf_cases.py write "$WORK/broken" "$STARTER"
 (cd "$WORK/broken" && wine "$BUILD_ABS/test_gguf_malformed.exe" [0-9]*.gguf > out.txt)
 "$PY" packaging/windows/gguf_cases.py check "$WORK/broken" "$WORK/broken/out.txt"
@@ -108,7 +108,7 @@ smoke ""        # the best kernels this CPU has (EMBER_ISA unset)
 smoke scalar    # the reference kernels
 sed 's/^/  windows: /' "$WORK/windows_.txt"
 # llama.cpp's greedy tokens up to its first near-tie (later ones may flip with the kernels,
-# as in tests/test_greedy.py)
+# as in tests/engine/test_greedy.py)
 read -r k golden < <("$PY" -c 'import json; r=json.load(open("tests/golden/greedy_Q4_1.json"))["run"][0]
 assert r["prompt"] == "The capital of France is"; t=r["first_near_tie"]
 k=8 if t is None else min(8, t)

@@ -5,7 +5,7 @@ against the CPU backend on whole models, then speed.
     python tools/gpu_check.py e2e OUT_DIR      # fidelity: synthetic models of each family
     python tools/gpu_check.py bench OUT_DIR [--8b]
 
-Fidelity, the engine's bar (tests/test_fidelity.py): over a prompt, no top-1 disagreement
+Fidelity, the engine's bar (tests/engine/test_fidelity.py): over a prompt, no top-1 disagreement
 where the CPU's top-2 gap is >= 1.0, mean NLL of the prompt's own next tokens within 0.5%,
 and greedy generation equal up to the first near-tie (gap < 0.1). The models are the
 synthetic families of tools/make_arch_models.py (real vocabularies, random weights), since

@@ -7,7 +7,7 @@ cache), tokenize the family's text with llama.cpp, run it teacher-forced with
 ``tests/golden/arch_<family>.npz``; then run the float64 oracle
 (tools/oracle.py) on the same tokens and record how closely it agrees with
 llama.cpp.  meta.json["arch"] gets the file sha256s, texts, token counts and
-the measured agreement; tests/test_architectures.py reads all of it.
+the measured agreement; tests/engine/test_architectures.py reads all of it.
 
 Setup as for tools/make_golden.py (see tests/golden/README.md)::
 

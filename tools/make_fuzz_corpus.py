@@ -2,7 +2,7 @@
 """Write the fuzzers' seed corpora into native/fuzz/corpus/ (committed; rerun after
 adding a broken-file kind or a tokenizer suite).
 
-gguf/        every broken-file kind of tests/test_gguf_robustness.py, built on a
+gguf/        every broken-file kind of tests/engine/test_gguf_robustness.py, built on a
              300-token slice of the starter vocabulary, plus the first 16 KiB of real
              GGUF files (the starter model, Gemma 3 and llama.cpp's vocab files)
 tokenize/    llama.cpp's tokenizer-suite inputs, each behind the two selector bytes
@@ -54,8 +54,8 @@ def small_vocab(starter: Path, n: int = 300):
 
 
 def gguf_seeds(starter: Path) -> None:
-    from tests import gguf_writer as gw
-    from tests.test_gguf_robustness import cases
+    from tests.support import gguf_writer as gw
+    from tests.engine.test_gguf_robustness import cases
 
     tokens, merges, types = small_vocab(starter)
     shape = {"n_embd": 16, "n_head": 2, "n_head_kv": 1, "n_ff": 32}  # small inputs fuzz faster

@@ -8,7 +8,7 @@ tools/make_golden.py):
 * ``kld``: llama-perplexity saves the F16 SmolLM2 variant's log-probs
   (``--kl-divergence-base``), then compares the Q4_0, Q8_0 and Q4_1 files with them
   (``--kl-divergence``); the per-chunk table and the final statistics are parsed and kept.
-  tests/test_perplexity.py parses `ember perplexity --kl-divergence`'s printout with the
+  tests/commands/test_perplexity.py parses `ember perplexity --kl-divergence`'s printout with the
   same parser (parse_kld_output).
 * ``fa_off``: the running PPL of every variant again with ``-fa off``: how far llama.cpp's
   own per-chunk values move between its two attention paths, the yardstick for how closely

@@ -14,7 +14,7 @@ record keeps each tensor's type and sha256 of its data, and the sha256 of the wh
 Types in PURE also run with ``--pure`` (one type for every quantizable tensor), so each
 quantizer is checked on every tensor shape. Then llama-perplexity scores the starter's
 Q4_K_M file over tests/data/texts/essay.txt with -c 128, with its default (flash) attention
-and with -fa off (tests/test_quantize.py checks ``ember quantize`` + ``ember perplexity``
+and with -fa off (tests/commands/test_quantize.py checks ``ember quantize`` + ``ember perplexity``
 against both).
 
 llama.cpp built as in docs/QUANTIZE.md (the llama-cpp-python 0.3.36 sdist), then::

@@ -5,8 +5,8 @@ Pure numpy, no llama.cpp: weights come from gguf-py (``gguf.GGUFReader`` +
 ``gguf.quants.dequantize``) and every activation is float64.  This is the
 "exact math" yardstick for Ember's engine: llama.cpp runs in mixed precision
 (f16/q8 activations in matmuls, f16 KV cache), so the oracle and llama.cpp are
-expected to agree closely but not bit-exactly (see tests/test_oracle.py and
-tests/test_architectures.py for the bounds).  It computes what llama.cpp
+expected to agree closely but not bit-exactly (see tests/engine/test_oracle.py and
+tests/engine/test_architectures.py for the bounds).  It computes what llama.cpp
 computes *mathematically* for each supported ``general.architecture``:
 
 ==========  ======  ============================================================

@@ -5,7 +5,7 @@
     python tools/readme_archs.py          # print the block
     python tools/readme_archs.py --write  # rewrite it in README.md
 
-tests/test_arch_table.py fails when README.md's block differs from the table.
+tests/engine/test_arch_table.py fails when README.md's block differs from the table.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The broken-GGUF cases of tests/test_gguf_robustness.py, for a test program that runs
+"""The broken-GGUF cases of tests/engine/test_gguf_robustness.py, for a test program that runs
 outside pytest (the Windows build of native/tests/test_gguf_malformed, under wine).
 
     gguf_cases.py write DIR STARTER.gguf   # DIR/NN.gguf + DIR/expected.json
@@ -21,8 +21,8 @@ sys.path[:0] = [str(REPO), str(REPO / "app")]
 def write(out: Path, starter: str) -> int:
     import gguf
 
-    from tests import gguf_writer as gw
-    from tests.test_gguf_robustness import cases
+    from tests.support import gguf_writer as gw
+    from tests.engine.test_gguf_robustness import cases
 
     r = gguf.GGUFReader(starter)
 

@@ -1,0 +1,130 @@
+"""Tiny llama-architecture models whose greedy output is fixed in advance (no tests here).
+
+Every layer adds nothing to the residual stream (attention output and FFN down
+projections are zero), so the last hidden state is the embedding of the last token.
+Embeddings are one-hot and the output matrix maps each "current" token's dimension to
+the row of the token that must follow, so greedy decoding walks a chain given by the
+test: ``{"\\n": "Hello", "Hello": "!", "!": "<end_of_turn>"}`` makes a prompt ending in
+a newline generate ``Hello!`` and then the end-of-turn token.  That lets tests check
+prompt formats, end-of-generation tokens and streaming through the real engine and
+app without depending on what a real model happens to say.
+
+The vocabulary is GPT-2 byte level (every byte a token, no merges), the special
+tokens the test names, and whole-word tokens for the chain.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.support import gguf_writer as gw
+
+CONTROL, USER_DEFINED, NORMAL = 3, 4, 1
+
+
+def byte_chars() -> list[str]:
+    """GPT-2's byte-to-character map, in byte order."""
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    m, n = {b: chr(b) for b in keep}, 0
+    for b in range(256):
+        if b not in m:
+            m[b] = chr(256 + n)
+            n += 1
+    return [m[b] for b in range(256)]
+
+
+class ChainModel:
+    def __init__(self, control: list[str], user_defined: list[str], words: list[str],
+                 chain: dict[str, str], template: str | None = None, arch_name: str = "chain",
+                 n_embd: int = 32):
+        self.bytes = byte_chars()
+        tokens = ["<pad>", "<bos>", "<eos>"]
+        types = [CONTROL, CONTROL, CONTROL]
+        for t in control:
+            tokens.append(t)
+            types.append(CONTROL)
+        for t in user_defined:
+            tokens.append(t)
+            types.append(USER_DEFINED)
+        for w in words:
+            tokens.append(self._spelling(w))
+            types.append(NORMAL)
+        for ch in self.bytes:
+            if ch not in tokens:
+                tokens.append(ch)
+                types.append(NORMAL)
+        self.tokens, self.types = tokens, types
+        self.ids = {t: i for i, t in enumerate(tokens)}
+        self.chain = chain
+        self.template = template
+        self.arch_name = arch_name
+        self.n_embd = n_embd
+
+    def _spelling(self, text: str) -> str:
+        """A word as the byte-level vocabulary spells it ("\\n" is "Ċ", " a" is "Ġa")."""
+        return "".join(self.bytes[b] for b in text.encode("utf-8"))
+
+    def id(self, text: str) -> int:
+        return self.ids[text] if text in self.ids else self.ids[self._spelling(text)]
+
+    def spec(self) -> gw.GGUFSpec:
+        spec = gw.tiny_llama(self.tokens, [], self.types, n_embd=self.n_embd, tied=False)
+        spec.kv = [(k, t, v) for k, t, v in spec.kv if k != "general.name"]
+        spec.add("general.name", gw.STRING, self.arch_name)
+        if self.template is not None:
+            spec.add("tokenizer.chat_template", gw.STRING, self.template)
+        n_vocab, d = len(self.tokens), self.n_embd
+        current = list(self.chain)
+        if len(current) >= d:
+            raise ValueError("too many chain links for the embedding width")
+        dim = {self.id(t): i + 1 for i, t in enumerate(current)}
+        emb = np.zeros((n_vocab, d), dtype=np.float32)
+        emb[:, 0] = 1.0  # every other token: a direction no row of the output reads
+        for tok, k in dim.items():
+            emb[tok] = 0.0
+            emb[tok, k] = 1.0
+        out = np.zeros((n_vocab, d), dtype=np.float32)
+        for cur, nxt in self.chain.items():
+            out[self.id(nxt), dim[self.id(cur)]] = 1.0
+        replace = {"token_embd.weight": emb, "output.weight": out,
+                   "output_norm.weight": np.ones(d, dtype=np.float32)}
+        for t in spec.tensors:
+            name = t.name
+            if name in replace:
+                arr = replace[name]
+            elif name.endswith(("attn_output.weight", "ffn_down.weight")):
+                arr = np.zeros(list(reversed(t.ne)), dtype=np.float32)
+            else:
+                continue
+            new = gw.f32_tensor(name, arr) if t.ggml_type == 0 else gw.f16_tensor(name, arr)
+            t.data, t.ne = new.data, new.ne
+        return spec
+
+    def write(self, path) -> str:
+        path.write_bytes(self.spec().to_bytes())
+        return str(path)
+
+
+def gemma_turns_model() -> ChainModel:
+    """No chat template; Gemma's turn tokens in the vocabulary.  After the generation
+    prompt (which ends in a newline) it says "Hello!" and then <end_of_turn>."""
+    return ChainModel(control=["<start_of_turn>", "<end_of_turn>"], user_defined=[],
+                      words=["Hello"],
+                      chain={"\n": "Hello", "Hello": "!", "!": "<end_of_turn>"},
+                      arch_name="gemma-turns-chain")
+
+
+# ChatML whose generation prompt opens the reasoning block, as DeepSeek-R1's does.
+THINKING_CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}"
+)
+
+
+def reasoning_model() -> ChainModel:
+    """A ChatML model whose template opens <think>: it thinks "Hmm, a greeting." and
+    answers "Hi there" (the close tag split from the answer), then <|im_end|>."""
+    return ChainModel(control=["<|im_start|>", "<|im_end|>"], user_defined=["<think>", "</think>"],
+                      words=["Hmm", ", a greeting.", "Hi", " there"],
+                      chain={"\n": "Hmm", "Hmm": ", a greeting.", ", a greeting.": "</think>",
+                             "</think>": "Hi", "Hi": " there", " there": "<|im_end|>"},
+                      template=THINKING_CHATML, arch_name="reasoning-chain")
