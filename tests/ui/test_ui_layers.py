@@ -29,7 +29,7 @@ def test_ui_never_imports_native():
     offenders = {p.name: sorted(m for m in imported_modules(p)
                                 if m == "native" or m.endswith(".native")
                                 or m.startswith("native"))
-                 for p in (APP / "ui").glob("*.py")}
+                 for p in (APP / "ui").rglob("*.py")}
     assert {k: v for k, v in offenders.items() if v} == {}
 
 

@@ -59,8 +59,8 @@ def test_text_with_pipes_is_not_a_table():
 
 
 def test_code_block_copy_says_copied_then_goes_back(qtbot, data_dir, monkeypatch):
-    from ember.ui import widgets
-    monkeypatch.setattr(widgets, "COPIED_MS", 0)  # the reset runs at the next event loop turn
+    from ember.ui.widgets import message
+    monkeypatch.setattr(message, "COPIED_MS", 0)  # the reset runs at the next event loop turn
     win = make_window(qtbot, data_dir, restore_last=False)
     cid = win.store.create_conversation("code")
     win.store.add_message(cid, "user", "show me")
