@@ -67,6 +67,16 @@ def index_url() -> str:
     return os.environ.get("EMBER_INDEX_URL") or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX
 
 
+def index_name() -> str:
+    """Where the download comes from, as the app says it: "PyPI", or the other index's host
+    ("pypi.example.org", "127.0.0.1:8765")."""
+    from urllib.parse import urlparse
+    url = index_url()
+    if url.rstrip("/") == DEFAULT_INDEX.rstrip("/"):
+        return "PyPI"
+    return urlparse(url).netloc or url
+
+
 def starter_path() -> Path:
     return models_dir() / FILENAME
 

@@ -36,6 +36,17 @@ def panel_widgets(win):
             find(panel, QPushButton, "starterCancelButton"), find(panel, QLabel, "starterStatus"))
 
 
+def test_the_starter_offer_names_the_index_it_downloads_from(qtbot, data_dir, index, monkeypatch):
+    # another package index set (EMBER_INDEX_URL): the offer says which, not "PyPI"
+    win = make_window(qtbot, data_dir)
+    hint = find(find(win, QWidget, "welcomeStarterPanel"), QLabel, "starterHint").text()
+    host = index.url.split("//", 1)[1].split("/", 1)[0]
+    assert hint.endswith(f"from {host}.") and "PyPI" not in hint
+    monkeypatch.delenv("EMBER_INDEX_URL")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    assert starter.index_name() == "PyPI"
+
+
 def test_first_run_download_installs_and_opens_the_starter(qtbot, data_dir, index):
     win = make_window(qtbot, data_dir)
     button, bar, cancel, status = panel_widgets(win)

