@@ -29,10 +29,13 @@ size_t KVCache::layer_bytes(int32_t il) const {
     return align_up((size_t)hp_.head_dim * (size_t)hp_.n_head_kv * 2 * (size_t)rows(il));
 }
 
-void KVCache::allocate_host(const std::vector<uint8_t>& on_host) {
+void KVCache::allocate_host(const std::function<bool(int32_t)>& on_host_fn) {
+    std::vector<uint8_t> on_host(k.size());
     size_t total = 0;
-    for (size_t il = 0; il < k.size(); ++il)
+    for (size_t il = 0; il < k.size(); ++il) {
+        on_host[il] = on_host_fn((int32_t)il) ? 1 : 0;
         if (on_host[il]) total += 2 * layer_bytes((int32_t)il);
+    }
     // The CPU's caches head-major: a head's keys (and values) at consecutive positions are
     // consecutive rows, so attention reads each head as one stream. Position-major (all
     // heads of a position together, as the device backends keep theirs) it read 128 of

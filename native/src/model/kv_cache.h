@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/arena.h"
@@ -25,29 +26,17 @@ public:
     int32_t rows(int32_t il) const;
     size_t layer_bytes(int32_t il) const;  // of one of k, v (aligned)
     // Host memory, zeroed, for the layers where on_host(il); their caches head-major.
-    template <typename OnHost>
-    void allocate_host(OnHost on_host);
+    void allocate_host(const std::function<bool(int32_t)>& on_host);
 
-    const char* kind() const override { return "KV cache"; }
-    size_t host_bytes() const override { return storage_.size(); }
     void storing(int32_t pos0, int32_t n) override;
     int32_t rewind_limit() const override;
 
 private:
-    void allocate_host(const std::vector<uint8_t>& on_host);
-
     const HParams& hp_;
     int32_t n_ctx_;
     int32_t swa_rows_ = 0;      // rows of the sliding-window layers' caches (0: none)
     int32_t max_written_ = -1;  // the highest position stored since decoding last began at 0
     AlignedBuffer storage_;
 };
-
-template <typename OnHost>
-void KVCache::allocate_host(OnHost on_host) {
-    std::vector<uint8_t> host(k.size());
-    for (size_t il = 0; il < k.size(); ++il) host[il] = on_host((int32_t)il) ? 1 : 0;
-    allocate_host(host);
-}
 
 }  // namespace ember

@@ -5,7 +5,6 @@
 // how far back a decode may restart, and tells them what was stored and what forgotten.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 
 namespace ember {
@@ -13,10 +12,6 @@ namespace ember {
 class LayerMemory {
 public:
     virtual ~LayerMemory() = default;
-    // "KV cache", "recurrent state": for messages
-    virtual const char* kind() const = 0;
-    // Bytes this memory holds in the host's RAM (a device's share not counted).
-    virtual size_t host_bytes() const = 0;
     // A decode of positions [pos0, pos0 + n) is about to store them (before it computes:
     // a cancelled batch may already have stored some of its rows). pos0 == 0 starts over.
     virtual void storing(int32_t pos0, int32_t n) = 0;
