@@ -260,7 +260,7 @@ void register_neon_kernels(KernelTable& t) {
     KernelTable ref{};
     register_scalar_kernels(ref);
     const bool dotprod = neon_has_dotprod();
-    for (int i = 0; i < 32; ++i) {
+    for (uint32_t i = 0; i < kDTypeCount; ++i) {
         if (!ref[i].vec_dot) continue;
         if (VecDotFn f = neon_vec_dot((DType)i, ref[i].act_type, dotprod))
             t[i] = {ref[i].act_type, ref[i].convert, f, neon_gemm((DType)i, ref[i].act_type, dotprod)};
