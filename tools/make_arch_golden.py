@@ -60,6 +60,7 @@ FAMILY_TEXTS = {
     "gemma2": ["prose"],
     "phi3": ["code"],
     "yarn": ["code"],
+    "qwen3moe": ["prose"],
 }
 JOIN = "\n\n"
 

@@ -32,6 +32,9 @@ Families (``FAMILIES`` below)::
                attention logit soft-cap 50 and final logit soft-cap 30, both active: attn_q/attn_k
                std 1.5/sqrt(n_embd) (scaled scores rms 2.3, up to ~11) and logit std 6 (top logits
                ~25 before the cap, ~20 after)
+    qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
+               per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
+               3/sqrt(n_embd), the chosen weights renormalised
     phi3       phi3,   Phi-3 SPM vocab (32064), n_embd 256, 2 layers, 4/4 heads, n_ff 512, fused
                attn_qkv and gate|up, LongRoPE factor tables (long/short), attn_factor 1.19,
                original ctx 1024 (so n_ctx 2048 selects the long factors), ctx 131072, untied
@@ -123,6 +126,10 @@ class Family:
     fused: bool = False                   # phi3: attn_qkv, ffn_up = gate|up
     llama3_rope: bool = False             # rope_freqs.weight (Llama 3.1 rule)
     longrope: bool = False                # phi3 rope_factors_long/short + attn_factor
+    n_expert: int = 0                     # mixture of experts: experts per block (0: dense)
+    n_expert_used: int = 0                # experts each token runs
+    n_ff_exp: int = 0                     # an expert's width
+    router_gain: float = 1.0              # ffn_gate_inp std = router_gain / sqrt(n_embd)
     extra_kv: dict = field(default_factory=dict)   # key suffix -> (value, "u32"/"f32")
     logit_std: float = LOGIT_STD          # std of a logit for a unit-RMS final hidden state
     qk_gain: float = 1.0                  # attn_q / attn_k std = qk_gain / sqrt(n_embd)
@@ -159,6 +166,14 @@ FAMILIES: dict[str, Family] = {
                    1e-5, tied=False, fused=True, longrope=True,
                    extra_kv={"rope.scaling.attn_factor": (1.19, "f32"),
                              "rope.scaling.original_context_length": (1024, "u32")}),
+    # Qwen3-30B-A3B's block in small: per-head q/k norms, 32 experts of width 128, 8 used per
+    # token, a softmax router (F32, as converters keep it) whose chosen weights are
+    # renormalised; router std 3/sqrt(n_embd) so the chosen sets vary from token to token
+    # with clear gaps between the 8th and 9th expert
+    "qwen3moe": Family("qwen3moe", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 40960,
+                       1e-6, tied=False, head_dim=128, qk_norm=True, n_expert=32, n_expert_used=8,
+                       n_ff_exp=128, router_gain=3.0,
+                       note="32 experts top-8, width 128; softmax router, renormalised"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -277,12 +292,22 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
         if f.post_norms:
             norm(p + "post_attention_norm.weight", E)
         norm(p + "ffn_norm.weight", E)
-        if f.fused:
+        if f.n_expert:
+            name = p + "ffn_gate_inp.weight"
+            router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
+            out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
+            X, F = f.n_expert, f.n_ff_exp
+            for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
+                name = p + f"ffn_{t}_exps.weight"
+                w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
+                out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+        elif f.fused:
             mat(p + "ffn_up.weight", 2 * f.n_ff, E)      # rows: gate then up
         else:
             mat(p + "ffn_gate.weight", f.n_ff, E)
             mat(p + "ffn_up.weight", f.n_ff, E)
-        mat(p + "ffn_down.weight", E, f.n_ff)
+        if not f.n_expert:
+            mat(p + "ffn_down.weight", E, f.n_ff)
         if f.post_norms:
             norm(p + "post_ffw_norm.weight", E)
     return out
@@ -332,6 +357,10 @@ def write(family: str, dst: Path) -> Path:
         f32("attention.layer_norm_rms_epsilon", f.eps)
         f32("rope.freq_base", f.rope_base)
         u32("rope.dimension_count", f.hd)
+        if f.n_expert:
+            u32("expert_count", f.n_expert)
+            u32("expert_used_count", f.n_expert_used)
+            u32("expert_feed_forward_length", f.n_ff_exp)
         for k, (v, ty) in f.extra_kv.items():
             if ty == "str":
                 w.add_key_value(f"{a}.{k}", str(v), VT.STRING)

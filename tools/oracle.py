@@ -16,6 +16,10 @@ llama       normal  pre-norm; optional rope_freqs (Llama 3.x) / biases
 qwen2       neox    pre-norm; q/k/v biases
 qwen3       neox    pre-norm; per-head q/k RMSNorm before rope; head_dim may differ
                     from n_embd/n_head
+qwen3moe    neox    as qwen3, the feed-forward a mixture of experts: router logits
+                    h @ Wgate_inp^T, softmax over all experts, the top k
+                    (expert_used_count) by probability, their probabilities renormalised
+                    to sum 1; out = sum_j p_j Wdown_j (silu(Wgate_j h) * (Wup_j h))
 phi3        neox    pre-norm; fused attn_qkv (q|k|v rows) and ffn_up (gate|up rows);
                     LongRoPE factor tables (long when n_ctx > original ctx, else
                     short) and attn_factor on cos/sin
@@ -169,6 +173,7 @@ FAMILIES: dict[str, Family] = {
     "llama": Family("norm", "silu", "prenorm"),
     "qwen2": Family("neox", "silu", "prenorm"),
     "qwen3": Family("neox", "silu", "prenorm"),
+    "qwen3moe": Family("neox", "silu", "prenorm"),
     "phi3": Family("neox", "silu", "prenorm"),
     "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
     "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
@@ -209,7 +214,7 @@ class Oracle:
             n_embd=n_embd,
             n_head=n_head,
             n_head_kv=int(get(f"{a}.attention.head_count_kv", n_head)),
-            n_ff=int(get(f"{a}.feed_forward_length")),
+            n_ff=int(get(f"{a}.feed_forward_length", 0) or 0),
             n_vocab=0,
             n_rot=int(get(f"{a}.rope.dimension_count", head_dim)),
             head_dim=head_dim,
@@ -235,6 +240,8 @@ class Oracle:
             attn_factor = (1.0 + 0.1 * math.log(f)) if f > 1.0 else 1.0
             attn_factor *= 1.0 / (1.0 + 0.1 * math.log(f))
         hp.attn_factor = attn_factor * float(get(f"{a}.rope.scaling.attn_factor", 1.0))
+        self.n_expert_used = int(get(f"{a}.expert_used_count", 0) or 0)
+        self.route_counts: dict[int, set] = {}   # block -> the distinct expert sets chosen
         if self.family.read is not None:
             self.family.read(get, hp, a)
         if not hp.swa_layers:
@@ -353,9 +360,33 @@ class Oracle:
             att[:, hh, :] = e @ v[:, kh, :]
         return self._lin(att.reshape(n, nh * hdv), p + "attn_output")
 
+    def _moe(self, il, h):
+        """llama.cpp's build_moe_ffn for a softmax router with renormalised weights."""
+        w, p, k = self.w, f"blk.{il}.", self.n_expert_used
+        act = _ACT[self.family.ffn_act]
+        logits = h @ w[p + "ffn_gate_inp.weight"].T                  # [n, n_expert]
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs = e / e.sum(axis=-1, keepdims=True)
+        # top k by probability, ties to the lower index (a stable sort of -p)
+        top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+        out = np.zeros_like(h)
+        gate, up, down = (w[p + f"ffn_{t}_exps.weight"] for t in ("gate", "up", "down"))
+        seen = self.route_counts.setdefault(il, set())
+        for i in range(h.shape[0]):
+            sel = top[i]
+            seen.add(tuple(sorted(int(x) for x in sel)))
+            wt = probs[i, sel]
+            wt = wt / wt.sum()
+            for j, ex in enumerate(sel):
+                y = down[ex] @ (act(gate[ex] @ h[i]) * (up[ex] @ h[i]))
+                out[i] += wt[j] * y
+        return out
+
     def _ffn(self, il, h):
         w, p = self.w, f"blk.{il}."
         act = _ACT[self.family.ffn_act]
+        if p + "ffn_gate_inp.weight" in w:
+            return self._moe(il, h)
         if p + "ffn_gate.weight" in w:
             g, u = self._lin(h, p + "ffn_gate"), self._lin(h, p + "ffn_up")
         else:                                           # fused: rows gate then up

@@ -153,6 +153,48 @@ Tensor* Graph::mul_mat(Tensor* w, Tensor* x) {
     return new_op(Op::MUL_MAT, DType::F32, ne, {w, x});
 }
 
+Tensor* Graph::moe_route(Tensor* logits, Tensor* bias, int32_t k, ExpertGating gating) {
+    check(logits->type == DType::F32 && logits->ne[2] == 1 && logits->ne[3] == 1, "moe_route wants F32 [n_expert, N]");
+    check(k > 0 && k <= logits->ne[0], "moe_route: k must be in 1..n_expert");
+    check(!bias || (bias->type == DType::F32 && bias->ne[0] == logits->ne[0] && bias->n_rows() == 1),
+          "moe_route bias shape");
+    const int64_t ne[4] = {k, logits->ne[1], 1, 1};
+    Tensor* t = new_op(Op::MOE_ROUTE, DType::I32, ne, {logits, bias});
+    t->iparams[0] = k;
+    t->iparams[1] = (int32_t)gating;
+    return t;
+}
+
+Tensor* Graph::moe_weights(Tensor* logits, Tensor* ids, ExpertGating gating, bool normalise, float scale) {
+    check(ids->op == Op::MOE_ROUTE && ids->src[0] == logits, "moe_weights wants the ids routed from these logits");
+    Tensor* t = new_op(Op::MOE_WEIGHTS, DType::F32, ids->ne, {logits, ids});
+    t->iparams[1] = (int32_t)gating;
+    t->iparams[2] = normalise ? 1 : 0;
+    t->fparams[0] = scale;
+    return t;
+}
+
+Tensor* Graph::mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, Tensor* bias) {
+    const int64_t k = ids->ne[0], N = ids->ne[1];
+    check(ids->type == DType::I32 && ids->ne[2] == 1, "mul_mat_id ids must be I32 [k, N]");
+    check(w->ne[0] == x->ne[0] && w->ne[3] == 1, "mul_mat_id inner dimensions differ");
+    if (x->ne[2] == 1 && x->ne[1] == N) x = reshape(x, x->ne[0], 1, N);  // [K, N]: one row for every expert
+    check(x->type == DType::F32 && (x->ne[1] == 1 || x->ne[1] == k) && x->ne[2] == N && x->ne[3] == 1,
+          "mul_mat_id wants F32 activations [K, 1 or k, N]");
+    check(x->nb[0] == sizeof(float), "mul_mat_id activations need contiguous rows");
+    check(!bias || (bias->type == DType::F32 && bias->ne[0] == w->ne[1] && bias->ne[1] == w->ne[2]),
+          "mul_mat_id bias shape");
+    const int64_t ne[4] = {w->ne[1], k, N, 1};
+    return new_op(Op::MUL_MAT_ID, DType::F32, ne, {w, x, ids, bias});
+}
+
+Tensor* Graph::moe_sum(Tensor* y, Tensor* weights) {
+    check(y->type == DType::F32 && weights->type == DType::F32, "moe_sum wants F32");
+    check(weights->ne[0] == y->ne[1] && weights->ne[1] == y->ne[2] && y->ne[3] == 1, "moe_sum shapes");
+    const int64_t ne[4] = {y->ne[0], y->ne[2], 1, 1};
+    return new_op(Op::MOE_SUM, DType::F32, ne, {y, weights});
+}
+
 Tensor* Graph::add(Tensor* a, Tensor* b) {
     check(a->type == DType::F32 && b->type == DType::F32, "add wants F32");
     check(a->ne[0] == b->ne[0] && (b->n_rows() == 1 || b->n_rows() == a->n_rows()), "add shapes");

@@ -61,6 +61,18 @@ public:
     Tensor* attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* pos, Tensor* after,
                       float scale, int32_t window = 0, float softcap = 0.0f);
 
+    // Mixture of experts. The router: each token's k experts from its logits [n_expert, N]
+    // (best first; `bias` [n_expert], optional, shifts the choice but not the weights), and
+    // their weights (normalised to sum 1 when `normalise`, then times `scale` when nonzero).
+    Tensor* moe_route(Tensor* logits, Tensor* bias, int32_t k, ExpertGating gating);
+    Tensor* moe_weights(Tensor* logits, Tensor* ids, ExpertGating gating, bool normalise, float scale);
+    // Each token's x times each of its experts' matrices (w [K, M, n_expert]): x [K, N] (the
+    // same row for every expert) or [K, k, N] (a row per expert); biases [M, n_expert] optional.
+    // -> [M, k, N]. Only the chosen experts' rows are read.
+    Tensor* mul_mat_id(Tensor* w, Tensor* x, Tensor* ids, Tensor* bias = nullptr);
+    // sum over j of weights[j, t] * y[:, j, t] -> [M, N]
+    Tensor* moe_sum(Tensor* y, Tensor* weights);
+
     // ---- planning -------------------------------------------------------------
     // Orders the nodes reachable from outputs and plans the intermediate buffer.
     void finalize(const std::vector<Tensor*>& outputs);

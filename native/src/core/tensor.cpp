@@ -48,6 +48,10 @@ const char* op_name(Op op) {
         case Op::ROPE: return "rope";
         case Op::KV_STORE: return "kv_store";
         case Op::ATTENTION: return "attention";
+        case Op::MOE_ROUTE: return "moe_route";
+        case Op::MOE_WEIGHTS: return "moe_weights";
+        case Op::MUL_MAT_ID: return "mul_mat_id";
+        case Op::MOE_SUM: return "moe_sum";
         case Op::COUNT: break;
     }
     return "other";

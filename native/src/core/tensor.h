@@ -24,6 +24,17 @@ enum class Op : int32_t {
     KV_STORE,       // write src[0] (K) and src[1] (V) into caches src[2], src[3] at src[4] positions
     ATTENTION,      // causal attention of src[0] (Q) over caches src[1], src[2]; src[3] positions;
                     // iparams[0] sliding window (0: none), fparams[0] scale, [1] soft-cap (0: none)
+    // Mixture of experts (Graph::moe_route and the three after it; DESIGN.md, "expert routing")
+    MOE_ROUTE,      // src[0] router logits F32 [n_expert, N], src[1] optional selection bias
+                    // F32 [n_expert] -> I32 [k, N]: each token's k experts, best first;
+                    // iparams[0] k, [1] ExpertGating
+    MOE_WEIGHTS,    // src[0] logits as above, src[1] MOE_ROUTE's ids -> F32 [k, N]: the chosen
+                    // experts' weights; iparams[1] ExpertGating, [2] 1: normalised to sum 1,
+                    // fparams[0] scale (0: none)
+    MUL_MAT_ID,     // src[0] expert weights [K, M, n_expert], src[1] F32 [K, 1 or k, N] (one row
+                    // for all of a token's experts, or one per expert), src[2] I32 ids [k, N],
+                    // src[3] optional F32 biases [M, n_expert] -> F32 [M, k, N]
+    MOE_SUM,        // src[0] F32 [M, k, N], src[1] F32 weights [k, N] -> F32 [M, N], the weighted sum
     COUNT
 };
 
@@ -31,6 +42,12 @@ enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
 
 // The gate's activation in a gated feed-forward (GLU) op.
 enum class Activation : int32_t { SILU = 0, GELU_TANH = 1 };
+
+// How a mixture-of-experts router turns its logits into the chosen experts' weights
+// (llama.cpp's llama_expert_gating_func_type values, as GGUF's expert_gating_func key holds
+// them): a softmax over all experts, a sigmoid per expert, or the top k chosen on the raw
+// logits and a softmax over those k only (gpt-oss).
+enum class ExpertGating : int32_t { SOFTMAX = 1, SIGMOID = 2, SOFTMAX_WEIGHT = 3 };
 
 // Six sources: ATTENTION takes five today, and attention sinks (gpt-oss) a sixth. Part of
 // the backend ABI (backend/backend.h), so it changes rarely and deliberately.

@@ -72,6 +72,11 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
             conv = mul_mat_converts(t, isa, converted, converted_type);
             uses_work = conv || dot_kernels(t->src[0]->type, isa).act_type != DType::F32;
             need |= conv && work_in_use;  // converting would overwrite what others still read
+        } else if (t->op == Op::MUL_MAT_ID) {
+            // always converts (into its own layout), so what the next product finds there is unknown
+            conv = uses_work = true;
+            need |= work_in_use;
+            converted = nullptr;
         }
         if (need && !first) {
             plan[i] = 1;
@@ -80,7 +85,7 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
         first = false;
         // A conversion ends with a barrier of its own, except a one-row one (decoding),
         // which each thread makes for itself into its own slot.
-        if (conv && t->src[1]->ne[1] != 1) clear();
+        if (conv && (t->op == Op::MUL_MAT_ID ? t->src[2] : t->src[1])->ne[1] != 1) clear();
         produced.push_back(t);
         written.insert(written.end(), writes.begin(), writes.end());
         read.insert(read.end(), reads.begin(), reads.end());

@@ -100,7 +100,8 @@ void gemm_rows(GemmFn gemm, const uint8_t* base, const Tensor* w, const Tensor* 
     }
 }
 
-// Rows [r_begin, r_end) of out = w^T x.
+}  // namespace
+
 void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
                   int64_t r_end, bool packs) {
     const int64_t K = w->ne[0], N = x->ne[1];
@@ -129,8 +130,6 @@ void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const T
         }
     }
 }
-
-}  // namespace
 
 void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
              std::atomic<int64_t>* next_chunk) {

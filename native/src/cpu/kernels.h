@@ -207,5 +207,10 @@ constexpr int64_t kMulMatRowBlock = 16;  // weight rows handled together by one 
 // split or the thread count.
 void mul_mat(const Tensor* w, const Tensor* x, const Tensor* out, int ith, int nth, Isa isa,
              std::atomic<int64_t>* next_chunk = nullptr);
+// Rows [r_begin, r_end) of out = w^T x on the calling thread, with k = dot_kernels(w's
+// type); packs: the level's block tiles pack panels (AVX2, AVX-512). The products of
+// mul_mat and of each expert of mul_mat_id.
+void mul_mat_rows(const DotKernels& k, const Tensor* w, const Tensor* x, const Tensor* out, int64_t r_begin,
+                  int64_t r_end, bool packs);
 
 }  // namespace ember

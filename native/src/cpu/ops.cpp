@@ -28,20 +28,6 @@ namespace ember {
 
 namespace {
 
-struct Range {
-    int64_t begin, end;
-};
-
-// Even split of n items over nth threads.
-Range split(int64_t n, int ith, int nth) {
-    const int64_t per = (n + nth - 1) / nth;
-    int64_t b = per * ith;
-    int64_t e = b + per;
-    if (b > n) b = n;
-    if (e > n) e = n;
-    return {b, e};
-}
-
 // Row i of a tensor counted over dimensions 1..3, whatever its strides (per-head views of
 // a product, halves of a fused one).
 template <typename T>
@@ -447,22 +433,27 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::ROPE: op_rope(t, ith, nth); return;
         case Op::KV_STORE: op_kv_store(t, ith, nth, p.isa); return;
         case Op::ATTENTION: op_attention(t, p); return;
+        case Op::MOE_ROUTE: op_moe_route(t, ith, nth); return;
+        case Op::MOE_WEIGHTS: op_moe_weights(t, ith, nth); return;
+        case Op::MUL_MAT_ID: op_mul_mat_id(t, p); return;
+        case Op::MOE_SUM: op_moe_sum(t, ith, nth); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));
 }
 
+size_t node_work_size(const Tensor* t, Isa isa, int n_threads) {
+    if (t->op == Op::MUL_MAT_ID) return mul_mat_id_work_size(t, isa, n_threads);
+    if (t->op != Op::MUL_MAT) return 0;
+    const DotKernels& k = dot_kernels(t->src[0]->type, isa);
+    if (k.act_type == DType::F32) return 0;
+    const size_t row = (size_t)row_bytes(*type_traits((uint32_t)k.act_type), t->src[1]->ne[0]);
+    return t->src[1]->ne[1] == 1 ? decode_slot_bytes(row) * (size_t)n_threads : row * (size_t)t->src[1]->ne[1];
+}
+
 size_t work_size(const Graph& graph, Isa isa, int n_threads) {
     size_t need = 0;
-    for (const Tensor* t : graph.nodes()) {
-        if (t->op != Op::MUL_MAT) continue;
-        const DotKernels& k = dot_kernels(t->src[0]->type, isa);
-        if (k.act_type == DType::F32) continue;
-        const size_t row = (size_t)row_bytes(*type_traits((uint32_t)k.act_type), t->src[1]->ne[0]);
-        const size_t bytes = t->src[1]->ne[1] == 1 ? decode_slot_bytes(row) * (size_t)n_threads
-                                                    : row * (size_t)t->src[1]->ne[1];
-        if (bytes > need) need = bytes;
-    }
+    for (const Tensor* t : graph.nodes()) need = std::max(need, node_work_size(t, isa, n_threads));
     return need;
 }
 

@@ -20,6 +20,20 @@ struct ThreadScratch {
     AlignedBuffer buf;
 };
 
+struct Range {
+    int64_t begin, end;
+};
+
+// Even split of n items over nth threads.
+inline Range split(int64_t n, int ith, int nth) {
+    const int64_t per = (n + nth - 1) / nth;
+    int64_t b = per * ith;
+    int64_t e = b + per;
+    if (b > n) b = n;
+    if (e > n) e = n;
+    return {b, e};
+}
+
 // What a node's computation sees on one thread.
 struct ComputeParams {
     int ith = 0, nth = 1;
@@ -96,6 +110,15 @@ size_t work_size(const Graph& graph, Isa isa, int n_threads);
 std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa);
 // One node on one thread.
 void compute_node(const Tensor* t, ComputeParams& p);
+// Bytes of the shared work buffer one node needs (0: none); work_size is the largest.
+size_t node_work_size(const Tensor* t, Isa isa, int n_threads);
+
+// The mixture-of-experts ops (cpu/moe.cpp).
+void op_moe_route(const Tensor* t, int ith, int nth);
+void op_moe_weights(const Tensor* t, int ith, int nth);
+void op_mul_mat_id(const Tensor* t, ComputeParams& p);
+void op_moe_sum(const Tensor* t, int ith, int nth);
+size_t mul_mat_id_work_size(const Tensor* t, Isa isa, int n_threads);
 // Whether a MUL_MAT node converts its activations into the work buffer, given what the
 // previous product left there (updated in converted / converted_type): op_mul_mat's
 // decision, which the barrier plan mirrors.

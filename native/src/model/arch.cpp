@@ -15,6 +15,8 @@ const ArchSpec kArchs[] = {
      nullptr,             nullptr,            llama_bind_layer,  llama_build_graph},
     {"qwen3", "Qwen3 (dense)", RopeMode::NEOX,
      nullptr,             nullptr,            qwen3_bind_layer,  llama_build_graph},
+    {"qwen3moe", "Qwen3-MoE (30B-A3B, Coder-30B-A3B, 235B-A22B)", RopeMode::NEOX,
+     qwen3moe_read_hparams, nullptr,          qwen3moe_bind_layer, llama_build_graph},
     {"gemma2", "Gemma 2", RopeMode::NEOX,
      gemma2_read_hparams, gemma2_bind_model,  gemma2_bind_layer, gemma3_build_graph},
     {"gemma3", "Gemma 3 (text)", RopeMode::NEOX,

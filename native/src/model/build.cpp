@@ -129,6 +129,20 @@ Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act, in
     return name(g.mul_mat(L.ffn_down, h), "ffn_out", il);
 }
 
+Tensor* GraphBuilder::moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il) {
+    Tensor* logits = g.mul_mat(L.ffn_gate_inp, cur);  // [n_expert, N]
+    if (L.ffn_gate_inp_b) logits = g.add(logits, L.ffn_gate_inp_b);
+    name(logits, "ffn_moe_logits", il);
+    Tensor* ids = name(g.moe_route(logits, nullptr, hp.n_expert_used, hp.expert_gating), "ffn_moe_topk", il);
+    Tensor* weights = name(g.moe_weights(logits, ids, hp.expert_gating, hp.expert_weights_norm, hp.expert_weights_scale),
+                           "ffn_moe_weights", il);
+    Tensor* up = name(g.mul_mat_id(L.ffn_up_exps, cur, ids, L.ffn_up_exps_b), "ffn_moe_up", il);
+    Tensor* gate = name(g.mul_mat_id(L.ffn_gate_exps, cur, ids, L.ffn_gate_exps_b), "ffn_moe_gate", il);
+    Tensor* h = name(g.glu(gate, up, act), "ffn_moe_swiglu", il);  // [n_ff_exp, k, N]
+    Tensor* down = name(g.mul_mat_id(L.ffn_down_exps, h, ids, L.ffn_down_exps_b), "ffn_moe_down", il);
+    return name(g.moe_sum(down, weights), "ffn_moe_out", il);
+}
+
 void GraphBuilder::output(Tensor* x) {
     x = name(norm(x, model.output_norm), "result_norm");
     Tensor* logits = g.mul_mat(model.output, x);

@@ -41,6 +41,12 @@ public:
     Tensor* attention(int32_t il, Tensor* cur, Tensor*& residual, Tensor* rope_factors = nullptr);
     // The gated feed-forward of block il: down(act(gate(x)) * up(x)); gate and up fused or not.
     Tensor* ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il);
+    // The mixture-of-experts feed-forward of block il (model/build.cpp; DESIGN.md, "expert
+    // routing"): the router picks hp.n_expert_used experts per token and weighs them, each
+    // chosen expert's gated feed-forward runs on the tokens routed to it, and the outputs
+    // are summed with the weights (hp.expert_*: the family's reader fixes what its graph
+    // fixes in llama.cpp).
+    Tensor* moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il);
     // Final norm, output head (soft-capped where the model says so); finishes the graph.
     void output(Tensor* x);
 

@@ -2,6 +2,7 @@
 // which Qwen2 (Q/K/V biases), Qwen3 (per-head Q/K norms) and Phi-3 (fused QKV and
 // gate/up, LongRoPE) share; read top to bottom: embed, then per block attention and the
 // SwiGLU feed-forward with pre-norms and residuals, final norm, output head.
+#include "core/error.h"
 #include "model/arch.h"
 #include "model/build.h"
 
@@ -26,6 +27,23 @@ void qwen3_bind_layer(Model& m, int32_t il) {
     bind_ffn_weights(m, il);
 }
 
+void qwen3moe_read_hparams(const GGUFFile&, HParams& h) {
+    if (h.n_expert <= 0 || h.n_expert_used <= 0)
+        fail(EMBER_ERR_FORMAT, "a qwen3moe model needs expert_count and expert_used_count");
+    // llama.cpp's qwen3moe graph: a softmax router whose chosen weights are renormalised
+    h.expert_gating = ExpertGating::SOFTMAX;
+    h.expert_weights_norm = true;
+}
+
+void qwen3moe_bind_layer(Model& m, int32_t il) {
+    const HParams& h = m.hparams();
+    bind_attention_weights(m, il);
+    LayerWeights& L = m.layers[(size_t)il];
+    L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
+    L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
+    bind_moe_weights(m, il);
+}
+
 void llama_build_graph(GraphBuilder& b) {
     const Model& m = b.model;
     Graph& g = b.g;
@@ -39,7 +57,9 @@ void llama_build_graph(GraphBuilder& b) {
         Tensor* attn = b.attention(il, b.name(b.norm(x, L.attn_norm), "attn_norm", il), x, factors);
         if (!attn) return;  // the batch only fills the cache
         x = b.name(g.add(x, attn), "ffn_inp", il);
-        Tensor* ffn = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm", il), Activation::SILU, il);
+        Tensor* normed = b.name(b.norm(x, L.ffn_norm), "ffn_norm", il);
+        Tensor* ffn = L.ffn_gate_inp ? b.moe_ffn(L, normed, Activation::SILU, il)
+                                     : b.ffn(L, normed, Activation::SILU, il);
         x = b.name(g.add(x, ffn), "l_out", il);
     }
     b.output(x);

@@ -131,7 +131,26 @@ void Model::read_hparams() {
     };
     hp_.n_embd = key_int("embedding_length", 0, true);
     hp_.n_layer = key_int("block_count", 0, true);
-    hp_.n_ff = key_int("feed_forward_length", 0, true);
+    // experts: the count, how many each token uses, their width (else the dense width / k,
+    // as llama.cpp assumes), and how the router weighs them
+    hp_.n_expert = (int32_t)uniform_int(g, a + "expert_count", 0, false);
+    if (hp_.n_expert < 0 || hp_.n_expert > 4096)
+        fail(EMBER_ERR_FORMAT, "metadata key '" + a + "expert_count' has an invalid value " + std::to_string(hp_.n_expert));
+    hp_.n_ff = key_int("feed_forward_length", hp_.n_expert > 0 ? 1 : 0, hp_.n_expert == 0);
+    if (hp_.n_expert > 0) {
+        hp_.n_expert_used = key_int("expert_used_count", 0, true);
+        if (hp_.n_expert_used > hp_.n_expert)
+            fail(EMBER_ERR_FORMAT, "expert_used_count " + std::to_string(hp_.n_expert_used) +
+                                       " is more than expert_count " + std::to_string(hp_.n_expert));
+        hp_.n_ff_exp = key_int("expert_feed_forward_length", std::max(1, hp_.n_ff / hp_.n_expert_used), false);
+        hp_.expert_weights_norm = g.get_bool_or(a + "expert_weights_norm", false);
+        hp_.expert_weights_scale = (float)g.get_float_or(a + "expert_weights_scale", 0.0);
+        const int64_t gating = g.get_int_or(a + "expert_gating_func", (int64_t)ExpertGating::SOFTMAX);
+        if (gating < (int64_t)ExpertGating::SOFTMAX || gating > (int64_t)ExpertGating::SOFTMAX_WEIGHT)
+            fail(EMBER_ERR_UNSUPPORTED, "expert_gating_func " + std::to_string(gating) +
+                                            " is not supported (1 softmax, 2 sigmoid, 3 softmax of the chosen)");
+        hp_.expert_gating = (ExpertGating)gating;
+    }
     hp_.n_head = key_int("attention.head_count", 0, true);
     hp_.n_head_kv = key_int("attention.head_count_kv", hp_.n_head, false);
     hp_.n_ctx_train = key_int("context_length", 2048, false);
@@ -279,6 +298,27 @@ void bind_ffn_weights(Model& m, int32_t il) {
     L.ffn_gate = m.layer_weight(il, "ffn_gate", {h.n_embd, h.n_ff});
     L.ffn_up = m.layer_weight(il, "ffn_up", {h.n_embd, h.n_ff});
     L.ffn_down = m.layer_weight(il, "ffn_down", {h.n_ff, h.n_embd});
+}
+
+void bind_moe_weights(Model& m, int32_t il) {
+    const HParams& h = m.hparams();
+    if (h.n_expert <= 0 || h.n_expert_used <= 0)
+        fail(EMBER_ERR_FORMAT, "a mixture-of-experts model needs expert_count and expert_used_count");
+    LayerWeights& L = m.layers[(size_t)il];
+    const std::string p = "blk." + std::to_string(il) + ".";
+    L.ffn_norm = m.layer_weight(il, "ffn_norm", {h.n_embd});
+    L.ffn_gate_inp = m.layer_weight(il, "ffn_gate_inp", {h.n_embd, h.n_expert});
+    L.ffn_gate_inp_b = m.weight(p + "ffn_gate_inp.bias", {h.n_expert}, false);
+    L.ffn_gate_exps = m.layer_weight(il, "ffn_gate_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
+    L.ffn_up_exps = m.layer_weight(il, "ffn_up_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
+    L.ffn_down_exps = m.layer_weight(il, "ffn_down_exps", {h.n_ff_exp, h.n_embd, h.n_expert});
+    L.ffn_gate_exps_b = m.weight(p + "ffn_gate_exps.bias", {h.n_ff_exp, h.n_expert}, false);
+    L.ffn_up_exps_b = m.weight(p + "ffn_up_exps.bias", {h.n_ff_exp, h.n_expert}, false);
+    L.ffn_down_exps_b = m.weight(p + "ffn_down_exps.bias", {h.n_embd, h.n_expert}, false);
+    for (const Tensor* b : {L.ffn_gate_exps_b, L.ffn_up_exps_b, L.ffn_down_exps_b})
+        if (b && b->type != DType::F32)
+            fail(EMBER_ERR_UNSUPPORTED, std::string("tensor '") + b->name + "' should be F32 but is " +
+                                            type_name((uint32_t)b->type));
 }
 
 Model::~Model() {

@@ -50,6 +50,14 @@ struct HParams {
     float attn_scale = 0.0f;        // scale of Q.K; 0: 1/sqrt(head_dim)
     float final_softcap = 0.0f;     // logits soft-cap; 0: none
     float attn_softcap = 0.0f;      // attention scores soft-cap; 0: none
+    // Mixture of experts (expert_* keys; n_expert 0: a dense model): each token runs
+    // n_expert_used of n_expert feed-forwards n_ff_exp wide, weighted by the router.
+    int32_t n_expert = 0;
+    int32_t n_expert_used = 0;
+    int32_t n_ff_exp = 0;
+    ExpertGating expert_gating = ExpertGating::SOFTMAX;
+    bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1
+    float expert_weights_scale = 0.0f; // then scaled (0: not)
 
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
 };
@@ -73,6 +81,16 @@ struct LayerWeights {
     Tensor* ffn_up = nullptr;
     Tensor* ffn_down = nullptr;
     Tensor* ffn_post_norm = nullptr;  // (gemma3)
+    // mixture of experts: the router [n_embd, n_expert] (with its bias), the experts'
+    // matrices [in, out, n_expert] and their biases [out, n_expert] (gpt-oss)
+    Tensor* ffn_gate_inp = nullptr;
+    Tensor* ffn_gate_inp_b = nullptr;
+    Tensor* ffn_gate_exps = nullptr;
+    Tensor* ffn_up_exps = nullptr;
+    Tensor* ffn_down_exps = nullptr;
+    Tensor* ffn_gate_exps_b = nullptr;
+    Tensor* ffn_up_exps_b = nullptr;
+    Tensor* ffn_down_exps_b = nullptr;
 };
 
 struct ArchSpec;
@@ -162,5 +180,8 @@ private:
 // (ffn_norm, ffn_gate, ffn_up, ffn_down).
 void bind_attention_weights(Model& m, int32_t il);
 void bind_ffn_weights(Model& m, int32_t il);
+// A block's experts instead of the dense feed-forward: ffn_norm, the router ffn_gate_inp and
+// ffn_{gate,up,down}_exps, with the optional biases.
+void bind_moe_weights(Model& m, int32_t il);
 
 }  // namespace ember

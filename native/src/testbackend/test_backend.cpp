@@ -171,14 +171,7 @@ int tb_compute(void* state, const Tensor* const* nodes, int32_t n_nodes, const v
     try {
         // the work buffer for converted activations, as the CPU backend sizes it for one thread
         size_t need = 0;
-        for (int32_t i = 0; i < n_nodes; ++i) {
-            const Tensor* t = nodes[i];
-            if (t->op != Op::MUL_MAT) continue;
-            const DotKernels& k = dot_kernels(t->src[0]->type, Isa::SCALAR);
-            if (k.act_type == DType::F32) continue;
-            need = std::max(need, (size_t)row_bytes(*type_traits((uint32_t)k.act_type), t->src[1]->ne[0]) *
-                                      (size_t)t->src[1]->ne[1] + 64);
-        }
+        for (int32_t i = 0; i < n_nodes; ++i) need = std::max(need, node_work_size(nodes[i], Isa::SCALAR, 1) + 64);
         s->work.resize(std::max(need, s->work.size()));
         ComputeParams p;
         p.ith = 0;
