@@ -61,6 +61,7 @@ FAMILY_TEXTS = {
     "phi3": ["code"],
     "yarn": ["code"],
     "qwen3moe": ["prose"],
+    "gpt-oss": ["prose"],
 }
 JOIN = "\n\n"
 

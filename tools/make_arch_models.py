@@ -35,6 +35,10 @@ Families (``FAMILIES`` below)::
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
+    gpt-oss    gpt-oss, Llama 3 BPE vocab (no o200k vocabulary ships with llama.cpp), n_embd 256,
+               2 layers (0 sliding window 128, 1 global), 4/2 heads of 64, q/k/v/o biases,
+               attention sinks, YaRN (factor 32, original ctx 4096, base 150000), 16 experts
+               of width 256, 4 used, router and expert biases, clamped SwiGLU
     phi3       phi3,   Phi-3 SPM vocab (32064), n_embd 256, 2 layers, 4/4 heads, n_ff 512, fused
                attn_qkv and gate|up, LongRoPE factor tables (long/short), attn_factor 1.19,
                original ctx 1024 (so n_ctx 2048 selects the long factors), ctx 131072, untied
@@ -130,6 +134,8 @@ class Family:
     n_expert_used: int = 0                # experts each token runs
     n_ff_exp: int = 0                     # an expert's width
     router_gain: float = 1.0              # ffn_gate_inp std = router_gain / sqrt(n_embd)
+    gpt_oss: bool = False                 # q/k/v/o and router/expert biases, attn_sinks, the
+                                          # pre-FFN norm named post_attention_norm
     extra_kv: dict = field(default_factory=dict)   # key suffix -> (value, "u32"/"f32")
     logit_std: float = LOGIT_STD          # std of a logit for a unit-RMS final hidden state
     qk_gain: float = 1.0                  # attn_q / attn_k std = qk_gain / sqrt(n_embd)
@@ -174,6 +180,20 @@ FAMILIES: dict[str, Family] = {
                        1e-6, tied=False, head_dim=128, qk_norm=True, n_expert=32, n_expert_used=8,
                        n_ff_exp=128, router_gain=3.0,
                        note="32 experts top-8, width 128; softmax router, renormalised"),
+    # gpt-oss-20b's block in small: 4/2 heads of 64, biases everywhere, a sink per head,
+    # layers 0 (window 128) and 1 (global), YaRN factor 32 over 4096 as the release has it,
+    # 16 experts of width 256 (= n_embd, as in the release), 4 used, router with a bias.
+    # No gpt-oss (o200k) vocabulary ships with llama.cpp's models/: the Llama 3 BPE one
+    # stands in (the graph does not depend on it).
+    "gpt-oss": Family("gpt-oss", _vocab("llama-bpe"), 128256, 256, 2, 4, 2, 256, 150000.0, 131072,
+                      1e-5, tied=False, head_dim=64, write_head_dim=True, qkv_bias=True,
+                      n_expert=16, n_expert_used=4, n_ff_exp=256, router_gain=3.0, gpt_oss=True,
+                      extra_kv={"attention.sliding_window": (128, "u32"),
+                                "rope.scaling.type": ("yarn", "str"),
+                                "rope.scaling.factor": (32.0, "f32"),
+                                "rope.scaling.original_context_length": (4096, "u32")},
+                      note="layer 0 sliding window 128, layer 1 global; attention sinks; 16 experts "
+                           "top-4, softmax over the chosen; clamped SwiGLU; YaRN x32"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -289,18 +309,31 @@ def tensors(family: str) -> list[tuple[str, np.ndarray]]:
             norm(p + "attn_q_norm.weight", hd)
             norm(p + "attn_k_norm.weight", hd)
         mat(p + "attn_output.weight", E, nq)
+        if f.gpt_oss:
+            # the size of the embeddings' own spread: a larger bias would be most of the
+            # residual stream after block 0, and every token would route alike
+            name = p + "attn_output.bias"
+            out.append((name, vector(family, name, E, EMBD_STD)))
+            name = p + "attn_sinks.weight"
+            out.append((name, vector(family, name, f.n_head, 1.0)))
         if f.post_norms:
             norm(p + "post_attention_norm.weight", E)
-        norm(p + "ffn_norm.weight", E)
+        norm(p + ("post_attention_norm.weight" if f.gpt_oss else "ffn_norm.weight"), E)
         if f.n_expert:
             name = p + "ffn_gate_inp.weight"
             router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
             out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
+            if f.gpt_oss:
+                name = p + "ffn_gate_inp.bias"
+                out.append((name, vector(family, name, f.n_expert, BIAS_STD)))
             X, F = f.n_expert, f.n_ff_exp
             for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
                 name = p + f"ffn_{t}_exps.weight"
                 w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
                 out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+                if f.gpt_oss:
+                    name = p + f"ffn_{t}_exps.bias"
+                    out.append((name, vector(family, name, X * rows, BIAS_STD).reshape(X, rows)))
         elif f.fused:
             mat(p + "ffn_up.weight", 2 * f.n_ff, E)      # rows: gate then up
         else:

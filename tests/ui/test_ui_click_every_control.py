@@ -197,7 +197,7 @@ def test_file_menu(qtbot, data_dir, starter_model_path, tmp_path, monkeypatch):
     files.open_path = str(tmp_path / "one.json")
     click_menu(qtbot, win, "File", "Import chats…")
     assert len(win.store.conversations()) == 2
-    assert find(win, QLabel, "statusMessage").text() == "0 chats imported, 1 already here"
+    assert find(win, QLabel, "statusMessage").full_text() == "0 chats imported, 1 already here"
     # ...and an export of another chat (started at another time) is imported and shown
     one["conversations"][0]["created"] -= 3600
     (tmp_path / "other.json").write_text(json.dumps(one), encoding="utf-8")

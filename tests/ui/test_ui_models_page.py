@@ -133,7 +133,7 @@ def test_delete_asks_first_and_never_deletes_the_model_in_use(qtbot, data_dir,
     qtbot.mouseClick(view.rows[1].delete_button, Qt.LeftButton)
     assert not spare.exists()
     assert listed(view) == [("in-use.gguf", "Loaded", False)]
-    assert find(win, QLabel, "statusMessage").text() == "Deleted spare.gguf"
+    assert find(win, QLabel, "statusMessage").full_text() == "Deleted spare.gguf"
     # even asked directly, the loaded model is refused before any question
     asked.clear()
     assert not win.delete_model(str(keep))

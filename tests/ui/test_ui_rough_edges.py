@@ -184,10 +184,10 @@ def test_a_failed_import_replaces_the_last_import_message(qtbot, data_dir, tmp_p
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
     assert len(win.import_chats(good)) == 1
-    assert find(win, QLabel, "statusMessage").text() == "1 chat imported"
+    assert find(win, QLabel, "statusMessage").full_text() == "1 chat imported"
     assert win.import_chats(bad) == []
     assert win.error_banner.isVisible()
-    assert "imported" not in find(win, QLabel, "statusMessage").text()
+    assert "imported" not in find(win, QLabel, "statusMessage").full_text()
 
 
 def test_continue_counts_the_whole_reply(qtbot, data_dir, starter_model_path):

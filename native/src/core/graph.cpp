@@ -209,6 +209,13 @@ Tensor* Graph::glu(Tensor* gate, Tensor* up, Activation act) {
     return t;
 }
 
+Tensor* Graph::swiglu_oai(Tensor* gate, Tensor* up, float alpha, float limit) {
+    Tensor* t = glu(gate, up, Activation::SWIGLU_OAI);
+    t->fparams[0] = alpha;
+    t->fparams[1] = limit;
+    return t;
+}
+
 Tensor* Graph::scale(Tensor* x, float s) {
     check(x->type == DType::F32, "scale wants F32");
     Tensor* t = new_op(Op::SCALE, DType::F32, x->ne, {x});
@@ -264,12 +271,14 @@ Tensor* Graph::kv_store(Tensor* k, Tensor* v, Tensor* k_cache, Tensor* v_cache, 
 }
 
 Tensor* Graph::attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* pos, Tensor* after,
-                         float scale, int32_t window, float softcap) {
+                         float scale, int32_t window, float softcap, Tensor* sinks) {
     check(q->ne[0] == k_cache->ne[0] && q->ne[1] % k_cache->ne[1] == 0, "attention head shapes");
+    check(!sinks || (sinks->type == DType::F32 && sinks->ne[0] == q->ne[1] && sinks->n_rows() == 1),
+          "attention sinks: one F32 per query head");
     check(pos->ne[0] == q->ne[2], "attention positions");
     check(window >= 0 && softcap >= 0.0f, "attention window and soft-cap");
     const int64_t ne[4] = {q->ne[0] * q->ne[1], q->ne[2], 1, 1};
-    Tensor* t = new_op(Op::ATTENTION, DType::F32, ne, {q, k_cache, v_cache, pos, after});
+    Tensor* t = new_op(Op::ATTENTION, DType::F32, ne, {q, k_cache, v_cache, pos, after, sinks});
     t->fparams[0] = scale;
     t->fparams[1] = softcap;
     t->iparams[0] = window;

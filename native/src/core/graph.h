@@ -49,6 +49,8 @@ public:
     // act(gate) * up, elementwise (gate and up may be views into one fused product)
     Tensor* glu(Tensor* gate, Tensor* up, Activation act);
     Tensor* swiglu(Tensor* gate, Tensor* up) { return glu(gate, up, Activation::SILU); }
+    // gpt-oss's clamped SwiGLU (Activation::SWIGLU_OAI)
+    Tensor* swiglu_oai(Tensor* gate, Tensor* up, float alpha, float limit);
     Tensor* scale(Tensor* x, float s);
     // cap * tanh(x / cap): Gemma 2's logit soft-capping
     Tensor* softcap(Tensor* x, float cap);
@@ -58,8 +60,9 @@ public:
     // q: [head_dim, n_head, N]; caches [head_dim, n_head_kv, n_ctx] F16; `after` orders it
     // after the KV_STORE of the same batch. window > 0: a query at position p sees the keys
     // at p - window + 1 .. p only. softcap > 0: scores become softcap * tanh(score / softcap).
+    // sinks: optional F32 [n_head], each head's extra logit in the softmax's denominator.
     Tensor* attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* pos, Tensor* after,
-                      float scale, int32_t window = 0, float softcap = 0.0f);
+                      float scale, int32_t window = 0, float softcap = 0.0f, Tensor* sinks = nullptr);
 
     // Mixture of experts. The router: each token's k experts from its logits [n_expert, N]
     // (best first; `bias` [n_expert], optional, shifts the choice but not the weights), and

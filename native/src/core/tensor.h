@@ -23,7 +23,9 @@ enum class Op : int32_t {
                     // optional F32 [n_rot/2] frequency divisors; parameters: see Graph::rope
     KV_STORE,       // write src[0] (K) and src[1] (V) into caches src[2], src[3] at src[4] positions
     ATTENTION,      // causal attention of src[0] (Q) over caches src[1], src[2]; src[3] positions;
-                    // iparams[0] sliding window (0: none), fparams[0] scale, [1] soft-cap (0: none)
+                    // iparams[0] sliding window (0: none), fparams[0] scale, [1] soft-cap (0: none);
+                    // src[5] optional F32 [n_head] attention sinks (a logit per head that joins
+                    // the softmax's denominator only: gpt-oss)
     // Mixture of experts (Graph::moe_route and the three after it; DESIGN.md, "expert routing")
     MOE_ROUTE,      // src[0] router logits F32 [n_expert, N], src[1] optional selection bias
                     // F32 [n_expert] -> I32 [k, N]: each token's k experts, best first;
@@ -41,7 +43,9 @@ enum class Op : int32_t {
 enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
 
 // The gate's activation in a gated feed-forward (GLU) op.
-enum class Activation : int32_t { SILU = 0, GELU_TANH = 1 };
+// SWIGLU_OAI: gpt-oss's clamped SwiGLU, min(g, limit) * sigmoid(alpha min(g, limit)) *
+// (clamp(u, -limit, limit) + 1), fparams[0] alpha, [1] limit.
+enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2 };
 
 // How a mixture-of-experts router turns its logits into the chosen experts' weights
 // (llama.cpp's llama_expert_gating_func_type values, as GGUF's expert_gating_func key holds

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
+#include "core/thread_state.h"
 #include "cpu/ops.h"
 #include "quant/types.h"
 
@@ -50,35 +50,36 @@ constexpr float kMinWeightSum = 6.103515625e-5f;  // F16's smallest normal, as l
 constexpr int64_t kIdRows = 64;                    // weight rows per work item of mul_mat_id
 
 // The (token, slot) pairs of a batch grouped by expert: expert e's pairs are
-// order[start[e] .. start[e + 1]), each as slot + k * token, in token order.
+// order[start[e] .. start[e + 1]), each as slot + k * token, in token order. In the
+// calling thread's scratch (core/thread_state.h): every thread builds the same grouping.
 struct ExpertGroups {
-    std::vector<int64_t> start;
-    std::vector<int32_t> order;
+    int64_t* start;
+    int32_t* order;
 
-    void build(const Tensor* ids, int64_t n_expert) {
+    ExpertGroups(const Tensor* ids, int64_t n_expert) {
+        struct StartSite {};
+        struct FillSite {};
+        struct OrderSite {};
         const int64_t k = ids->ne[0], N = ids->ne[1];
-        start.assign((size_t)n_expert + 1, 0);
-        order.resize((size_t)(k * N));
+        start = thread_scratch<int64_t, StartSite>((size_t)n_expert + 1);
+        int64_t* fill = thread_scratch<int64_t, FillSite>((size_t)n_expert);
+        order = thread_scratch<int32_t, OrderSite>((size_t)(k * N));
+        for (int64_t e = 0; e <= n_expert; ++e) start[e] = 0;
         for (int64_t t = 0; t < N; ++t)
             for (int64_t j = 0; j < k; ++j) {
                 const int32_t e = ids->row<const int32_t>(t)[j];
-                if (e >= 0 && e < n_expert) ++start[(size_t)e + 1];
+                if (e >= 0 && e < n_expert) ++start[e + 1];
             }
-        for (int64_t e = 0; e < n_expert; ++e) start[(size_t)e + 1] += start[(size_t)e];
-        std::vector<int64_t> fill(start.begin(), start.end() - 1);
+        for (int64_t e = 0; e < n_expert; ++e) start[e + 1] += start[e];
+        for (int64_t e = 0; e < n_expert; ++e) fill[e] = start[e];
         for (int64_t t = 0; t < N; ++t)
             for (int64_t j = 0; j < k; ++j) {
                 const int32_t e = ids->row<const int32_t>(t)[j];
-                if (e >= 0 && e < n_expert) order[(size_t)fill[(size_t)e]++] = (int32_t)(j + k * t);
+                if (e >= 0 && e < n_expert) order[fill[e]++] = (int32_t)(j + k * t);
             }
     }
-    int64_t count(int64_t e) const { return start[(size_t)e + 1] - start[(size_t)e]; }
+    int64_t count(int64_t e) const { return start[e + 1] - start[e]; }
 };
-
-ExpertGroups& thread_groups() {
-    thread_local ExpertGroups g;
-    return g;
-}
 
 size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -116,20 +117,19 @@ void op_moe_route(const Tensor* t, int ith, int nth) {
     const Tensor* bias = t->src[1];
     const int64_t n = logits->ne[0], k = t->ne[0];
     const ExpertGating gating = (ExpertGating)t->iparams[1];
-    thread_local std::vector<float> scores;
-    thread_local std::vector<int32_t> idx;
-    scores.resize((size_t)n);
-    idx.resize((size_t)n);
+    struct ScoreSite {};
+    struct IndexSite {};
+    float* scores = thread_scratch<float, ScoreSite>((size_t)n);
+    int32_t* idx = thread_scratch<int32_t, IndexSite>((size_t)n);
     const Range r = split(logits->ne[1], ith, nth);
     for (int64_t tok = r.begin; tok < r.end; ++tok) {
-        gate_scores(logits->row<const float>(tok), n, gating, scores.data());
+        gate_scores(logits->row<const float>(tok), n, gating, scores);
         if (bias)
-            for (int64_t e = 0; e < n; ++e) scores[(size_t)e] += bias->row<const float>(0)[e];
-        for (int64_t e = 0; e < n; ++e) idx[(size_t)e] = (int32_t)e;
-        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
-            return before(scores[(size_t)a], a, scores[(size_t)b], b);
-        });
-        std::memcpy(t->row<int32_t>(tok), idx.data(), (size_t)k * sizeof(int32_t));
+            for (int64_t e = 0; e < n; ++e) scores[e] += bias->row<const float>(0)[e];
+        for (int64_t e = 0; e < n; ++e) idx[e] = (int32_t)e;
+        std::partial_sort(idx, idx + k, idx + n,
+                          [&](int32_t a, int32_t b) { return before(scores[a], a, scores[b], b); });
+        std::memcpy(t->row<int32_t>(tok), idx, (size_t)k * sizeof(int32_t));
     }
 }
 
@@ -140,14 +140,14 @@ void op_moe_weights(const Tensor* t, int ith, int nth) {
     const ExpertGating gating = (ExpertGating)t->iparams[1];
     const bool normalise = t->iparams[2] != 0;
     const float scale = t->fparams[0];
-    thread_local std::vector<float> scores;
-    scores.resize((size_t)n);
+    struct ScoreSite {};
+    float* scores = thread_scratch<float, ScoreSite>((size_t)n);
     const Range r = split(logits->ne[1], ith, nth);
     for (int64_t tok = r.begin; tok < r.end; ++tok) {
-        gate_scores(logits->row<const float>(tok), n, gating, scores.data());
+        gate_scores(logits->row<const float>(tok), n, gating, scores);
         const int32_t* id = ids->row<const int32_t>(tok);
         float* w = t->row<float>(tok);
-        for (int64_t j = 0; j < k; ++j) w[j] = id[j] >= 0 && id[j] < n ? scores[(size_t)id[j]] : 0.0f;
+        for (int64_t j = 0; j < k; ++j) w[j] = id[j] >= 0 && id[j] < n ? scores[id[j]] : 0.0f;
         if (gating == ExpertGating::SOFTMAX_WEIGHT) gate_scores(w, k, ExpertGating::SOFTMAX, w);
         if (normalise) {
             double sum = 0.0;
@@ -168,21 +168,20 @@ void op_mul_mat_id(const Tensor* t, ComputeParams& p) {
     const int64_t K = w->ne[0], M = w->ne[1], E = w->ne[2], k = ids->ne[0], N = ids->ne[1];
     const DotKernels& kern = dot_kernels(w->type, p.isa);
     const IdWork lay(t, p.isa);
-    ExpertGroups& g = thread_groups();
-    g.build(ids, E);
+    const ExpertGroups g(ids, E);
     p.converted = nullptr;  // the work buffer is overwritten
 
     // the activations of every (token, slot) pair, in expert order, in the kernel's format
     uint8_t* act = lay.act(p.work, p.ith);
     auto convert = [&](int64_t pos) {
-        const int32_t pair = g.order[(size_t)pos];
+        const int32_t pair = g.order[pos];
         const int64_t j = pair % k, tok = pair / k;
         const float* src = x->row<const float>(x->ne[1] == 1 ? 0 : j, tok);
         uint8_t* dst = act + (size_t)pos * lay.act_row;
         if (kern.act_type == DType::F32) std::memcpy(dst, src, (size_t)K * sizeof(float));
         else kern.convert(src, dst, K);
     };
-    const int64_t pairs = g.start[(size_t)E];
+    const int64_t pairs = g.start[E];
     if (lay.shared) {
         const Range r = split(pairs, p.ith, p.nth);
         for (int64_t pos = r.begin; pos < r.end; ++pos) convert(pos);
@@ -206,7 +205,7 @@ void op_mul_mat_id(const Tensor* t, ComputeParams& p) {
             before_e += n_items;
         }
         const int64_t r0 = (item - before_e) * kIdRows, nr = std::min(kIdRows, M - r0);
-        const int64_t n_e = g.count(e), first = g.start[(size_t)e];
+        const int64_t n_e = g.count(e), first = g.start[e];
         const Tensor rows = tensor_2d(w->type, K, nr, static_cast<uint8_t*>(w->data) + (size_t)e * w->nb[2] +
                                                           (size_t)r0 * w->nb[1]);
         Tensor xa = tensor_2d(kern.act_type, K, n_e, act + (size_t)first * lay.act_row);
@@ -215,7 +214,7 @@ void op_mul_mat_id(const Tensor* t, ComputeParams& p) {
         mul_mat_rows(kern, &rows, &xa, &out, 0, nr, packs);
         const float* b = bias ? bias->row<const float>(e) + r0 : nullptr;
         for (int64_t c = 0; c < n_e; ++c) {
-            const int32_t pair = g.order[(size_t)(first + c)];
+            const int32_t pair = g.order[first + c];
             float* dst = t->row<float>(pair % k, pair / k) + r0;
             const float* src = out_block + c * nr;
             if (b) for (int64_t i = 0; i < nr; ++i) dst[i] = src[i] + b[i];

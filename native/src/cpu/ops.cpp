@@ -127,6 +127,13 @@ void op_glu(const Tensor* t, int ith, int nth, Isa isa) {
         float* yi = row_at<float>(t, i);
         if (act == Activation::SILU) {
             swiglu(gi, ui, yi, n);
+        } else if (act == Activation::SWIGLU_OAI) {
+            const float alpha = t->fparams[0], limit = t->fparams[1];
+            for (int64_t k = 0; k < n; ++k) {
+                const float x = std::min(gi[k], limit);
+                const float y = std::min(std::max(ui[k], -limit), limit);
+                yi[k] = x / (1.0f + std::exp(alpha * -x)) * (y + 1.0f);
+            }
         } else {
             const uint16_t* table = gelu_table();
             for (int64_t k = 0; k < n; ++k) yi[k] = gelu_tanh_f16(gi[k], table) * ui[k];
@@ -319,6 +326,7 @@ void op_attention(const Tensor* t, ComputeParams& p) {
     const float scale = t->fparams[0];
     const float softcap = t->fparams[1];
     const int64_t window = t->iparams[0];
+    const float* sinks = t->src[5] ? static_cast<const float*>(t->src[5]->data) : nullptr;
     const int64_t rows = kc->ne[2];
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
     const int64_t n_head_kv = kc->ne[1];
@@ -388,6 +396,20 @@ void op_attention(const Tensor* t, ComputeParams& p) {
                           kAttnBlock, nk, head_dim);
         }
         float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h0 * head_dim;
+        if (sinks) {
+            // each head's sink joins the denominator as one more exponential, after the keys
+            for (int64_t g = 0; g < group; ++g) {
+                const float s = sinks[h0 + g];
+                if (s > max[g]) {
+                    const float rescale = std::exp(max[g] - s);
+                    for (int64_t d = 0; d < head_dim; ++d) acc[g * head_dim + d] *= rescale;
+                    sum[g] = sum[g] * rescale + 1.0;
+                    max[g] = s;
+                } else {
+                    sum[g] += std::exp(s - max[g]);
+                }
+            }
+        }
         for (int64_t g = 0; g < group; ++g) {
             const float inv = (float)(1.0 / sum[g]);
             for (int64_t d = 0; d < head_dim; ++d) out[g * head_dim + d] = acc[g * head_dim + d] * inv;

@@ -531,7 +531,9 @@ bool cu_supports(int, const Tensor* t) {
             return weight_type_ok(t->src[0]->type) && t->src[0]->ne[0] % block_elems(t->src[0]->type) == 0;
         case Op::RMS_NORM_MUL:
         case Op::ADD:
-        case Op::GLU:
+        case Op::GLU:  // SiLU and GELU; gpt-oss's clamped SwiGLU stays on the CPU
+            return t->iparams[0] != (int32_t)Activation::SWIGLU_OAI && rows_contiguous_f32(t->src[0]) &&
+                   rows_contiguous_f32(t);
         case Op::SCALE:
             return rows_contiguous_f32(t->src[0]) && rows_contiguous_f32(t);
         case Op::ROPE: return rows_contiguous_f32(t->src[0]) && t->iparams[0] <= t->src[0]->ne[0];
@@ -539,8 +541,8 @@ bool cu_supports(int, const Tensor* t) {
             return t->src[2]->type == DType::F16 && t->src[3]->type == DType::F16 && t->src[2]->nb[2] == t->src[3]->nb[2];
         case Op::ATTENTION: {
             const Tensor* q = t->src[0];
-            return t->src[1]->type == DType::F16 && t->src[2]->type == DType::F16 && q->ne[0] % 32 == 0 &&
-                   q->ne[0] <= kMaxHeadDim && rows_contiguous_f32(q);
+            return !t->src[5] /* sinks: not yet */ && t->src[1]->type == DType::F16 && t->src[2]->type == DType::F16 &&
+                   q->ne[0] % 32 == 0 && q->ne[0] <= kMaxHeadDim && rows_contiguous_f32(q);
         }
         default: return false;
     }

@@ -35,6 +35,11 @@ std::string supported_arch_list();
 // Every row, for the C API (ember_architectures) and the README check.
 const ArchSpec* arch_table(size_t* count);
 
+// Shared by the families' hyper-parameter readers: which blocks use the sliding window,
+// from attention.sliding_window_pattern (a per-layer flag array, or "every n-th block
+// global", n from the file, else default_period).
+void read_swa_pattern(const GGUFFile& g, HParams& h, int64_t default_period);
+
 // The families' entry points (one file each).
 void llama_bind_model(Model& m);
 void llama_bind_layer(Model& m, int32_t il);
@@ -48,6 +53,8 @@ void gemma2_bind_layer(Model& m, int32_t il);
 void gemma3_read_hparams(const GGUFFile& g, HParams& h);
 void gemma3_bind_layer(Model& m, int32_t il);
 void gemma3_build_graph(GraphBuilder& b);
+void gpt_oss_read_hparams(const GGUFFile& g, HParams& h);
+void gpt_oss_bind_layer(Model& m, int32_t il);
 void phi3_read_hparams(const GGUFFile& g, HParams& h);
 void phi3_bind_model(Model& m);
 void phi3_bind_layer(Model& m, int32_t il);

@@ -108,9 +108,11 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
     q = name(g.rope(q, pos, rp, rope_factors), "Qcur", il);
     const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
     Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
-                               hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap);
+                               hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap, L.attn_sinks);
     name(attn, "kqv_out", il);
-    return name(g.mul_mat(L.wo, attn), "attn_out", il);
+    Tensor* out = g.mul_mat(L.wo, attn);
+    if (L.bo) out = g.add(out, L.bo);
+    return name(out, "attn_out", il);
 }
 
 Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il) {
@@ -138,7 +140,9 @@ Tensor* GraphBuilder::moe_ffn(const LayerWeights& L, Tensor* cur, Activation act
                            "ffn_moe_weights", il);
     Tensor* up = name(g.mul_mat_id(L.ffn_up_exps, cur, ids, L.ffn_up_exps_b), "ffn_moe_up", il);
     Tensor* gate = name(g.mul_mat_id(L.ffn_gate_exps, cur, ids, L.ffn_gate_exps_b), "ffn_moe_gate", il);
-    Tensor* h = name(g.glu(gate, up, act), "ffn_moe_swiglu", il);  // [n_ff_exp, k, N]
+    // [n_ff_exp, k, N]; gpt-oss's constants as llama.cpp fixes them
+    Tensor* h = name(act == Activation::SWIGLU_OAI ? g.swiglu_oai(gate, up, 1.702f, 7.0f) : g.glu(gate, up, act),
+                     "ffn_moe_swiglu", il);
     Tensor* down = name(g.mul_mat_id(L.ffn_down_exps, h, ids, L.ffn_down_exps_b), "ffn_moe_down", il);
     return name(g.moe_sum(down, weights), "ffn_moe_out", il);
 }

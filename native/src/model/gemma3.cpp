@@ -13,10 +13,6 @@
 
 namespace ember {
 
-namespace {
-
-// Which blocks are local: a per-layer flag array, or "every n-th block global" (n from
-// the file, else the family's default).
 void read_swa_pattern(const GGUFFile& g, HParams& h, int64_t default_period) {
     const std::string a = h.arch + ".";
     h.swa_layers.assign((size_t)h.n_layer, 0);
@@ -32,6 +28,8 @@ void read_swa_pattern(const GGUFFile& g, HParams& h, int64_t default_period) {
         for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = n == 0 || il % n < n - 1;
     }
 }
+
+namespace {
 
 // Gemma 2 and 3 27B scale queries by the model width per head, the others by the head size.
 float gemma_query_scale(const HParams& h, int32_t layers_of_27b) {

@@ -41,6 +41,7 @@ void qwen3moe_bind_layer(Model& m, int32_t il) {
     LayerWeights& L = m.layers[(size_t)il];
     L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
     L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
+    L.ffn_norm = m.layer_weight(il, "ffn_norm", {h.n_embd});
     bind_moe_weights(m, il);
 }
 
@@ -58,8 +59,7 @@ void llama_build_graph(GraphBuilder& b) {
         if (!attn) return;  // the batch only fills the cache
         x = b.name(g.add(x, attn), "ffn_inp", il);
         Tensor* normed = b.name(b.norm(x, L.ffn_norm), "ffn_norm", il);
-        Tensor* ffn = L.ffn_gate_inp ? b.moe_ffn(L, normed, Activation::SILU, il)
-                                     : b.ffn(L, normed, Activation::SILU, il);
+        Tensor* ffn = L.ffn_gate_inp ? b.moe_ffn(L, normed, b.hp.ffn_act, il) : b.ffn(L, normed, b.hp.ffn_act, il);
         x = b.name(g.add(x, ffn), "l_out", il);
     }
     b.output(x);

@@ -306,7 +306,6 @@ void bind_moe_weights(Model& m, int32_t il) {
         fail(EMBER_ERR_FORMAT, "a mixture-of-experts model needs expert_count and expert_used_count");
     LayerWeights& L = m.layers[(size_t)il];
     const std::string p = "blk." + std::to_string(il) + ".";
-    L.ffn_norm = m.layer_weight(il, "ffn_norm", {h.n_embd});
     L.ffn_gate_inp = m.layer_weight(il, "ffn_gate_inp", {h.n_embd, h.n_expert});
     L.ffn_gate_inp_b = m.weight(p + "ffn_gate_inp.bias", {h.n_expert}, false);
     L.ffn_gate_exps = m.layer_weight(il, "ffn_gate_exps", {h.n_embd, h.n_ff_exp, h.n_expert});

@@ -58,6 +58,7 @@ struct HParams {
     ExpertGating expert_gating = ExpertGating::SOFTMAX;
     bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1
     float expert_weights_scale = 0.0f; // then scaled (0: not)
+    Activation ffn_act = Activation::SILU;  // the gate's activation (llama-like graphs)
 
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
 };
@@ -70,6 +71,8 @@ struct LayerWeights {
     Tensor* wv = nullptr;
     Tensor* wqkv = nullptr;  // fused Q, K, V rows (phi3), instead of wq/wk/wv
     Tensor* wo = nullptr;
+    Tensor* bo = nullptr;  // output projection bias (gpt-oss)
+    Tensor* attn_sinks = nullptr;  // a logit per head in the softmax's denominator (gpt-oss)
     Tensor* bq = nullptr;  // optional biases (qwen2)
     Tensor* bk = nullptr;
     Tensor* bv = nullptr;
@@ -180,8 +183,8 @@ private:
 // (ffn_norm, ffn_gate, ffn_up, ffn_down).
 void bind_attention_weights(Model& m, int32_t il);
 void bind_ffn_weights(Model& m, int32_t il);
-// A block's experts instead of the dense feed-forward: ffn_norm, the router ffn_gate_inp and
-// ffn_{gate,up,down}_exps, with the optional biases.
+// A block's experts instead of the dense feed-forward: the router ffn_gate_inp and
+// ffn_{gate,up,down}_exps, with the optional biases (the family binds the norm before it).
 void bind_moe_weights(Model& m, int32_t il);
 
 }  // namespace ember
