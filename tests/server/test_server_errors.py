@@ -64,7 +64,6 @@ def test_a_body_that_is_not_an_object_is_400(server, doc):
     ({"model": MODEL, "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "data:,"}}]}]}, "messages[0].content",
      "unsupported_content"),
-    ({"messages": USER}, "model", "missing_required_parameter"),
     ({"model": 7, "messages": USER}, "model", "invalid_type"),
     ({"model": MODEL, "messages": USER, "temperature": "hot"}, "temperature", "invalid_type"),
     ({"model": MODEL, "messages": USER, "temperature": 9}, "temperature", "invalid_value"),
@@ -102,13 +101,6 @@ def test_chat_request_errors_name_the_field(server, doc, param, code):
 def test_completion_request_errors_name_the_field(server, doc, param):
     status, _, body = post(server, "/v1/completions", doc)
     assert error_of(status, body, 400)["param"] == param
-
-
-def test_unknown_model_is_404_model_not_found(server):
-    status, _, body = post(server, "/v1/chat/completions",
-                           {"model": "gpt-4o", "messages": USER})
-    err = error_of(status, body, 404)
-    assert err["code"] == "model_not_found" and MODEL in err["message"]
 
 
 def test_a_prompt_longer_than_the_context_is_400(server):

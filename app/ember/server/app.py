@@ -136,13 +136,14 @@ def _generation_route(chat: bool):
         try:
             body = parse_json(await _read_body(request))
             if chat:
-                req = parse_chat(body, loaded.ids)
+                req = parse_chat(body, loaded.ids, loaded.strict_model_names)
             else:
-                req = parse_completion(body, loaded.ids, loaded.model.n_vocab)
+                req = parse_completion(body, loaded.ids, loaded.model.n_vocab,
+                                       loaded.strict_model_names)
             job = await run_in_threadpool(loaded.prepare, req, asyncio.get_running_loop())
         except ApiError as e:
             return _error(e)
-        answer = Answer(chat, loaded.id, req.include_usage)
+        answer = Answer(chat, req.model, req.include_usage)
         loaded.pool.submit(job)
         if req.stream:
             # the background task also runs when the client left before the stream began
@@ -206,7 +207,7 @@ def build_app(state: ServerState, *, host: str, api_key: str | None = None,
     if cors:
         middleware.append(Middleware(CORSMiddleware, allow_origins=[cors],
                                      allow_methods=["GET", "POST", "OPTIONS"],
-                                     allow_headers=["Authorization", "Content-Type"]))
+                                     allow_headers=["Authorization", "Content-Type", "X-Api-Key"]))
     app = Starlette(routes=routes, middleware=middleware,
                     exception_handlers={HTTPException: _http_error, Exception: _internal_error})
     app.state.ember = state

@@ -25,11 +25,14 @@ def model_ids(path: Path, alias: str | None) -> tuple[str, ...]:
 
 class LoadedModel:
     def __init__(self, path: Path, *, n_slots: int, n_ctx: int | None, n_threads: int | None,
-                 alias: str | None = None, model: Model | None = None):
+                 alias: str | None = None, model: Model | None = None,
+                 strict_model_names: bool = False):
         """model: serve a model already loaded (the app's: the slots are new contexts on
-        its weights, and close() leaves it open), else path is loaded."""
+        its weights, and close() leaves it open), else path is loaded. strict_model_names:
+        a request must name this model (else any name is answered by it)."""
         self.path = path
         self.ids = model_ids(path, alias)
+        self.strict_model_names = strict_model_names
         self._owns_model = model is None
         self.model = model if model is not None else Model(path, n_ctx=n_ctx,
                                                            n_threads=n_threads)
@@ -66,7 +69,9 @@ class LoadedModel:
                                 f"However, your {'messages' if req.messages is not None else 'prompt'}"
                                 f" resulted in {len(ids)} tokens, leaving no room for a reply.",
                            param="messages" if req.messages is not None else "prompt",
-                           code="context_length_exceeded")
+                           code="context_length_exceeded",
+                           # llama-server's counts, which its clients read to trim a chat
+                           extra={"n_prompt_tokens": len(ids), "n_ctx": self.n_ctx})
         # a reply longer than the context has room for ends there, with finish_reason "length"
         max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
         # OpenAI's penalties count every token generated so far: a window as long as the context

@@ -20,7 +20,7 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 class GenerationRequest:
     """What both endpoints ask for once the body is checked."""
 
-    model: str
+    model: str  # the id of the model that answers (whatever the request named)
     stream: bool
     include_usage: bool
     max_tokens: int | None  # None: until the context is full
@@ -114,17 +114,28 @@ def _refuse_unsupported(body: dict) -> None:
         raise _unsupported("response_format", "plain text only")
 
 
-def _common(body: dict, model_ids: tuple[str, ...]) -> dict:
+def _model(body: dict, model_ids: tuple[str, ...], strict: bool) -> str:
+    """The id of the model that answers. A one-model server answers whatever a client
+    names (tools hard-code "gpt-4o" and the like; llama-server does the same) and says in
+    the answer's `model` which model it was; strict (--strict-model-names) wants one of
+    the model's own names."""
     model = body.get("model")
     if model is None:
-        raise bad_request("'model' is required.", "model", "missing_required_parameter")
+        if strict:
+            raise bad_request("'model' is required.", "model", "missing_required_parameter")
+        return model_ids[0]
     if not isinstance(model, str):
         raise bad_request(f"'model' must be a string, not {_type_name(model)}.", "model",
                           "invalid_type")
-    if model not in model_ids:
+    if strict and model not in model_ids:
         raise ApiError(404, f"The model '{model}' does not exist; this server has "
                             f"'{model_ids[0]}' (GET /v1/models).", param="model",
                        code="model_not_found")
+    return model_ids[0]
+
+
+def _common(body: dict, model_ids: tuple[str, ...], strict: bool) -> dict:
+    model = _model(body, model_ids, strict)
     _refuse_unsupported(body)
     stream = _boolean(body, "stream")
     options = body.get("stream_options")
@@ -217,9 +228,9 @@ def _chat_logprobs(body: dict) -> int | None:
     return (top or 0) if wanted else None
 
 
-def parse_chat(body: dict, model_ids: tuple[str, ...]) -> GenerationRequest:
+def parse_chat(body: dict, model_ids: tuple[str, ...], strict: bool = False) -> GenerationRequest:
     messages = _messages(body)  # before the model: a request without messages says so first
-    common = _common(body, model_ids)
+    common = _common(body, model_ids, strict)
     return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body), **common)
 
 
@@ -244,7 +255,8 @@ def _prompt(body: dict, n_vocab: int) -> str | list[int]:
                       "one of those.", "prompt", "invalid_type")
 
 
-def parse_completion(body: dict, model_ids: tuple[str, ...], n_vocab: int) -> GenerationRequest:
+def parse_completion(body: dict, model_ids: tuple[str, ...], n_vocab: int,
+                     strict: bool = False) -> GenerationRequest:
     prompt = _prompt(body, n_vocab)
     if body.get("echo"):
         raise _unsupported("echo", "the prompt is not echoed")
@@ -254,4 +266,4 @@ def parse_completion(body: dict, model_ids: tuple[str, ...], n_vocab: int) -> Ge
         raise _unsupported("logprobs", "log-probabilities come with /v1/chat/completions only")
     if _integer(body, "best_of", 1) not in (None, 1):
         raise _unsupported("best_of", "one choice per request")
-    return GenerationRequest(prompt=prompt, **_common(body, model_ids))
+    return GenerationRequest(prompt=prompt, **_common(body, model_ids, strict))
