@@ -83,6 +83,12 @@ class Sampler:
         _check(native.lib().ember_sampler_sample(self._h, logits_ptr, n_vocab, ctypes.byref(out)))
         return out.value
 
+    @staticmethod
+    def row_pointer(row):
+        """A float32 numpy row as the logits pointer sample() takes (the row must live
+        as long as the pointer is used)."""
+        return row.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+
     def close(self) -> None:
         if self._h:
             native.lib().ember_sampler_free(self._h)

@@ -136,7 +136,8 @@ def _generation_route(chat: bool):
         try:
             body = parse_json(await _read_body(request))
             if chat:
-                req = parse_chat(body, loaded.ids, loaded.strict_model_names)
+                req = parse_chat(body, loaded.ids, loaded.strict_model_names,
+                                 loaded.model.n_vocab)
             else:
                 req = parse_completion(body, loaded.ids, loaded.model.n_vocab,
                                        loaded.strict_model_names)

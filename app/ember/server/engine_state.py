@@ -50,8 +50,10 @@ class LoadedModel:
         a long prompt take a while)."""
         stops = req.stop
         if req.messages is not None:
+            # an assistant message at the end is a prefill: the reply continues it
+            prefill = req.messages[-1]["role"] == "assistant"
             try:
-                prompt = self.template.prompt(req.messages)
+                prompt = self.template.prompt(req.messages, continue_final=prefill)
             except ChatTemplateError as e:
                 raise bad_request(f"The model's chat template cannot render these messages: "
                                   f"{e}", "messages") from None
@@ -76,7 +78,7 @@ class LoadedModel:
         max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
         # OpenAI's penalties count every token generated so far: a window as long as the context
         params = dataclasses.replace(req.params, penalty_last_n=self.n_ctx)
-        return Job(ids, max_tokens, params, stops, loop, req.top_logprobs)
+        return Job(ids, max_tokens, params, stops, loop, req.top_logprobs, req.logit_bias)
 
     def close(self) -> None:
         self.pool.close()

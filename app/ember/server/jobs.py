@@ -29,8 +29,9 @@ class Job:
 
     def __init__(self, ids: list[int], max_tokens: int, params: SamplingParams,
                  stops: tuple[str, ...], loop: asyncio.AbstractEventLoop,
-                 top_logprobs: int | None = None):
+                 top_logprobs: int | None = None, logit_bias: dict[int, float] | None = None):
         self.ids = ids
+        self.logit_bias = logit_bias
         self.top_logprobs = top_logprobs
         self.max_tokens = max_tokens
         self.params = params
@@ -80,7 +81,8 @@ def run_job(ctx: Context, job: Job) -> None:
         # of a stop string itself are never sent, as its text is not. OpenAI's penalties
         # count the tokens generated so far, not the prompt's.
         for text in stream_reply(Session(ctx), built, job.params, stats, job.token,
-                                 penalize_prompt=False, on_token=on_token):
+                                 penalize_prompt=False, on_token=on_token,
+                                 logit_bias=job.logit_bias):
             send(text)
         if pending and stats.stop_reason not in ("stop_string", "cancelled"):
             send("")  # the last tokens' logprobs, whose text was empty

@@ -11,8 +11,10 @@ from typing import Any
 from ..engine import SamplingParams
 from .errors import ApiError, bad_request
 from .logprobs import MAX_TOP_LOGPROBS
+from .unhonoured import CHAT, COMMON, COMPLETION, check_response_format, refuse_unhonoured, \
+    unsupported
 
-MAX_STOP_STRINGS = 16
+MAX_STOP_STRINGS = 4  # OpenAI's limit
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
 
@@ -29,6 +31,7 @@ class GenerationRequest:
     messages: list[dict] | None = None  # chat: [{"role", "content"}], content as text
     top_logprobs: int | None = None  # chat with logprobs: how many alternatives; else None
     prompt: str | list[int] | None = None  # completions: text or token ids
+    logit_bias: dict[int, float] | None = None  # token id -> added to its logit
     extra: dict = field(default_factory=dict)
 
 
@@ -81,11 +84,6 @@ def _boolean(body: dict, name: str) -> bool:
     return v
 
 
-def _unsupported(name: str, what: str) -> ApiError:
-    return bad_request(f"'{name}' is not supported by Ember's server ({what}).", name,
-                       "unsupported_parameter")
-
-
 def _stop(body: dict) -> tuple[str, ...]:
     v = body.get("stop")
     if v is None:
@@ -101,17 +99,38 @@ def _stop(body: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s for s in v if s))
 
 
-def _refuse_unsupported(body: dict) -> None:
-    n = _integer(body, "n", 1)
-    if n not in (None, 1):
-        raise _unsupported("n", "one choice per request")
-    if body.get("logit_bias"):
-        raise _unsupported("logit_bias", "no per-token bias")
-    if body.get("tools") or body.get("functions"):
-        raise _unsupported("tools", "no tool calling")
-    fmt = body.get("response_format")
-    if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
-        raise _unsupported("response_format", "plain text only")
+def _logit_bias(body: dict, n_vocab: int | None) -> dict[int, float] | None:
+    """OpenAI's map of token ids (as strings) to a bias from -100 to 100, added to the
+    token's logit before sampling (-100 bans it, 100 all but forces it); llama-server's
+    list of [id, bias] pairs too."""
+    v = body.get("logit_bias")
+    if v is None or v == {} or v == []:
+        return None
+    if isinstance(v, dict):
+        pairs = list(v.items())
+    elif isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 for p in v):
+        pairs = [(str(t), b) for t, b in v]
+    else:
+        raise bad_request("'logit_bias' must map token ids to numbers.", "logit_bias",
+                          "invalid_type")
+    out: dict[int, float] = {}
+    for key, bias in pairs:
+        if not isinstance(key, str) or not key.lstrip("-").isdigit():
+            raise bad_request(f"'logit_bias' key '{key}' is not a token id.", "logit_bias",
+                              "invalid_value")
+        token = int(key)
+        if n_vocab is not None and not 0 <= token < n_vocab:
+            raise bad_request(f"'logit_bias' names token id {token}, outside the vocabulary "
+                              f"(0..{n_vocab - 1}).", "logit_bias", "invalid_value")
+        if isinstance(bias, bool) or not isinstance(bias, (int, float)) \
+                or not math.isfinite(bias):
+            raise bad_request(f"'logit_bias' of token {token} must be a number.", "logit_bias",
+                              "invalid_type")
+        if not -100 <= bias <= 100:
+            raise bad_request(f"'logit_bias' of token {token} must be between -100 and 100, "
+                              f"not {bias:g}.", "logit_bias", "invalid_value")
+        out[token] = float(bias)
+    return out
 
 
 def _model(body: dict, model_ids: tuple[str, ...], strict: bool) -> str:
@@ -134,9 +153,11 @@ def _model(body: dict, model_ids: tuple[str, ...], strict: bool) -> str:
     return model_ids[0]
 
 
-def _common(body: dict, model_ids: tuple[str, ...], strict: bool) -> dict:
+def _common(body: dict, model_ids: tuple[str, ...], strict: bool, n_vocab: int | None) -> dict:
     model = _model(body, model_ids, strict)
-    _refuse_unsupported(body)
+    _integer(body, "n", 1)  # a wrong type is a 400 of its own; n > 1 is in COMMON
+    refuse_unhonoured(body, COMMON)
+    check_response_format(body)
     stream = _boolean(body, "stream")
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
@@ -162,7 +183,8 @@ def _common(body: dict, model_ids: tuple[str, ...], strict: bool) -> dict:
         frequency_penalty=_number(body, "frequency_penalty", 0.0, -2.0, 2.0),
         seed=None if seed is None else seed & (2**64 - 1))
     return {"model": model, "stream": stream, "include_usage": include_usage,
-            "max_tokens": max_tokens, "stop": _stop(body), "params": params}
+            "max_tokens": max_tokens, "stop": _stop(body), "params": params,
+            "logit_bias": _logit_bias(body, n_vocab)}
 
 
 def _content_text(content: Any, i: int) -> str:
@@ -228,9 +250,11 @@ def _chat_logprobs(body: dict) -> int | None:
     return (top or 0) if wanted else None
 
 
-def parse_chat(body: dict, model_ids: tuple[str, ...], strict: bool = False) -> GenerationRequest:
+def parse_chat(body: dict, model_ids: tuple[str, ...], strict: bool = False,
+               n_vocab: int | None = None) -> GenerationRequest:
     messages = _messages(body)  # before the model: a request without messages says so first
-    common = _common(body, model_ids, strict)
+    common = _common(body, model_ids, strict, n_vocab)
+    refuse_unhonoured(body, CHAT)
     return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body), **common)
 
 
@@ -250,7 +274,7 @@ def _prompt(body: dict, n_vocab: int) -> str | list[int]:
                               f"(0..{n_vocab - 1}).", "prompt", "invalid_value")
         return p
     if isinstance(p, list) and len(p) > 1 and all(isinstance(x, (str, list)) for x in p):
-        raise _unsupported("prompt", "one prompt per request")
+        raise unsupported("prompt", "one prompt per request")
     raise bad_request("'prompt' must be a string, an array of token ids, or an array holding "
                       "one of those.", "prompt", "invalid_type")
 
@@ -258,12 +282,6 @@ def _prompt(body: dict, n_vocab: int) -> str | list[int]:
 def parse_completion(body: dict, model_ids: tuple[str, ...], n_vocab: int,
                      strict: bool = False) -> GenerationRequest:
     prompt = _prompt(body, n_vocab)
-    if body.get("echo"):
-        raise _unsupported("echo", "the prompt is not echoed")
-    if body.get("suffix"):
-        raise _unsupported("suffix", "no fill-in-the-middle")
-    if body.get("logprobs") not in (None, False, 0):
-        raise _unsupported("logprobs", "log-probabilities come with /v1/chat/completions only")
-    if _integer(body, "best_of", 1) not in (None, 1):
-        raise _unsupported("best_of", "one choice per request")
-    return GenerationRequest(prompt=prompt, **_common(body, model_ids, strict))
+    common = _common(body, model_ids, strict, n_vocab)
+    refuse_unhonoured(body, COMPLETION)
+    return GenerationRequest(prompt=prompt, **common)

@@ -1,0 +1,139 @@
+"""Request fields that change the answer, through the official openai client: logit_bias
+honoured (against the model's own top tokens), an assistant message at the end continued
+rather than answered anew, `stop` held to OpenAI's four, and every field Ember cannot honour
+yet (grammar, json_schema, response_format json, n > 1, ...) a 400 naming it."""
+from __future__ import annotations
+
+import openai
+import pytest
+from ember.chat import ChatTemplate
+from ember.engine import Model
+from openai import OpenAI
+
+from tests.support.server_process import ServerProcess
+
+N_CTX = 512
+USER = [{"role": "user", "content": "Name three colours of the rainbow."}]
+
+
+@pytest.fixture(scope="module")
+def server(starter_model_path):
+    s = ServerProcess(starter_model_path, "-c", str(N_CTX))
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def vocab(starter_model_path):
+    return Model(starter_model_path, vocab_only=True)
+
+
+def one_token(vocab, text: str) -> int:
+    ids = vocab.tokenize(text, add_special=False)
+    assert len(ids) == 1, (text, ids)
+    return ids[0]
+
+
+def test_logit_bias_minus_100_bans_the_greedy_token(client, vocab):
+    r = client.chat.completions.create(model="m", messages=USER, max_tokens=1, temperature=0,
+                                       logprobs=True, top_logprobs=2)
+    first, second = r.choices[0].logprobs.content[0].top_logprobs
+    assert r.choices[0].message.content == first.token
+    banned = one_token(vocab, first.token)
+    r = client.chat.completions.create(model="m", messages=USER, max_tokens=1, temperature=0,
+                                       logit_bias={str(banned): -100})
+    assert r.choices[0].message.content == second.token
+
+
+def test_logit_bias_plus_100_forces_a_token(client, vocab):
+    blue = one_token(vocab, " blue")
+    r = client.chat.completions.create(model="m", messages=USER, max_tokens=4, temperature=0.8,
+                                       seed=3, logit_bias={str(blue): 100})
+    assert r.choices[0].message.content == " blue" * 4
+    streamed = client.completions.create(model="m", prompt="Colours:", max_tokens=3,
+                                         temperature=0, logit_bias={str(blue): 100},
+                                         stream=True)
+    assert "".join(c.choices[0].text for c in streamed if c.choices) == " blue" * 3
+
+
+@pytest.mark.parametrize("bias, code", [({"abc": 1}, "invalid_value"),
+                                        ({"99999999": 1}, "invalid_value"),
+                                        ({"5": 101}, "invalid_value"),
+                                        ({"5": "up"}, "invalid_type")])
+def test_bad_logit_bias_is_400(client, bias, code):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=1,
+                                       logit_bias=bias)
+    assert (e.value.param, e.value.code) == ("logit_bias", code)
+
+
+def test_a_final_assistant_message_is_continued(client, vocab):
+    prefill = "The three colours are"
+    messages = [*USER, {"role": "assistant", "content": prefill}]
+    template = ChatTemplate.from_metadata(vocab.metadata, token_text=vocab.token_text)
+    rendered = template.prompt(messages, continue_final=True).text
+    assert rendered.endswith("<|im_start|>assistant\n" + prefill)  # left open, not closed
+    r = client.chat.completions.create(model="m", messages=messages, max_tokens=12,
+                                       temperature=0)
+    # the reply is the continuation alone: what the raw prompt continues with
+    raw = client.completions.create(model="m", prompt=rendered, max_tokens=12, temperature=0)
+    assert r.choices[0].message.content == raw.choices[0].text
+    anew = client.chat.completions.create(model="m", messages=USER, max_tokens=12,
+                                          temperature=0)
+    assert anew.choices[0].message.content != r.choices[0].message.content
+    assert r.usage.prompt_tokens == len(vocab.prompt_ids(rendered))
+
+
+def test_stop_holds_up_to_four_strings(client):
+    r = client.chat.completions.create(model="m", messages=USER, max_tokens=4,
+                                       stop=["zq1", "zq2", "zq3", "zq4"])
+    assert r.choices[0].finish_reason in ("stop", "length")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=4,
+                                       stop=["a", "b", "c", "d", "e"])
+    assert (e.value.param, e.value.code) == ("stop", "invalid_value")
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"grammar": 'root ::= "yes" | "no"'}, "grammar"),
+    ({"json_schema": {"type": "object"}}, "json_schema"),
+    ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "a", "schema": {"type": "object"}}}}, "response_format"),
+    ({"n": 2}, "n"),
+    ({"mirostat": 2}, "mirostat"),
+    ({"typical_p": 0.5}, "typical_p"),
+    ({"ignore_eos": True}, "ignore_eos"),
+    ({"functions": [{"name": "f", "parameters": {}}]}, "functions"),
+    ({"modalities": ["text", "audio"]}, "modalities"),
+])
+def test_fields_not_honoured_are_400_naming_them(client, extra, field):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=2,
+                                       extra_body=extra)
+    assert (e.value.param, e.value.code) == (field, "unsupported_parameter")
+    assert field in e.value.body["message"]
+    if field in ("functions", "modalities"):
+        return  # chat fields
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="m", prompt="Hi", max_tokens=2, extra_body=extra)
+    assert (e.value.param, e.value.code) == (field, "unsupported_parameter")
+
+
+def test_defaults_of_those_fields_are_served(client):
+    r = client.chat.completions.create(model="m", messages=USER, max_tokens=2, extra_body={
+        "n": 1, "grammar": "", "json_schema": None, "response_format": {"type": "text"},
+        "mirostat": 0, "typical_p": 1.0, "ignore_eos": False, "modalities": ["text"]})
+    assert r.choices[0].message.content
+
+
+def test_unknown_response_format_type_is_400(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=2,
+                                       extra_body={"response_format": {"type": "xml"}})
+    assert (e.value.param, e.value.code) == ("response_format", "invalid_value")
