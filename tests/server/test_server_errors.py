@@ -12,6 +12,8 @@ from tests.support.server_process import ServerProcess
 N_CTX = 256
 MODEL = "SmolLM2-135M-Instruct.Q4_1"
 USER = [{"role": "user", "content": "Hi"}]
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"x": {"type": "string"}}}}}
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +82,37 @@ def test_a_body_that_is_not_an_object_is_400(server, doc):
     ({"model": MODEL, "messages": USER, "presence_penalty": 3}, "presence_penalty",
      "invalid_value"),
     ({"model": MODEL, "messages": USER, "n": 2}, "n", "unsupported_parameter"),
-    ({"model": MODEL, "messages": USER, "tools": [{"type": "function"}]}, "tools",
-     "unsupported_parameter"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function"}]}, "tools[0].function",
+     "invalid_type"),
+    ({"model": MODEL, "messages": USER, "tools": {"type": "function"}}, "tools", "invalid_type"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "retrieval"}]}, "tools[0].type",
+     "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {
+        "name": "has space"}}]}, "tools[0].function.name", "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {
+        "name": "f", "parameters": "{}"}}]}, "tools[0].function.parameters", "invalid_type"),
+    ({"model": MODEL, "messages": USER, "tools": [{"type": "function", "function": {
+        "name": "f", "parameters": {"type": "array"}}}]}, "tools[0].function.parameters",
+     "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tools": [TOOL, TOOL]}, "tools", "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tools": [TOOL], "tool_choice": "always"},
+     "tool_choice", "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tools": [TOOL], "tool_choice": {
+        "type": "function", "function": {"name": "g"}}}, "tool_choice", "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tool_choice": "required"}, "tool_choice",
+     "invalid_value"),
+    ({"model": MODEL, "messages": USER, "tools": [TOOL], "parallel_tool_calls": "no"},
+     "parallel_tool_calls", "invalid_type"),
+    ({"model": MODEL, "messages": [*USER, {"role": "assistant", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]}]},
+     "messages[1].tool_calls[0].function.arguments", "invalid_value"),
+    ({"model": MODEL, "messages": [*USER, {"role": "assistant", "tool_calls": "f()"}]},
+     "messages[1].tool_calls", "invalid_type"),
+    ({"model": MODEL, "messages": [*USER, {"role": "tool", "content": "1",
+                                          "tool_call_id": 5}]},
+     "messages[1].tool_call_id", "invalid_type"),
+    # a well-formed tool, but the starter's template (ChatML without tools) cannot take it
+    ({"model": MODEL, "messages": USER, "tools": [TOOL]}, "tools", "unsupported_parameter"),
 ])
 def test_chat_request_errors_name_the_field(server, doc, param, code):
     status, _, body = post(server, "/v1/chat/completions", doc)

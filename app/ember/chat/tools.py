@@ -361,7 +361,7 @@ class ToolCallStream:
             return self.text[self.sent:], []
         given = self.text[self.prefix:self.sent]
         rest = content[len(given):] if content.startswith(given) else ""
-        return rest, calls
+        return (rest if rest.strip() else ""), calls  # not the line breaks between calls
 
     def whole(self) -> tuple[str | None, list[ToolCall]]:
         """A whole answer's message: its text (None when it is only calls) and calls."""

@@ -58,7 +58,8 @@ class Session:
                  cancel: threading.Event | None = None,
                  penalize_prompt: bool = True,
                  on_token: Callable[[int, np.ndarray], None] | None = None,
-                 logit_bias: Mapping[int, float] | None = None) -> Iterator[str]:
+                 logit_bias: Mapping[int, float] | None = None,
+                 special_text: bool = False) -> Iterator[str]:
         """Yields text pieces. cancel: an event another thread may set before generation
         starts (set later, Context.cancel() is what stops it); the context's flag is reset
         here, so a cancel that came earlier would otherwise be lost. penalize_prompt: the
@@ -67,7 +68,10 @@ class Session:
         with each generated token (end-of-generation excluded) and a copy of the model's
         logits it was drawn from, before its text is yielded (the server's logprobs).
         logit_bias: token id -> a number added to its logit before every draw (OpenAI's
-        logit_bias); on_token still sees the model's own logits."""
+        logit_bias); on_token still sees the model's own logits. special_text: control
+        tokens the reply holds are spelled out (Mistral's [TOOL_CALLS], Llama's
+        <|python_tag|>: a tool-call parser looks for them); the end-of-generation token that
+        ends the reply never is."""
         import time
 
         ctx = self.context
@@ -127,7 +131,7 @@ class Session:
                         on_token(token, row)
                     stats.token_ids.append(token)
                     stats.generated_tokens += 1
-                    text = decoder.decode(m.token_to_piece(token))
+                    text = decoder.decode(m.token_to_piece(token, special_text))
                     if text:
                         yield text
                     if len(stats.token_ids) == max_tokens:

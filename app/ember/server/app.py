@@ -86,8 +86,13 @@ async def _whole(request: Request, job: Job, answer: Answer) -> Response:
                 logprobs.extend(value)
             elif kind == "error":
                 return JSONResponse(error_body(str(value), "server_error"), status_code=500)
-            else:
+            elif job.tool_stream is None:
                 return JSONResponse(answer.whole("".join(text), value, logprobs))
+            else:
+                job.tool_stream.feed("".join(text))
+                content, calls = job.tool_stream.whole()
+                return JSONResponse(answer.whole(content, value, logprobs,
+                                                 _calls(job, calls)))
 
     collecting = asyncio.ensure_future(collect())
     leaving = asyncio.ensure_future(_wait_disconnect(request))
@@ -110,21 +115,39 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
         if first is not None:
             yield sse(first)
         logprobs = None
+        tools = job.tool_stream
+        calls = []
         async for kind, value in _events(job):
             if kind == "logprobs":
-                logprobs = value  # the next text's tokens
+                # the next text's tokens (text a tool-call filter holds back: the next sent)
+                logprobs = value if logprobs is None or tools is None else logprobs + value
             elif kind == "text":
-                yield sse(answer.text_chunk(value, logprobs))
+                text = value if tools is None else tools.feed(value)
+                if text or tools is None:
+                    yield sse(answer.text_chunk(text, logprobs))
+                    logprobs = None
             elif kind == "error":
                 yield sse(error_body(str(value), "server_error"))
                 return
             else:
                 assert isinstance(value, Finish)
-                for chunk in answer.final_chunks(value):
+                if tools is not None:
+                    rest, found = tools.finish()
+                    if rest:
+                        yield sse(answer.text_chunk(rest, logprobs))
+                    calls = _calls(job, found)
+                    for chunk in answer.tool_call_chunks(calls):
+                        yield sse(chunk)
+                for chunk in answer.final_chunks(value, bool(calls)):
                     yield sse(chunk)
         yield sse("[DONE]")
     finally:
         job.cancel()
+
+
+def _calls(job: Job, calls: list) -> list:
+    # parallel_tool_calls false: the first call alone, as OpenAI's one call per turn
+    return calls if job.parallel_tool_calls else calls[:1]
 
 
 def _generation_route(chat: bool):

@@ -8,11 +8,13 @@ import dataclasses
 from pathlib import Path
 
 from ..chat import ChatTemplate, ChatTemplateError
+from ..chat.tools import TOOL_FORMATS, ToolCallStream, tool_support
 from ..engine import Model
 from .errors import ApiError, bad_request
 from .jobs import Job
 from .protocol import GenerationRequest
 from .slots import SlotPool
+from .unhonoured import unsupported
 
 
 def model_ids(path: Path, alias: str | None) -> tuple[str, ...]:
@@ -38,6 +40,7 @@ class LoadedModel:
                                                            n_threads=n_threads)
         self.template = ChatTemplate.from_metadata(self.model.metadata,
                                                    token_text=self.model.token_text)
+        self.tool_support = tool_support(self.template)
         self.pool = SlotPool(self.model, n_slots, n_ctx, n_threads)
         self.n_ctx = self.pool.n_ctx
 
@@ -49,15 +52,33 @@ class LoadedModel:
         """Tokens and stop strings of a checked request (in a worker thread: a template and
         a long prompt take a while)."""
         stops = req.stop
+        tool_stream = None
         if req.messages is not None:
+            last = req.messages[-1]
             # an assistant message at the end is a prefill: the reply continues it
-            prefill = req.messages[-1]["role"] == "assistant"
+            prefill = last["role"] == "assistant" and not last.get("tool_calls")
+            tools = req.tools if req.tools is not None and req.tools.choice != "none" else None
+            kwargs = {}
+            if tools is not None:
+                self._check_tools()
+                kwargs["tools"] = tools.tools
             try:
-                prompt = self.template.prompt(req.messages, continue_final=prefill)
+                prompt = self.template.prompt(req.messages, continue_final=prefill, **kwargs)
             except ChatTemplateError as e:
                 raise bad_request(f"The model's chat template cannot render these messages: "
                                   f"{e}", "messages") from None
-            ids = self.model.prompt_ids(prompt.text)
+            text = prompt.text
+            if tools is not None:
+                if prompt.is_fallback:  # the built-in format it fell back to has no tools
+                    raise unsupported("tools", f"the model's chat template fails to render "
+                                               f"these tools ({prompt.notice})")
+                fmt = self.tool_support.format
+                # "required" or a named function: the reply is made to open a call
+                forced = "" if tools.choice == "auto" or prefill else \
+                    fmt.forced_prefix(tools.name)
+                text += forced
+                tool_stream = ToolCallStream(fmt, tools.tools, forced)
+            ids = self.model.prompt_ids(text)
             stops = tuple(dict.fromkeys((*prompt.stop_strings, *req.stop)))
         elif isinstance(req.prompt, str):
             ids = self.model.prompt_ids(req.prompt)
@@ -78,7 +99,21 @@ class LoadedModel:
         max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
         # OpenAI's penalties count every token generated so far: a window as long as the context
         params = dataclasses.replace(req.params, penalty_last_n=self.n_ctx)
-        return Job(ids, max_tokens, params, stops, loop, req.top_logprobs, req.logit_bias)
+        job = Job(ids, max_tokens, params, stops, loop, req.top_logprobs, req.logit_bias,
+                  special_text=tool_stream is not None)
+        job.tool_stream = tool_stream
+        job.parallel_tool_calls = req.tools is None or req.tools.parallel
+        return job
+
+    def _check_tools(self) -> None:
+        support = self.tool_support
+        if not support.takes_tools:
+            raise unsupported("tools", "the model's chat template has no tool support: it "
+                                       "does not render the tools it is given")
+        if support.format is None:
+            raise unsupported("tools", "the model's chat template takes tools, but Ember "
+                                       "does not parse its tool-call format yet (it parses "
+                                       + ", ".join(f.label for f in TOOL_FORMATS) + ")")
 
     def close(self) -> None:
         self.pool.close()

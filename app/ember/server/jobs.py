@@ -29,9 +29,13 @@ class Job:
 
     def __init__(self, ids: list[int], max_tokens: int, params: SamplingParams,
                  stops: tuple[str, ...], loop: asyncio.AbstractEventLoop,
-                 top_logprobs: int | None = None, logit_bias: dict[int, float] | None = None):
+                 top_logprobs: int | None = None, logit_bias: dict[int, float] | None = None,
+                 special_text: bool = False):
         self.ids = ids
         self.logit_bias = logit_bias
+        self.special_text = special_text  # control tokens spelled out (a tool-call parser)
+        self.tool_stream = None  # the handler's ToolCallStream, when tools are on
+        self.parallel_tool_calls = True
         self.top_logprobs = top_logprobs
         self.max_tokens = max_tokens
         self.params = params
@@ -82,7 +86,8 @@ def run_job(ctx: Context, job: Job) -> None:
         # count the tokens generated so far, not the prompt's.
         for text in stream_reply(Session(ctx), built, job.params, stats, job.token,
                                  penalize_prompt=False, on_token=on_token,
-                                 logit_bias=job.logit_bias):
+                                 logit_bias=job.logit_bias,
+                                 special_text=job.special_text):
             send(text)
         if pending and stats.stop_reason not in ("stop_string", "cancelled"):
             send("")  # the last tokens' logprobs, whose text was empty

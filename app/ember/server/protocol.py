@@ -11,11 +11,19 @@ from typing import Any
 from ..engine import SamplingParams
 from .errors import ApiError, bad_request
 from .logprobs import MAX_TOP_LOGPROBS
-from .unhonoured import CHAT, COMMON, COMPLETION, check_response_format, refuse_unhonoured, \
-    unsupported
+from .tool_fields import ToolRequest, assistant_tool_calls, name_tool_results, parse_tools
+from .unhonoured import (
+    CHAT,
+    COMMON,
+    COMPLETION,
+    check_response_format,
+    refuse_unhonoured,
+    unsupported,
+)
 
 MAX_STOP_STRINGS = 4  # OpenAI's limit
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+          "tool": "tool"}
 
 
 @dataclass
@@ -32,6 +40,7 @@ class GenerationRequest:
     top_logprobs: int | None = None  # chat with logprobs: how many alternatives; else None
     prompt: str | list[int] | None = None  # completions: text or token ids
     logit_bias: dict[int, float] | None = None  # token id -> added to its logit
+    tools: ToolRequest | None = None  # chat with tools
     extra: dict = field(default_factory=dict)
 
 
@@ -225,14 +234,26 @@ def _messages(body: dict) -> list[dict]:
                               "invalid_type")
         if role not in _ROLES:
             raise bad_request(f"messages[{i}].role '{role}' is not one of "
-                              f"{', '.join(_ROLES)} (Ember has no tool calling).",
-                              f"messages[{i}].role", "invalid_value")
+                              f"{', '.join(_ROLES)}.", f"messages[{i}].role", "invalid_value")
         content = m.get("content")
+        calls = m.get("tool_calls") if role == "assistant" else None
         if content is None and role != "assistant":
             raise bad_request(f"messages[{i}].content is required.", f"messages[{i}].content",
                               "missing_required_parameter")
-        out.append({"role": _ROLES[role], "content": "" if content is None
-                    else _content_text(content, i)})
+        msg = {"role": _ROLES[role], "content": "" if content is None
+               else _content_text(content, i)}
+        if calls:
+            msg["tool_calls"] = assistant_tool_calls(calls, i)
+        if role == "tool":
+            call_id = m.get("tool_call_id")
+            if call_id is not None and not isinstance(call_id, str):
+                raise bad_request(f"messages[{i}].tool_call_id must be a string.",
+                                  f"messages[{i}].tool_call_id", "invalid_type")
+            msg["tool_call_id"] = call_id or ""
+            if isinstance(m.get("name"), str):
+                msg["name"] = m["name"]
+        out.append(msg)
+    name_tool_results(out)
     return out
 
 
@@ -255,7 +276,8 @@ def parse_chat(body: dict, model_ids: tuple[str, ...], strict: bool = False,
     messages = _messages(body)  # before the model: a request without messages says so first
     common = _common(body, model_ids, strict, n_vocab)
     refuse_unhonoured(body, CHAT)
-    return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body), **common)
+    return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body),
+                             tools=parse_tools(body), **common)
 
 
 def _prompt(body: dict, n_vocab: int) -> str | list[int]:

@@ -7,6 +7,7 @@ import secrets
 import time
 
 from .. import __version__
+from ..chat.tools import ToolCall
 from .jobs import Finish
 from .logprobs import content
 
@@ -25,6 +26,16 @@ def sse(data: dict | str) -> bytes:
     return f"data: {text}\n\n".encode()
 
 
+def _reason(f: Finish, tool_calls: bool) -> str:
+    # a reply cut by max_tokens stays "length": its calls may be incomplete
+    return "tool_calls" if tool_calls and f.reason == "stop" else f.reason
+
+
+def _tool_call(c: ToolCall) -> dict:
+    return {"id": c.id, "type": "function",
+            "function": {"name": c.name, "arguments": c.arguments}}
+
+
 class Answer:
     """One request's answer: the id and creation time every chunk repeats."""
 
@@ -40,11 +51,15 @@ class Answer:
         return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
                 "system_fingerprint": FINGERPRINT}
 
-    def whole(self, text: str, f: Finish, logprobs: list[dict] | None = None) -> dict:
+    def whole(self, text: str | None, f: Finish, logprobs: list[dict] | None = None,
+              tool_calls: list[ToolCall] | None = None) -> dict:
         if self.chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+            message = {"role": "assistant", "content": text}
+            if tool_calls:
+                message["tool_calls"] = [_tool_call(c) for c in tool_calls]
+            choice = {"index": 0, "message": message,
                       "logprobs": None if logprobs is None else content(logprobs),
-                      "finish_reason": f.reason}
+                      "finish_reason": _reason(f, bool(tool_calls))}
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": f.reason}
         return {**self._head(self.object), "choices": [choice], "usage": usage(f)}
@@ -70,11 +85,22 @@ class Answer:
                                 "finish_reason": None})
         return self._chunk({"index": 0, "text": text, "logprobs": None, "finish_reason": None})
 
-    def final_chunks(self, f: Finish) -> list[dict]:
+    def tool_call_chunks(self, calls: list[ToolCall]) -> list[dict]:
+        """Each call as OpenAI streams one: its id and name first, then its arguments."""
+        out = []
+        for i, c in enumerate(calls):
+            for part in ({"index": i, "id": c.id, "type": "function",
+                          "function": {"name": c.name, "arguments": ""}},
+                         {"index": i, "function": {"arguments": c.arguments}}):
+                out.append(self._chunk({"index": 0, "delta": {"tool_calls": [part]},
+                                        "logprobs": None, "finish_reason": None}))
+        return out
+
+    def final_chunks(self, f: Finish, tool_calls: bool = False) -> list[dict]:
         """The content-free chunk with finish_reason, then (include_usage) the usage."""
         if self.chat:
             last = self._chunk({"index": 0, "delta": {}, "logprobs": None,
-                                "finish_reason": f.reason})
+                                "finish_reason": _reason(f, tool_calls)})
         else:
             last = self._chunk({"index": 0, "text": "", "logprobs": None,
                                 "finish_reason": f.reason})

@@ -52,7 +52,6 @@ COMMON = (
 )
 
 CHAT = (
-    Unhonoured("tools", _set, "no tool calling"),
     Unhonoured("functions", _set, "the legacy functions field: send tools instead"),
     Unhonoured("function_call", _set, "the legacy function_call field: send tool_choice"),
     Unhonoured("modalities", _not_text_modalities, "text output only"),
