@@ -12,9 +12,10 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from . import extras
 from .engine_state import LoadedModel
 from .errors import ApiError, error_body
 from .guard import Guard, HostPolicy
@@ -202,6 +203,33 @@ async def models(request: Request) -> Response:
                  "slots": len(loaded.pool.contexts)}}]})
 
 
+def _extra_post(handler):
+    """A POST route of extras.py: JSON body in, handler(loaded, body) in a worker thread."""
+    async def endpoint(request: Request) -> Response:
+        loaded = request.app.state.ember.loaded
+        if loaded is None:
+            return _loading()
+        try:
+            body = parse_json(await _read_body(request))
+            return JSONResponse(await run_in_threadpool(handler, loaded, body))
+        except ApiError as e:
+            return _error(e)
+    return endpoint
+
+
+async def props(request: Request) -> Response:
+    loaded = request.app.state.ember.loaded
+    return _loading() if loaded is None else JSONResponse(extras.props(loaded))
+
+
+async def metrics(request: Request) -> Response:
+    loaded = request.app.state.ember.loaded
+    if loaded is None:
+        return _loading()
+    return PlainTextResponse(extras.metrics_text(loaded),
+                             media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
 async def _http_error(request: Request, exc: HTTPException) -> Response:
     messages = {404: f"There is no {request.url.path} here (see GET /v1/models).",
                 405: f"{request.method} is not allowed on {request.url.path}."}
@@ -226,6 +254,12 @@ def build_app(state: ServerState, *, host: str, api_key: str | None = None,
         Route("/chat/completions", chat, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        # llama-server's extras
+        Route("/tokenize", _extra_post(extras.tokenize), methods=["POST"]),
+        Route("/detokenize", _extra_post(extras.detokenize), methods=["POST"]),
+        Route("/apply-template", _extra_post(extras.apply_template), methods=["POST"]),
+        Route("/props", props, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     middleware = []
     if cors:

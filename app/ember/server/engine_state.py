@@ -54,38 +54,50 @@ class LoadedModel:
         stops = req.stop
         tool_stream = None
         if req.messages is not None:
-            last = req.messages[-1]
-            # an assistant message at the end is a prefill: the reply continues it
-            prefill = last["role"] == "assistant" and not last.get("tool_calls")
-            tools = req.tools if req.tools is not None and req.tools.choice != "none" else None
-            kwargs = {}
-            if tools is not None:
-                self._check_tools()
-                kwargs["tools"] = tools.tools
-            try:
-                prompt = self.template.prompt(req.messages, continue_final=prefill, **kwargs)
-            except ChatTemplateError as e:
-                raise bad_request(f"The model's chat template cannot render these messages: "
-                                  f"{e}", "messages") from None
-            text = prompt.text
-            if tools is not None:
-                if prompt.is_fallback:  # the built-in format it fell back to has no tools
-                    raise unsupported("tools", f"the model's chat template fails to render "
-                                               f"these tools ({prompt.notice})")
-                fmt = self.tool_support.format
-                # "required" or a named function: the reply is made to open a call
-                forced = "" if tools.choice == "auto" or prefill else \
-                    fmt.forced_prefix(tools.name)
-                text += forced
-                tool_stream = ToolCallStream(fmt, tools.tools, forced)
+            text, template_stops, tool_stream = self.chat_prompt(req)
             ids = self.model.prompt_ids(text)
-            stops = tuple(dict.fromkeys((*prompt.stop_strings, *req.stop)))
+            stops = tuple(dict.fromkeys((*template_stops, *req.stop)))
         elif isinstance(req.prompt, str):
             ids = self.model.prompt_ids(req.prompt)
         else:
             ids = list(req.prompt or [])
         if not ids:
             raise bad_request("The prompt is empty.", "prompt")
+        return self._job(req, ids, stops, tool_stream, loop)
+
+    def chat_prompt(self, req: GenerationRequest
+                    ) -> tuple[str, tuple[str, ...], ToolCallStream | None]:
+        """A chat request's prompt text, the template's stop strings, and the filter its
+        reply's tool calls go through (None without tools)."""
+        tool_stream = None
+        last = req.messages[-1]
+        # an assistant message at the end is a prefill: the reply continues it
+        prefill = last["role"] == "assistant" and not last.get("tool_calls")
+        tools = req.tools if req.tools is not None and req.tools.choice != "none" else None
+        kwargs = {}
+        if tools is not None:
+            self._check_tools()
+            kwargs["tools"] = tools.tools
+        try:
+            prompt = self.template.prompt(req.messages, continue_final=prefill, **kwargs)
+        except ChatTemplateError as e:
+            raise bad_request(f"The model's chat template cannot render these messages: "
+                              f"{e}", "messages") from None
+        text = prompt.text
+        if tools is not None:
+            if prompt.is_fallback:  # the built-in format it fell back to has no tools
+                raise unsupported("tools", f"the model's chat template fails to render "
+                                           f"these tools ({prompt.notice})")
+            fmt = self.tool_support.format
+            # "required" or a named function: the reply is made to open a call
+            forced = "" if tools.choice == "auto" or prefill else \
+                fmt.forced_prefix(tools.name)
+            text += forced
+            tool_stream = ToolCallStream(fmt, tools.tools, forced)
+        return text, prompt.stop_strings, tool_stream
+
+    def _job(self, req: GenerationRequest, ids: list[int], stops: tuple[str, ...],
+             tool_stream: ToolCallStream | None, loop: asyncio.AbstractEventLoop) -> Job:
         room = self.n_ctx - len(ids)
         if room < 1:
             raise ApiError(400, f"This model's maximum context length is {self.n_ctx} tokens. "

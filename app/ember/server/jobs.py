@@ -62,8 +62,9 @@ class Job:
             self.token.cancel()
 
 
-def run_job(ctx: Context, job: Job) -> None:
-    """Generates on ctx for job, in the slot's thread, through the app's reply loop."""
+def run_job(ctx: Context, job: Job) -> GenerationStats:
+    """Generates on ctx for job, in the slot's thread, through the app's reply loop; returns
+    the generation's counts (the server's metrics add them up)."""
     stats = GenerationStats()
     pending: list[dict] = []  # logprobs of tokens whose text has not been sent yet
     on_token = None
@@ -94,7 +95,7 @@ def run_job(ctx: Context, job: Job) -> None:
     except EmberError as e:
         job.done = True
         job.emit("error", f"generation failed: {e}")
-        return
+        return stats
     finally:
         job.token.attach(None)
     reason = _FINISH.get(stats.stop_reason, "stop")
@@ -102,3 +103,4 @@ def run_job(ctx: Context, job: Job) -> None:
     prompt_tokens = stats.prompt_tokens or len(job.ids)
     cached = prompt_tokens - stats.prompt_evaluated if stats.prompt_evaluated else 0
     job.emit("done", Finish(reason, prompt_tokens, stats.generated_tokens, cached))
+    return stats
