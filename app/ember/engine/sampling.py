@@ -64,6 +64,7 @@ class GenerationStats:
     stop_reason: str = ""  # "eog", "length", "cancelled", "context_full", "stop_string"
     token_ids: list[int] = field(default_factory=list)  # generated, end-of-generation excluded
     stop_token: int | None = None  # the end-of-generation token, when one ended it
+    stop_string: str | None = None  # the stop string that ended it (chat.stream_reply's)
 
 
 class Sampler:

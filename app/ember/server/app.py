@@ -15,7 +15,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import extras
+from . import anthropic, extras
+from .anthropic import MessageAnswer
 from .engine_state import LoadedModel
 from .errors import ApiError, error_body
 from .guard import Guard, HostPolicy
@@ -86,7 +87,7 @@ async def _whole(request: Request, job: Job, answer: Answer) -> Response:
             elif kind == "logprobs":
                 logprobs.extend(value)
             elif kind == "error":
-                return JSONResponse(error_body(str(value), "server_error"), status_code=500)
+                return JSONResponse(answer.failure(str(value)), status_code=500)
             elif job.tool_stream is None:
                 return JSONResponse(answer.whole("".join(text), value, logprobs))
             else:
@@ -182,6 +183,81 @@ def _generation_route(chat: bool):
     return endpoint
 
 
+def _sse_event(name: str, data: dict) -> bytes:
+    return f"event: {name}\n".encode() + sse(data)
+
+
+async def _message_stream(job: Job, answer: MessageAnswer) -> AsyncIterator[bytes]:
+    """Anthropic's events: message_start, a text block's deltas, a block per tool call,
+    message_delta (the stop reason, the usage), message_stop."""
+    try:
+        for event in answer.start(len(job.ids)):
+            yield _sse_event(*event)
+        tools = job.tool_stream
+        async for kind, value in _events(job):
+            if kind == "text":
+                text = value if tools is None else tools.feed(value)
+                if text:
+                    for event in answer.text(text):
+                        yield _sse_event(*event)
+            elif kind == "error":
+                yield _sse_event("error", answer.failure(str(value)))
+                return
+            elif kind == "done":
+                calls = []
+                if tools is not None:
+                    rest, found = tools.finish()
+                    for event in answer.text(rest) if rest else ():
+                        yield _sse_event(*event)
+                    calls = _calls(job, found)
+                for event in answer.finish(value, calls):
+                    yield _sse_event(*event)
+    finally:
+        job.cancel()
+
+
+def _anthropic_error(e: ApiError) -> JSONResponse:
+    return JSONResponse(anthropic.as_anthropic(e), status_code=e.status)
+
+
+async def messages(request: Request) -> Response:
+    state: ServerState = request.app.state.ember
+    loaded = state.loaded
+    if loaded is None:
+        return JSONResponse(anthropic.error_body(503, "Loading model"), status_code=503)
+    try:
+        body = parse_json(await _read_body(request))
+        req = anthropic.parse_messages(body, loaded.ids, loaded.strict_model_names,
+                                       loaded.model.n_vocab)
+        job = await run_in_threadpool(loaded.prepare, req, asyncio.get_running_loop())
+    except ApiError as e:
+        return _anthropic_error(e)
+    answer = MessageAnswer(req.model, req.stop)
+    loaded.pool.submit(job)
+    if req.stream:
+        return StreamingResponse(_message_stream(job, answer), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+                                 background=BackgroundTask(job.cancel))
+    return await _whole(request, job, answer)
+
+
+async def count_tokens(request: Request) -> Response:
+    loaded = request.app.state.ember.loaded
+    if loaded is None:
+        return JSONResponse(anthropic.error_body(503, "Loading model"), status_code=503)
+    try:
+        body = parse_json(await _read_body(request))
+        req = anthropic.parse_messages(body, loaded.ids, loaded.strict_model_names,
+                                       loaded.model.n_vocab, count_only=True)
+
+        def count() -> int:
+            return len(loaded.model.prompt_ids(loaded.chat_prompt(req)[0]))
+
+        return JSONResponse({"input_tokens": await run_in_threadpool(count)})
+    except ApiError as e:
+        return _anthropic_error(e)
+
+
 async def health(request: Request) -> Response:
     state: ServerState = request.app.state.ember
     if state.loaded is None:
@@ -254,6 +330,9 @@ def build_app(state: ServerState, *, host: str, api_key: str | None = None,
         Route("/chat/completions", chat, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        # Anthropic's Messages API
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
         # llama-server's extras
         Route("/tokenize", _extra_post(extras.tokenize), methods=["POST"]),
         Route("/detokenize", _extra_post(extras.detokenize), methods=["POST"]),

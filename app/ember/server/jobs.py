@@ -20,6 +20,7 @@ class Finish:
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int = 0  # prompt tokens the slot's KV cache already held
+    stop_string: str | None = None  # the stop string that ended the reply, if one did
 
 
 class Job:
@@ -102,5 +103,6 @@ def run_job(ctx: Context, job: Job) -> GenerationStats:
     job.done = reason != "cancelled"
     prompt_tokens = stats.prompt_tokens or len(job.ids)
     cached = prompt_tokens - stats.prompt_evaluated if stats.prompt_evaluated else 0
-    job.emit("done", Finish(reason, prompt_tokens, stats.generated_tokens, cached))
+    job.emit("done", Finish(reason, prompt_tokens, stats.generated_tokens, cached,
+                            stats.stop_string))
     return stats

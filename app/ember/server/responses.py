@@ -8,6 +8,7 @@ import time
 
 from .. import __version__
 from ..chat.tools import ToolCall
+from .errors import error_body
 from .jobs import Finish
 from .logprobs import content
 
@@ -63,6 +64,9 @@ class Answer:
         else:
             choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": f.reason}
         return {**self._head(self.object), "choices": [choice], "usage": usage(f)}
+
+    def failure(self, message: str) -> dict:
+        return error_body(message, "server_error")
 
     def _chunk(self, choice: dict) -> dict:
         obj = "chat.completion.chunk" if self.chat else "text_completion"
