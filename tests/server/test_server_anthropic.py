@@ -84,11 +84,9 @@ def test_end_turn_and_stop_sequence(client):
 
 def test_streamed_events_assemble_into_the_whole_message(client):
     whole = client.messages.create(model="m", max_tokens=20, extra_body=T0, messages=USER)
-    pieces = []
     with client.messages.stream(model="m", max_tokens=20, extra_body=T0,
                                 messages=USER) as stream:
-        for text in stream.text_stream:
-            pieces.append(text)
+        pieces = list(stream.text_stream)
         final = stream.get_final_message()
     assert len(pieces) > 1 and "".join(pieces) == whole.content[0].text
     assert final.content[0].text == whole.content[0].text
