@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import anthropic, extras
+from . import anthropic, extras, openai_responses
 from .anthropic import MessageAnswer
 from .engine_state import LoadedModel
 from .errors import ApiError, error_body
@@ -187,9 +187,9 @@ def _sse_event(name: str, data: dict) -> bytes:
     return f"event: {name}\n".encode() + sse(data)
 
 
-async def _message_stream(job: Job, answer: MessageAnswer) -> AsyncIterator[bytes]:
-    """Anthropic's events: message_start, a text block's deltas, a block per tool call,
-    message_delta (the stop reason, the usage), message_stop."""
+async def _event_stream(job: Job, answer) -> AsyncIterator[bytes]:
+    """Named events (Anthropic's messages, OpenAI's responses): answer.start(), answer.text()
+    per piece of text, answer.finish() with the tool calls, each a list of (event, data)."""
     try:
         for event in answer.start(len(job.ids)):
             yield _sse_event(*event)
@@ -235,7 +235,28 @@ async def messages(request: Request) -> Response:
     answer = MessageAnswer(req.model, req.stop)
     loaded.pool.submit(job)
     if req.stream:
-        return StreamingResponse(_message_stream(job, answer), media_type="text/event-stream",
+        return StreamingResponse(_event_stream(job, answer), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+                                 background=BackgroundTask(job.cancel))
+    return await _whole(request, job, answer)
+
+
+async def responses(request: Request) -> Response:
+    state: ServerState = request.app.state.ember
+    loaded = state.loaded
+    if loaded is None:
+        return _loading()
+    try:
+        body = parse_json(await _read_body(request))
+        req = openai_responses.parse_responses(body, loaded.ids, loaded.strict_model_names,
+                                               loaded.model.n_vocab)
+        job = await run_in_threadpool(loaded.prepare, req, asyncio.get_running_loop())
+    except ApiError as e:
+        return _error(e)
+    answer = openai_responses.ResponseAnswer(req.model, openai_responses.request_echo(body))
+    loaded.pool.submit(job)
+    if req.stream:
+        return StreamingResponse(_event_stream(job, answer), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                                  background=BackgroundTask(job.cancel))
     return await _whole(request, job, answer)
@@ -330,6 +351,8 @@ def build_app(state: ServerState, *, host: str, api_key: str | None = None,
         Route("/chat/completions", chat, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/responses", responses, methods=["POST"]),
         # Anthropic's Messages API
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
