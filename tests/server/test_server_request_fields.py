@@ -137,3 +137,50 @@ def test_unknown_response_format_type_is_400(client):
         client.chat.completions.create(model="m", messages=USER, max_tokens=2,
                                        extra_body={"response_format": {"type": "xml"}})
     assert (e.value.param, e.value.code) == ("response_format", "invalid_value")
+
+
+def test_reasoning_effort_needs_a_template_that_reads_it(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=2,
+                                       reasoning_effort="low")
+    assert (e.value.param, e.value.code) == ("reasoning_effort", "unsupported_parameter")
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=2,
+                                       extra_body={"reasoning_effort": "extreme"})
+    assert (e.value.param, e.value.code) == ("reasoning_effort", "invalid_value")
+    # the Responses API's reasoning, which agents send whatever the model, has no effect here
+    r = client.responses.create(model="m", input="Hi", max_output_tokens=2,
+                                reasoning={"effort": "low"})
+    assert r.output_text
+
+
+@pytest.mark.parametrize("template, body, expected", [
+    # gpt-oss' template writes the effort into its system message
+    ("openai-gpt-oss-120b", {"reasoning_effort": "low"}, "Reasoning: low"),
+    ("openai-gpt-oss-120b", {}, "Reasoning: medium"),
+    # llama-server's chat_template_kwargs: Qwen3's switch for thinking
+    ("Qwen-Qwen3-0.6B", {"chat_template_kwargs": {"enable_thinking": False}},
+     "<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+])
+def test_template_variables_reach_the_template(tmp_path, templates_dir, template, body,
+                                               expected):
+    from tests.support.chain_models import hermes_tools_model
+    source = (templates_dir / f"{template}.jinja").read_text(encoding="utf-8")
+    s = ServerProcess(hermes_tools_model(source).write(tmp_path / "t.gguf"), "-c", "1024")
+    try:
+        import json
+        status, _, raw = s.request("POST", "/apply-template", {"messages": USER, **body})
+        assert status == 200, raw
+        prompt = json.loads(raw)["prompt"]
+        assert expected in prompt
+        if "chat_template_kwargs" in body:
+            assert prompt.endswith(expected)
+    finally:
+        s.stop()
+
+
+def test_chat_template_kwargs_may_not_replace_the_requests_own(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="m", messages=USER, max_tokens=2, extra_body={
+            "chat_template_kwargs": {"messages": []}})
+    assert (e.value.param, e.value.code) == ("chat_template_kwargs", "invalid_value")

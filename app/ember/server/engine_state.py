@@ -74,7 +74,13 @@ class LoadedModel:
         # an assistant message at the end is a prefill: the reply continues it
         prefill = last["role"] == "assistant" and not last.get("tool_calls")
         tools = req.tools if req.tools is not None and req.tools.choice != "none" else None
-        kwargs = {}
+        kwargs = dict(req.template_kwargs)
+        if req.reasoning_effort is not None:
+            if "reasoning_effort" in self.template.source:
+                kwargs["reasoning_effort"] = req.reasoning_effort
+            elif not req.reasoning_optional:
+                raise unsupported("reasoning_effort", "the model's chat template takes no "
+                                                      "reasoning effort")
         if tools is not None:
             self._check_tools()
             kwargs["tools"] = tools.tools

@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import bad_request, error_body
 from .jobs import Finish
-from .protocol import GenerationRequest, parse_chat
+from .protocol import GenerationRequest, check_reasoning_effort, parse_chat
 from .unhonoured import unsupported
 
 _ROLES = ("user", "assistant", "system", "developer")
@@ -65,9 +65,9 @@ def _messages(body: dict) -> list[dict]:
             call = {"id": item.get("call_id"), "type": "function",
                     "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
             last = out[-1] if out else None
-            if last is not None and last["role"] == "assistant" and (
-                    "tool_calls" in last or not last["content"]):
-                last.setdefault("tool_calls", []).append(call)  # parallel calls: one turn
+            if last is not None and last["role"] == "assistant":
+                # the text and the calls after it, or parallel calls: one turn
+                last.setdefault("tool_calls", []).append(call)
             else:
                 out.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function_call_output":
@@ -133,7 +133,14 @@ def parse_responses(body: dict, model_ids: tuple[str, ...], strict: bool,
         if isinstance(chat["max_tokens"], int) and chat["max_tokens"] < 1:
             raise bad_request("'max_output_tokens' must be at least 1.", "max_output_tokens",
                               "invalid_value")
-    return parse_chat(chat, model_ids, strict, n_vocab)
+    req = parse_chat(chat, model_ids, strict, n_vocab)
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    if effort is not None:
+        # agents send it whatever the model: honoured where the template reads it
+        req.reasoning_effort = check_reasoning_effort(effort)
+        req.reasoning_optional = True
+    return req
 
 
 class ResponseAnswer:

@@ -41,7 +41,9 @@ class GenerationRequest:
     prompt: str | list[int] | None = None  # completions: text or token ids
     logit_bias: dict[int, float] | None = None  # token id -> added to its logit
     tools: ToolRequest | None = None  # chat with tools
-    extra: dict = field(default_factory=dict)
+    template_kwargs: dict = field(default_factory=dict)  # chat: more template variables
+    reasoning_effort: str | None = None  # chat: for templates that read it (gpt-oss')
+    reasoning_optional: bool = False  # a template that does not read it ignores it
 
 
 def parse_json(body: bytes) -> dict:
@@ -277,7 +279,43 @@ def parse_chat(body: dict, model_ids: tuple[str, ...], strict: bool = False,
     common = _common(body, model_ids, strict, n_vocab)
     refuse_unhonoured(body, CHAT)
     return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body),
-                             tools=parse_tools(body), **common)
+                             tools=parse_tools(body), template_kwargs=_template_kwargs(body),
+                             reasoning_effort=_reasoning_effort(body), **common)
+
+
+# what a chat template is given by the server itself, which a request may not replace
+_TEMPLATE_OWN = frozenset({"messages", "tools", "documents", "add_generation_prompt",
+                           "bos_token", "eos_token"})
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def _template_kwargs(body: dict) -> dict:
+    """llama-server's chat_template_kwargs: variables for the template (enable_thinking for
+    Qwen3's, and the like), passed as they are."""
+    v = body.get("chat_template_kwargs")
+    if v is None:
+        return {}
+    if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
+        raise bad_request("'chat_template_kwargs' must be an object.", "chat_template_kwargs",
+                          "invalid_type")
+    own = sorted(_TEMPLATE_OWN & set(v))
+    if own:
+        raise bad_request(f"'chat_template_kwargs' may not set {', '.join(own)} (the request's "
+                          f"own fields do).", "chat_template_kwargs", "invalid_value")
+    return dict(v)
+
+
+def _reasoning_effort(body: dict) -> str | None:
+    return check_reasoning_effort(body.get("reasoning_effort"))
+
+
+def check_reasoning_effort(v) -> str | None:
+    if v is None:
+        return None
+    if v not in REASONING_EFFORTS:
+        raise bad_request(f"'reasoning_effort' must be one of {', '.join(REASONING_EFFORTS)}.",
+                          "reasoning_effort", "invalid_value")
+    return v
 
 
 def _prompt(body: dict, n_vocab: int) -> str | list[int]:
