@@ -129,3 +129,15 @@ def test_metrics_count_what_was_answered(server):
         u.prompt_tokens for u in usages)
     assert after["ember_tokens_predicted_seconds_total"] > before[
         "ember_tokens_predicted_seconds_total"]
+
+
+def test_slots_list_each_context(server, vocab):
+    client = OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+    r = client.chat.completions.create(model="m", messages=MESSAGES, max_tokens=3,
+                                       temperature=0)
+    status, _, raw = server.request("GET", "/slots")
+    slots = json.loads(raw)
+    assert status == 200 and [s["id"] for s in slots] == [0, 1]
+    assert all(s["n_ctx"] == N_CTX and s["is_processing"] is False for s in slots)
+    # the slot that answered holds the prompt and the reply but its last token
+    assert r.usage.total_tokens - 1 in {s["n_cached_tokens"] for s in slots}

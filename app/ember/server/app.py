@@ -319,6 +319,11 @@ async def props(request: Request) -> Response:
     return _loading() if loaded is None else JSONResponse(extras.props(loaded))
 
 
+async def slots(request: Request) -> Response:
+    loaded = request.app.state.ember.loaded
+    return _loading() if loaded is None else JSONResponse(loaded.pool.slots())
+
+
 async def metrics(request: Request) -> Response:
     loaded = request.app.state.ember.loaded
     if loaded is None:
@@ -362,6 +367,7 @@ def build_app(state: ServerState, *, host: str, api_key: str | None = None,
         Route("/apply-template", _extra_post(extras.apply_template), methods=["POST"]),
         Route("/props", props, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/slots", slots, methods=["GET"]),
     ]
     middleware = []
     if cors:

@@ -97,6 +97,14 @@ class SlotPool:
                 "requests_waiting": waiting, "requests_finished": finished,
                 "requests_cancelled": cancelled}
 
+    def slots(self) -> list[dict]:
+        """Each slot as llama-server's /slots lists it (the tokens its cache holds too)."""
+        with self._lock:
+            idle = set(map(id, self._idle))
+        return [{"id": i, "n_ctx": slot.ctx.n_ctx, "is_processing": id(slot) not in idle,
+                 "n_cached_tokens": len(slot.ctx.cached)}
+                for i, slot in enumerate(self._slots)]
+
     def metrics(self) -> dict:
         """status() and the totals, read at one moment."""
         out = self.status()
