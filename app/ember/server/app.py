@@ -88,13 +88,19 @@ async def _whole(request: Request, job: Job, answer: Answer) -> Response:
                 logprobs.extend(value)
             elif kind == "error":
                 return JSONResponse(answer.failure(str(value)), status_code=500)
-            elif job.tool_stream is None:
-                return JSONResponse(answer.whole("".join(text), value, logprobs))
             else:
-                job.tool_stream.feed("".join(text))
-                content, calls = job.tool_stream.whole()
-                return JSONResponse(answer.whole(content, value, logprobs,
-                                                 _calls(job, calls)))
+                reply, reasoning = "".join(text), None
+                if job.splitter is not None:
+                    reasoning, reply = job.splitter.split(reply)
+                calls = []
+                if job.tool_stream is not None:
+                    job.tool_stream.feed(reply)
+                    reply, calls = job.tool_stream.whole()
+                    calls = _calls(job, calls)
+                if reasoning is not None:
+                    return JSONResponse(answer.whole(reply, value, logprobs, calls,
+                                                     reasoning=reasoning))
+                return JSONResponse(answer.whole(reply, value, logprobs, calls))
 
     collecting = asyncio.ensure_future(collect())
     leaving = asyncio.ensure_future(_wait_disconnect(request))
@@ -117,22 +123,41 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
         if first is not None:
             yield sse(first)
         logprobs = None
-        tools = job.tool_stream
+        tools, splitter = job.tool_stream, job.splitter
+        held = tools is not None or splitter is not None  # text may come out later
         calls = []
+
+        def pieces(parts):
+            """(kind, text) of the reply's split, the answer through the tool filter."""
+            for kind, text in parts:
+                if kind == "answer" and tools is not None:
+                    text = tools.feed(text)
+                if text:
+                    yield kind, text
+
         async for kind, value in _events(job):
             if kind == "logprobs":
-                # the next text's tokens (text a tool-call filter holds back: the next sent)
-                logprobs = value if logprobs is None or tools is None else logprobs + value
+                # the next text's tokens (text a filter holds back: the next sent)
+                logprobs = value if logprobs is None or not held else logprobs + value
             elif kind == "text":
-                text = value if tools is None else tools.feed(value)
-                if text or tools is None:
-                    yield sse(answer.text_chunk(text, logprobs))
+                if not held:
+                    yield sse(answer.text_chunk(value, logprobs))
+                    logprobs = None
+                    continue
+                parts = splitter.feed(value) if splitter is not None else [("answer", value)]
+                for part, text in pieces(parts):
+                    yield sse(answer.text_chunk(text, logprobs, reasoning=part == "thought"))
                     logprobs = None
             elif kind == "error":
                 yield sse(error_body(str(value), "server_error"))
                 return
             else:
                 assert isinstance(value, Finish)
+                if splitter is not None:
+                    for part, text in pieces(splitter.finish()):
+                        yield sse(answer.text_chunk(text, logprobs,
+                                                    reasoning=part == "thought"))
+                        logprobs = None
                 if tools is not None:
                     rest, found = tools.finish()
                     if rest:
@@ -162,7 +187,7 @@ def _generation_route(chat: bool):
             body = parse_json(await _read_body(request))
             if chat:
                 req = parse_chat(body, loaded.ids, loaded.strict_model_names,
-                                 loaded.model.n_vocab)
+                                 loaded.model.n_vocab, loaded.reasoning_format)
             else:
                 req = parse_completion(body, loaded.ids, loaded.model.n_vocab,
                                        loaded.strict_model_names)

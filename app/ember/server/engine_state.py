@@ -7,7 +7,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from ..chat import ChatTemplate, ChatTemplateError
+from ..chat import ChatTemplate, ChatTemplateError, prompt_opens_thinking
+from ..chat.reasoning_split import ReplySplitter
 from ..chat.tools import TOOL_FORMATS, ToolCallStream, tool_support
 from ..engine import Model
 from .errors import ApiError, bad_request
@@ -28,13 +29,16 @@ def model_ids(path: Path, alias: str | None) -> tuple[str, ...]:
 class LoadedModel:
     def __init__(self, path: Path, *, n_slots: int, n_ctx: int | None, n_threads: int | None,
                  alias: str | None = None, model: Model | None = None,
-                 strict_model_names: bool = False):
+                 strict_model_names: bool = False, reasoning_format: str = "deepseek"):
         """model: serve a model already loaded (the app's: the slots are new contexts on
         its weights, and close() leaves it open), else path is loaded. strict_model_names:
-        a request must name this model (else any name is answered by it)."""
+        a request must name this model (else any name is answered by it). reasoning_format:
+        "deepseek" returns a chat reply's reasoning block as reasoning_content, "none" leaves
+        it in content (a request's reasoning_format says otherwise)."""
         self.path = path
         self.ids = model_ids(path, alias)
         self.strict_model_names = strict_model_names
+        self.reasoning_format = reasoning_format  # for chat requests that do not say
         self._owns_model = model is None
         self.model = model if model is not None else Model(path, n_ctx=n_ctx,
                                                            n_threads=n_threads)
@@ -52,18 +56,24 @@ class LoadedModel:
         """Tokens and stop strings of a checked request (in a worker thread: a template and
         a long prompt take a while)."""
         stops = req.stop
-        tool_stream = None
+        tool_stream = splitter = None
         if req.messages is not None:
             text, template_stops, tool_stream = self.chat_prompt(req)
             ids = self.model.prompt_ids(text)
             stops = tuple(dict.fromkeys((*template_stops, *req.stop)))
+            if req.reasoning_format != "none":
+                # a reply made to open a tool call starts in the call, not in thoughts
+                forced = tool_stream is not None and tool_stream.prefix > 0
+                splitter = ReplySplitter(not forced and prompt_opens_thinking(text))
         elif isinstance(req.prompt, str):
             ids = self.model.prompt_ids(req.prompt)
         else:
             ids = list(req.prompt or [])
         if not ids:
             raise bad_request("The prompt is empty.", "prompt")
-        return self._job(req, ids, stops, tool_stream, loop)
+        job = self._job(req, ids, stops, tool_stream, loop)
+        job.splitter = splitter
+        return job
 
     def chat_prompt(self, req: GenerationRequest
                     ) -> tuple[str, tuple[str, ...], ToolCallStream | None]:

@@ -44,6 +44,7 @@ class GenerationRequest:
     template_kwargs: dict = field(default_factory=dict)  # chat: more template variables
     reasoning_effort: str | None = None  # chat: for templates that read it (gpt-oss')
     reasoning_optional: bool = False  # a template that does not read it ignores it
+    reasoning_format: str = "none"  # chat: "deepseek" puts reasoning in reasoning_content
 
 
 def parse_json(body: bytes) -> dict:
@@ -274,13 +275,35 @@ def _chat_logprobs(body: dict) -> int | None:
 
 
 def parse_chat(body: dict, model_ids: tuple[str, ...], strict: bool = False,
-               n_vocab: int | None = None) -> GenerationRequest:
+               n_vocab: int | None = None, reasoning_format: str = "none"
+               ) -> GenerationRequest:
+    """reasoning_format: the server's default (--reasoning-format) for a request that
+    does not say."""
     messages = _messages(body)  # before the model: a request without messages says so first
     common = _common(body, model_ids, strict, n_vocab)
     refuse_unhonoured(body, CHAT)
     return GenerationRequest(messages=messages, top_logprobs=_chat_logprobs(body),
                              tools=parse_tools(body), template_kwargs=_template_kwargs(body),
-                             reasoning_effort=_reasoning_effort(body), **common)
+                             reasoning_effort=_reasoning_effort(body),
+                             reasoning_format=_reasoning_format(body, reasoning_format),
+                             **common)
+
+
+REASONING_FORMATS = ("deepseek", "none")
+
+
+def _reasoning_format(body: dict, default: str) -> str:
+    """llama-server's reasoning_format: "deepseek" (and "auto") return a reply's reasoning
+    block in reasoning_content, "none" leaves it in content."""
+    v = body.get("reasoning_format")
+    if v is None:
+        return default
+    if v == "auto":
+        return "deepseek"
+    if v not in REASONING_FORMATS:
+        raise bad_request(f"'reasoning_format' must be auto, deepseek or none, not {v!r}.",
+                          "reasoning_format", "invalid_value")
+    return v
 
 
 # what a chat template is given by the server itself, which a request may not replace

@@ -53,9 +53,12 @@ class Answer:
                 "system_fingerprint": FINGERPRINT}
 
     def whole(self, text: str | None, f: Finish, logprobs: list[dict] | None = None,
-              tool_calls: list[ToolCall] | None = None) -> dict:
+              tool_calls: list[ToolCall] | None = None, *,
+              reasoning: str | None = None) -> dict:
         if self.chat:
             message = {"role": "assistant", "content": text}
+            if reasoning is not None:
+                message["reasoning_content"] = reasoning
             if tool_calls:
                 message["tool_calls"] = [_tool_call(c) for c in tool_calls]
             choice = {"index": 0, "message": message,
@@ -82,9 +85,11 @@ class Answer:
         return self._chunk({"index": 0, "delta": {"role": "assistant", "content": ""},
                             "logprobs": None, "finish_reason": None})
 
-    def text_chunk(self, text: str, logprobs: list[dict] | None = None) -> dict:
+    def text_chunk(self, text: str, logprobs: list[dict] | None = None, *,
+                   reasoning: bool = False) -> dict:
         if self.chat:
-            return self._chunk({"index": 0, "delta": {"content": text},
+            delta = {"reasoning_content": text} if reasoning else {"content": text}
+            return self._chunk({"index": 0, "delta": delta,
                                 "logprobs": None if logprobs is None else content(logprobs),
                                 "finish_reason": None})
         return self._chunk({"index": 0, "text": text, "logprobs": None, "finish_reason": None})
