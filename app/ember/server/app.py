@@ -162,9 +162,13 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
                     rest, found = tools.finish()
                     if rest:
                         yield sse(answer.text_chunk(rest, logprobs))
+                        logprobs = None
                     calls = _calls(job, found)
                     for chunk in answer.tool_call_chunks(calls):
                         yield sse(chunk)
+                if logprobs and not calls:
+                    # tokens whose text is empty (a character cut by max_tokens): as unfiltered
+                    yield sse(answer.text_chunk("", logprobs))
                 for chunk in answer.final_chunks(value, bool(calls)):
                     yield sse(chunk)
         yield sse("[DONE]")
