@@ -122,8 +122,7 @@ def test_the_key_as_x_api_key(server):
     ({"max_tokens": 4, "messages": USER, "extra_body": {"temperature": 5}}, "temperature"),
     ({"max_tokens": 4, "messages": USER, "output_config": {"format": {
         "type": "json_schema", "schema": {"type": "object"}}}}, "output_config"),
-    ({"max_tokens": 4, "messages": USER, "thinking": {"type": "enabled",
-                                                      "budget_tokens": 1024}}, "thinking"),
+    ({"max_tokens": 4, "messages": USER, "thinking": {"type": "sometimes"}}, "thinking"),
     ({"max_tokens": 4, "messages": USER, "tools": TOOLS}, "tools"),  # ChatML: no tools
     ({"max_tokens": 4, "messages": USER, "stop_sequences": "x"}, "stop_sequences"),
 ])
@@ -222,3 +221,36 @@ def test_tool_choice_any_and_a_named_tool(tmp_path, templates_dir):
             ("get_weather", {"city": "Paris", "days": 2})]
     finally:
         s.stop()
+
+
+@pytest.fixture(scope="module")
+def thinker(tmp_path_factory):
+    from tests.support.chain_models import reasoning_model
+    path = reasoning_model().write(tmp_path_factory.mktemp("t") / "reasoning.gguf")
+    s = ServerProcess(path, "-c", "256")
+    yield anthropic.Anthropic(base_url=s.url, api_key="x", max_retries=0, timeout=300)
+    s.stop()
+
+
+THINK = {"type": "enabled", "budget_tokens": 1024}
+
+
+def test_thinking_enabled_gives_a_thinking_block(thinker):
+    r = thinker.messages.create(model="m", max_tokens=7, extra_body=T0, thinking=THINK,
+                                messages=[{"role": "user", "content": "Hello!"}])
+    assert [(b.type, getattr(b, "thinking", None) or getattr(b, "text", None))
+            for b in r.content] == [("thinking", "Hmm, a greeting."), ("text", "Hi there")]
+    with thinker.messages.stream(model="m", max_tokens=7, extra_body=T0, thinking=THINK,
+                                 messages=[{"role": "user", "content": "Hello!"}]) as stream:
+        kinds = [e.type for e in stream]
+        final = stream.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "text"]
+    assert final.content[0].thinking == "Hmm, a greeting." and final.content[1].text == "Hi there"
+    assert "thinking" in kinds and "text" in kinds
+
+
+def test_thinking_off_leaves_the_reply_as_text(thinker):
+    r = thinker.messages.create(model="m", max_tokens=7, extra_body=T0,
+                                messages=[{"role": "user", "content": "Hello!"}])
+    assert [b.type for b in r.content] == ["text"]
+    assert r.content[0].text == "Hmm, a greeting.</think>Hi there"

@@ -139,8 +139,10 @@ def _openai_tools(body: dict) -> dict:
 def parse_messages(body: dict, model_ids: tuple[str, ...], strict: bool,
                    n_vocab: int, *, count_only: bool = False) -> GenerationRequest:
     thinking = body.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
-        raise unsupported("thinking", "reasoning is not returned as thinking blocks yet")
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if thinking is not None and kind not in ("enabled", "adaptive", "disabled"):
+        raise bad_request("'thinking.type' must be enabled, adaptive or disabled.", "thinking",
+                          "invalid_value")
     config = body.get("output_config")
     if isinstance(config, dict) and config.get("format") is not None:
         raise unsupported("output_config", "no constrained decoding yet: structured output "
@@ -167,6 +169,10 @@ def parse_messages(body: dict, model_ids: tuple[str, ...], strict: bool,
             raise bad_request(f"'stop_sequences' may hold at most {MAX_STOP_SEQUENCES} strings.",
                               "stop_sequences", "invalid_value")
         req.stop = tuple(dict.fromkeys(s for s in stops if s))
+    # thinking on: a reasoning block of the reply becomes a thinking block (whether the model
+    # thinks is its template's and its own affair; budget_tokens is not enforced apart from
+    # max_tokens); off: the reply's text as it is
+    req.reasoning_format = "deepseek" if kind in ("enabled", "adaptive") else "none"
     return req
 
 
@@ -177,8 +183,8 @@ class MessageAnswer:
         self.model = model
         self.stops = stops  # the request's own stop_sequences
         self.id = "msg_" + secrets.token_hex(12)
-        self.block = -1  # the index of the open content block (-1: none)
-        self.text_open = False
+        self.block = -1  # the index of the last content block (-1: none yet)
+        self.open_kind: str | None = None  # "thinking" or "text" while that block is open
 
     def _reason(self, f: Finish, calls: list) -> tuple[str, str | None]:
         if calls and f.reason == "stop":
@@ -199,9 +205,12 @@ class MessageAnswer:
     def _tool_block(c) -> dict:
         return {"type": "tool_use", "id": c.id, "name": c.name, "input": json.loads(c.arguments)}
 
-    def whole(self, text: str | None, f: Finish, logprobs=None, calls=None) -> dict:
+    def whole(self, text: str | None, f: Finish, logprobs=None, calls=None, *,
+              reasoning: str | None = None) -> dict:
         calls = calls or []
-        content = [{"type": "text", "text": text}] if text else []
+        content = [{"type": "thinking", "thinking": reasoning, "signature": ""}] \
+            if reasoning else []
+        content += [{"type": "text", "text": text}] if text else []
         content += [self._tool_block(c) for c in calls]
         reason, sequence = self._reason(f, calls)
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model,
@@ -220,26 +229,33 @@ class MessageAnswer:
             "usage": {"input_tokens": prompt_tokens, "output_tokens": 0}}})]
 
     def _close(self) -> list[tuple[str, dict]]:
-        if self.block < 0:
+        if self.open_kind is None:
             return []
-        out = [("content_block_stop", {"type": "content_block_stop", "index": self.block})]
-        self.text_open = False
+        self.open_kind = None
+        return [("content_block_stop", {"type": "content_block_stop", "index": self.block})]
+
+    def _delta(self, kind: str, delta: dict) -> list[tuple[str, dict]]:
+        out = []
+        if self.open_kind != kind:
+            out += self._close()
+            self.block += 1
+            self.open_kind = kind
+            start = {"type": "thinking", "thinking": "", "signature": ""} if kind == "thinking" \
+                else {"type": "text", "text": ""}
+            out.append(("content_block_start", {"type": "content_block_start",
+                                                "index": self.block, "content_block": start}))
+        out.append(("content_block_delta", {"type": "content_block_delta", "index": self.block,
+                                            "delta": delta}))
         return out
 
     def text(self, text: str) -> list[tuple[str, dict]]:
-        out = []
-        if not self.text_open:
-            self.block += 1
-            self.text_open = True
-            out.append(("content_block_start", {"type": "content_block_start",
-                                                "index": self.block,
-                                                "content_block": {"type": "text", "text": ""}}))
-        out.append(("content_block_delta", {"type": "content_block_delta", "index": self.block,
-                                            "delta": {"type": "text_delta", "text": text}}))
-        return out
+        return self._delta("text", {"type": "text_delta", "text": text})
+
+    def thinking(self, text: str) -> list[tuple[str, dict]]:
+        return self._delta("thinking", {"type": "thinking_delta", "thinking": text})
 
     def finish(self, f: Finish, calls: list) -> list[tuple[str, dict]]:
-        out = self._close() if self.text_open else []
+        out = self._close()
         for c in calls:
             self.block += 1
             out += [("content_block_start", {"type": "content_block_start", "index": self.block,

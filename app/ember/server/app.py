@@ -97,10 +97,8 @@ async def _whole(request: Request, job: Job, answer: Answer) -> Response:
                     job.tool_stream.feed(reply)
                     reply, calls = job.tool_stream.whole()
                     calls = _calls(job, calls)
-                if reasoning is not None:
-                    return JSONResponse(answer.whole(reply, value, logprobs, calls,
-                                                     reasoning=reasoning))
-                return JSONResponse(answer.whole(reply, value, logprobs, calls))
+                return JSONResponse(answer.whole(reply, value, logprobs, calls,
+                                                 reasoning=reasoning))
 
     collecting = asyncio.ensure_future(collect())
     leaving = asyncio.ensure_future(_wait_disconnect(request))
@@ -222,17 +220,28 @@ async def _event_stream(job: Job, answer) -> AsyncIterator[bytes]:
     try:
         for event in answer.start(len(job.ids)):
             yield _sse_event(*event)
-        tools = job.tool_stream
+        tools, splitter = job.tool_stream, job.splitter
+
+        def events(parts):
+            for part, text in parts:
+                if part == "thought":
+                    yield from answer.thinking(text)
+                    continue
+                text = text if tools is None else tools.feed(text)
+                if text:
+                    yield from answer.text(text)
+
         async for kind, value in _events(job):
             if kind == "text":
-                text = value if tools is None else tools.feed(value)
-                if text:
-                    for event in answer.text(text):
-                        yield _sse_event(*event)
+                parts = splitter.feed(value) if splitter is not None else [("answer", value)]
+                for event in events(parts):
+                    yield _sse_event(*event)
             elif kind == "error":
                 yield _sse_event("error", answer.failure(str(value)))
                 return
             elif kind == "done":
+                for event in events(splitter.finish() if splitter is not None else ()):
+                    yield _sse_event(*event)
                 calls = []
                 if tools is not None:
                     rest, found = tools.finish()

@@ -197,7 +197,8 @@ class ResponseAnswer:
     def _status(f: Finish) -> str:
         return "incomplete" if f.reason == "length" else "completed"
 
-    def whole(self, text: str | None, f: Finish, logprobs=None, calls=None) -> dict:
+    def whole(self, text: str | None, f: Finish, logprobs=None, calls=None, *,
+              reasoning: str | None = None) -> dict:
         self.said = text or ""
         if text:
             self.output.append(self._message_item("completed"))
