@@ -1,6 +1,6 @@
 """Tool calls in model output: which format a chat template's family writes them in (Qwen and
-Hermes' <tool_call> JSON, Qwen3-Coder's <tool_call> XML, Llama 3.x JSON, Mistral's
-[TOOL_CALLS]), parsing a reply into text and calls, the text that makes a reply start a call
+Hermes' <tool_call> JSON, Qwen3-Coder's <tool_call> XML, GLM's arg_key pairs, <tool_calls>
+JSON, Mistral's [TOOL_CALLS], Command R's actions, Llama 3.x JSON), parsing a reply into text and calls, the text that makes a reply start a call
 (tool_choice "required" or a named function), and a stream filter that holds calls back."""
 from __future__ import annotations
 
@@ -61,6 +61,15 @@ def _json_call(obj: Any, args_keys: Sequence[str], new_id) -> ToolCall | None:
     call_id = obj.get("id")
     return ToolCall(obj["name"], args, call_id if isinstance(call_id, str) and call_id
                     else new_id())
+
+
+def _properties(tools: Sequence[Mapping], name: str) -> dict:
+    """The parameters' schemas of the tool called name ({} if it is not among tools)."""
+    for t in tools:
+        f = t.get("function", {})
+        if f.get("name") == name and isinstance(f.get("parameters"), dict):
+            return f["parameters"].get("properties") or {}
+    return {}
 
 
 def _json_values(text: str) -> list[Any] | None:
@@ -126,8 +135,9 @@ class HermesFormat(ToolFormat):
 
     @classmethod
     def detect(cls, source: str) -> bool:
-        return "<tool_call>" in source and "<function=" not in source \
-            and "<arg_key>" not in source
+        # Qwen3-Coder's XML, GLM's arg_key pairs and MiniMax's invoke tags share the tag
+        return "<tool_call>" in source and not any(
+            other in source for other in ("<function=", "<arg_key>", "<invoke"))
 
     def _call(self, body: str, tools) -> ToolCall | None:
         values = _json_values(body.strip())
@@ -181,17 +191,118 @@ class QwenXmlFormat(HermesFormat):
         if m is None or body[m.end():].strip():
             return None
         name = m.group(1)
-        props = {}
-        for t in tools:
-            f = t.get("function", {})
-            if f.get("name") == name and isinstance(f.get("parameters"), dict):
-                props = f["parameters"].get("properties") or {}
+        props = _properties(tools, name)
         args = {k: self._value(v, props.get(k)) for k, v in self._parameter.findall(m.group(2))}
         return ToolCall(name, json.dumps(args, ensure_ascii=False), self.new_id())
 
     def forced_prefix(self, name):
         return "<tool_call>\n<function=" if name is None else \
             f"<tool_call>\n<function={name}>\n"
+
+
+class GlmFormat(ToolFormat):
+    """<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>...</tool_call>, with
+    or without line breaks between: GLM-4.5 / 4.6, Ling, Laguna. Values typed by the schema."""
+
+    name, label = "glm", "GLM <tool_call> arg_key/arg_value"
+    openers = ("<tool_call>",)
+    _block = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+    _head = re.compile(r"\s*([^\s<]+)\s*")
+    _pair = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>\s*", re.DOTALL)
+
+    @classmethod
+    def detect(cls, source: str) -> bool:
+        return "<tool_call>" in source and "<arg_key>" in source
+
+    def _call(self, body: str, tools) -> ToolCall | None:
+        m = self._head.match(body)
+        if m is None:
+            return None
+        name, pos, args = m.group(1), m.end(), {}
+        props = _properties(tools, name)
+        while pos < len(body):
+            pair = self._pair.match(body, pos)
+            if pair is None:
+                return None
+            key = pair.group(1).strip()
+            args[key] = QwenXmlFormat._value(pair.group(2), props.get(key))
+            pos = pair.end()
+        return ToolCall(name, json.dumps(args, ensure_ascii=False), self.new_id())
+
+    parse = HermesFormat.parse
+
+    def forced_prefix(self, name):
+        return "<tool_call>" if name is None else f"<tool_call>{name}"
+
+
+class ToolCallsJsonFormat(ToolFormat):
+    """<tool_calls>[{"name", "arguments"}, ...]</tool_calls> (Apriel) or one JSON object a line
+    inside <tool_calls> (MiniMax-M1)."""
+
+    name, label = "tool-calls-json", "<tool_calls> JSON"
+    openers = ("<tool_calls>",)
+
+    @classmethod
+    def detect(cls, source: str) -> bool:
+        return "<tool_calls>" in source
+
+    def parse(self, text, tools=()):
+        start = text.find("<tool_calls>")
+        if start == -1:
+            return text, []
+        end = text.find("</tool_calls>", start)
+        body = text[start + len("<tool_calls>"):end if end != -1 else len(text)]
+        values = _json_values(body.strip())
+        objects = [o for v in values or [] for o in (v if isinstance(v, list) else [v])]
+        calls = [_json_call(o, ("arguments", "parameters"), self.new_id) for o in objects]
+        if not calls or None in calls:
+            return text, []
+        after = text[end + len("</tool_calls>"):] if end != -1 else ""
+        return text[:start] + after, calls
+
+    def forced_prefix(self, name):
+        if name is None:
+            return "<tool_calls>"
+        return f'<tool_calls>[{{"name": {json.dumps(name)}, "arguments": '
+
+
+class CommandRFormat(ToolFormat):
+    """<|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}, ...]<|END_ACTION|>:
+    Command R7B."""
+
+    name, label = "command-r", "Command R <|START_ACTION|>"
+    openers = ("<|START_ACTION|>",)
+
+    @classmethod
+    def detect(cls, source: str) -> bool:
+        return "<|START_ACTION|>" in source
+
+    def parse(self, text, tools=()):
+        start = text.find("<|START_ACTION|>")
+        if start == -1:
+            return text, []
+        end = text.find("<|END_ACTION|>", start)
+        body = text[start + len("<|START_ACTION|>"):end if end != -1 else len(text)]
+        values = _json_values(body.strip())
+        if not values or not isinstance(values[0], list) or len(values) != 1:
+            return text, []
+        calls = []
+        for o in values[0]:
+            if not isinstance(o, dict):
+                return text, []
+            call = _json_call({"name": o.get("tool_name"), "id": None, **o},
+                              ("parameters", "arguments"), self.new_id)
+            if call is None:
+                return text, []
+            calls.append(call)
+        after = text[end + len("<|END_ACTION|>"):] if end != -1 else ""
+        return (text[:start] + after, calls) if calls else (text, [])
+
+    def forced_prefix(self, name):
+        if name is None:
+            return "<|START_ACTION|>"
+        return (f'<|START_ACTION|>[\n    {{"tool_call_id": "0", "tool_name": {json.dumps(name)}, '
+                f'"parameters": ')
 
 
 class Llama3Format(ToolFormat):
@@ -287,8 +398,10 @@ class MistralFormat(ToolFormat):
         return f'[TOOL_CALLS][{{"name": {json.dumps(name)}, "arguments": '
 
 
-# the order matters: a template that writes <tool_call> around XML is not Hermes'
-TOOL_FORMATS: tuple[type[ToolFormat], ...] = (QwenXmlFormat, HermesFormat, MistralFormat,
+# the order matters: a template that writes <tool_call> around XML is not Hermes', nor one
+# whose instructions mention <tool_call> but whose calls go in <tool_calls> (Apriel 1.5)
+TOOL_FORMATS: tuple[type[ToolFormat], ...] = (QwenXmlFormat, GlmFormat, ToolCallsJsonFormat,
+                                              HermesFormat, MistralFormat, CommandRFormat,
                                               Llama3Format)
 
 _PROBE_NAME = "ember_probe_tool_name"
