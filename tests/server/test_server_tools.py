@@ -190,3 +190,41 @@ def test_a_call_opened_by_a_control_token_is_parsed(tmp_path, templates_dir):
         assert r.choices[0].message.content.startswith('[{"name"')
     finally:
         s.stop()
+
+
+@pytest.fixture(scope="module")
+def harmony_client(tmp_path_factory, templates_dir):
+    from tests.support.chain_models import harmony_model
+    source = (templates_dir / "openai-gpt-oss-120b.jinja").read_text(encoding="utf-8")
+    path = harmony_model(source).write(tmp_path_factory.mktemp("h") / "harmony.gguf")
+    s = ServerProcess(path, "-c", "4096")
+    yield OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=300)
+    s.stop()
+
+
+def test_harmony_reasoning_and_answer(harmony_client):
+    for tools in ({}, {"tools": TOOLS}):
+        r = harmony_client.chat.completions.create(model="m", messages=USER, temperature=0,
+                                                   max_tokens=20, **tools)
+        msg = r.choices[0].message
+        assert (msg.reasoning_content, msg.content) == ("The user greets.", "Hello there")
+        assert msg.tool_calls is None and r.choices[0].finish_reason == "stop"
+    # reasoning_format none: the analysis channel is not for users, the final answer alone
+    r = harmony_client.chat.completions.create(model="m", messages=USER, temperature=0,
+                                               max_tokens=20,
+                                               extra_body={"reasoning_format": "none"})
+    assert r.choices[0].message.content == "Hello there"
+    assert getattr(r.choices[0].message, "reasoning_content", None) is None
+
+
+def test_harmony_calls_whole_and_streamed(harmony_client):
+    kw = {"model": "m", "messages": USER, "temperature": 0, "max_tokens": 20, "tools": TOOLS}
+    r = harmony_client.chat.completions.create(tool_choice="required", **kw)
+    assert r.choices[0].finish_reason == "tool_calls"
+    assert calls_of(r.choices[0].message) == [PARIS]
+    text, calls, reasons = streamed(harmony_client, tool_choice="required", **kw)
+    assert text == "" and reasons == ["tool_calls"]
+    assert [(c["name"], json.loads(c["arguments"])) for c in calls] == [PARIS]
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    r = harmony_client.chat.completions.create(tool_choice=named, **kw)
+    assert calls_of(r.choices[0].message) == [("get_weather", {"city": "Oslo", "days": 1})]

@@ -179,3 +179,25 @@ def mistral_tools_model(template: str) -> ChainModel:
                       chain={"[/INST]": "[TOOL_CALLS]", "[TOOL_CALLS]": MISTRAL_CALLS,
                              MISTRAL_CALLS: "<eos>"},
                       template=template, arch_name="mistral-tools-chain")
+
+
+HARMONY_ANALYSIS = ("analysis<|message|>The user greets.<|end|><|start|>assistant<|channel|>"
+                    "final<|message|>")
+HARMONY_CALL = 'get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 2}'
+HARMONY_ARGS = '{"city": "Oslo", "days": 1}'
+
+
+def harmony_model(template: str) -> ChainModel:
+    """A model with gpt-oss' template (harmony channels; the tags inside the words are plain
+    text, the ones between them control tokens): it reasons "The user greets." and answers
+    "Hello there"; made to open a call ("...to=functions.") it calls get_weather(Paris, 2),
+    and after a named call's header it writes {"city": "Oslo", "days": 1}."""
+    return ChainModel(control=["<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+                               "<|constrain|>", "<|return|>", "<|call|>"],
+                      user_defined=[], words=[HARMONY_ANALYSIS, "Hello there", HARMONY_CALL,
+                                              HARMONY_ARGS],
+                      chain={"t": "<|channel|>", "<|channel|>": HARMONY_ANALYSIS,
+                             HARMONY_ANALYSIS: "Hello there", "Hello there": "<|return|>",
+                             ".": HARMONY_CALL, HARMONY_CALL: "<|call|>",
+                             "<|message|>": HARMONY_ARGS, HARMONY_ARGS: "<|call|>"},
+                      template=template, arch_name="harmony-chain")

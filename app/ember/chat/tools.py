@@ -434,7 +434,8 @@ def tool_support(template: ChatTemplate) -> ToolSupport:
         return ToolSupport(False, None)
     if _PROBE_NAME not in text:
         return ToolSupport(False, None)
-    for fmt in TOOL_FORMATS:
+    from .harmony import HarmonyFormat  # here: harmony.py builds on this module
+    for fmt in (HarmonyFormat, *TOOL_FORMATS):
         if fmt.detect(template.source):
             return ToolSupport(True, fmt(template.source))
     return ToolSupport(True, None)

@@ -89,14 +89,9 @@ async def _whole(request: Request, job: Job, answer: Answer) -> Response:
             elif kind == "error":
                 return JSONResponse(answer.failure(str(value)), status_code=500)
             else:
-                reply, reasoning = "".join(text), None
-                if job.splitter is not None:
-                    reasoning, reply = job.splitter.split(reply)
-                calls = []
-                if job.tool_stream is not None:
-                    job.tool_stream.feed(reply)
-                    reply, calls = job.tool_stream.whole()
-                    calls = _calls(job, calls)
+                reply, reasoning, calls = "".join(text), None, []
+                if job.reply is not None:
+                    reasoning, reply, calls = job.reply.whole(reply)
                 return JSONResponse(answer.whole(reply, value, logprobs, calls,
                                                  reasoning=reasoning))
 
@@ -121,29 +116,18 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
         if first is not None:
             yield sse(first)
         logprobs = None
-        tools, splitter = job.tool_stream, job.splitter
-        held = tools is not None or splitter is not None  # text may come out later
+        reply = job.reply  # None: the text as it is, each piece with its tokens' logprobs
         calls = []
-
-        def pieces(parts):
-            """(kind, text) of the reply's split, the answer through the tool filter."""
-            for kind, text in parts:
-                if kind == "answer" and tools is not None:
-                    text = tools.feed(text)
-                if text:
-                    yield kind, text
-
         async for kind, value in _events(job):
             if kind == "logprobs":
                 # the next text's tokens (text a filter holds back: the next sent)
-                logprobs = value if logprobs is None or not held else logprobs + value
+                logprobs = value if logprobs is None or reply is None else logprobs + value
             elif kind == "text":
-                if not held:
+                if reply is None:
                     yield sse(answer.text_chunk(value, logprobs))
                     logprobs = None
                     continue
-                parts = splitter.feed(value) if splitter is not None else [("answer", value)]
-                for part, text in pieces(parts):
+                for part, text in reply.feed(value):
                     yield sse(answer.text_chunk(text, logprobs, reasoning=part == "thought"))
                     logprobs = None
             elif kind == "error":
@@ -151,17 +135,12 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
                 return
             else:
                 assert isinstance(value, Finish)
-                if splitter is not None:
-                    for part, text in pieces(splitter.finish()):
+                if reply is not None:
+                    for part, text in reply.finish():
                         yield sse(answer.text_chunk(text, logprobs,
                                                     reasoning=part == "thought"))
                         logprobs = None
-                if tools is not None:
-                    rest, found = tools.finish()
-                    if rest:
-                        yield sse(answer.text_chunk(rest, logprobs))
-                        logprobs = None
-                    calls = _calls(job, found)
+                    calls = reply.calls
                     for chunk in answer.tool_call_chunks(calls):
                         yield sse(chunk)
                 if logprobs and not calls:
@@ -172,11 +151,6 @@ async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
         yield sse("[DONE]")
     finally:
         job.cancel()
-
-
-def _calls(job: Job, calls: list) -> list:
-    # parallel_tool_calls false: the first call alone, as OpenAI's one call per turn
-    return calls if job.parallel_tool_calls else calls[:1]
 
 
 def _generation_route(chat: bool):
@@ -220,34 +194,26 @@ async def _event_stream(job: Job, answer) -> AsyncIterator[bytes]:
     try:
         for event in answer.start(len(job.ids)):
             yield _sse_event(*event)
-        tools, splitter = job.tool_stream, job.splitter
+        reply = job.reply
 
         def events(parts):
             for part, text in parts:
-                if part == "thought":
-                    yield from answer.thinking(text)
-                    continue
-                text = text if tools is None else tools.feed(text)
-                if text:
-                    yield from answer.text(text)
+                yield from (answer.thinking(text) if part == "thought" else answer.text(text))
 
         async for kind, value in _events(job):
             if kind == "text":
-                parts = splitter.feed(value) if splitter is not None else [("answer", value)]
+                parts = reply.feed(value) if reply is not None else [("answer", value)]
                 for event in events(parts):
                     yield _sse_event(*event)
             elif kind == "error":
                 yield _sse_event("error", answer.failure(str(value)))
                 return
             elif kind == "done":
-                for event in events(splitter.finish() if splitter is not None else ()):
-                    yield _sse_event(*event)
                 calls = []
-                if tools is not None:
-                    rest, found = tools.finish()
-                    for event in answer.text(rest) if rest else ():
+                if reply is not None:
+                    for event in events(reply.finish()):
                         yield _sse_event(*event)
-                    calls = _calls(job, found)
+                    calls = reply.calls
                 for event in answer.finish(value, calls):
                     yield _sse_event(*event)
     finally:

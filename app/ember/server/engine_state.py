@@ -8,12 +8,14 @@ import dataclasses
 from pathlib import Path
 
 from ..chat import ChatTemplate, ChatTemplateError, prompt_opens_thinking
+from ..chat.harmony import HarmonyFormat, HarmonyStream
 from ..chat.reasoning_split import ReplySplitter
 from ..chat.tools import TOOL_FORMATS, ToolCallStream, tool_support
 from ..engine import Model
 from .errors import ApiError, bad_request
 from .jobs import Job
 from .protocol import GenerationRequest
+from .reply_filter import ReplyFilter
 from .slots import SlotPool
 from .unhonoured import unsupported
 
@@ -45,6 +47,9 @@ class LoadedModel:
         self.template = ChatTemplate.from_metadata(self.model.metadata,
                                                    token_text=self.model.token_text)
         self.tool_support = tool_support(self.template)
+        # gpt-oss: replies on channels (analysis, final, commentary), parsed as harmony
+        self.harmony = not self.template.is_fallback and HarmonyFormat.detect(
+            self.template.source)
         self.pool = SlotPool(self.model, n_slots, n_ctx, n_threads)
         self.n_ctx = self.pool.n_ctx
 
@@ -56,30 +61,23 @@ class LoadedModel:
         """Tokens and stop strings of a checked request (in a worker thread: a template and
         a long prompt take a while)."""
         stops = req.stop
-        tool_stream = splitter = None
+        reply = None
         if req.messages is not None:
-            text, template_stops, tool_stream = self.chat_prompt(req)
+            text, template_stops, reply = self.chat_prompt(req)
             ids = self.model.prompt_ids(text)
             stops = tuple(dict.fromkeys((*template_stops, *req.stop)))
-            if req.reasoning_format != "none":
-                # a reply made to open a tool call starts in the call, not in thoughts
-                forced = tool_stream is not None and tool_stream.prefix > 0
-                splitter = ReplySplitter(not forced and prompt_opens_thinking(text))
         elif isinstance(req.prompt, str):
             ids = self.model.prompt_ids(req.prompt)
         else:
             ids = list(req.prompt or [])
         if not ids:
             raise bad_request("The prompt is empty.", "prompt")
-        job = self._job(req, ids, stops, tool_stream, loop)
-        job.splitter = splitter
-        return job
+        return self._job(req, ids, stops, reply, loop)
 
     def chat_prompt(self, req: GenerationRequest
-                    ) -> tuple[str, tuple[str, ...], ToolCallStream | None]:
+                    ) -> tuple[str, tuple[str, ...], ReplyFilter | None]:
         """A chat request's prompt text, the template's stop strings, and the filter its
-        reply's tool calls go through (None without tools)."""
-        tool_stream = None
+        reply goes through (reasoning apart, tool calls parsed; None: the text as it is)."""
         last = req.messages[-1]
         # an assistant message at the end is a prefill: the reply continues it
         prefill = last["role"] == "assistant" and not last.get("tool_calls")
@@ -99,21 +97,33 @@ class LoadedModel:
         except ChatTemplateError as e:
             raise bad_request(f"The model's chat template cannot render these messages: "
                               f"{e}", "messages") from None
-        text = prompt.text
+        forced = ""
         if tools is not None:
             if prompt.is_fallback:  # the built-in format it fell back to has no tools
                 raise unsupported("tools", f"the model's chat template fails to render "
                                            f"these tools ({prompt.notice})")
-            fmt = self.tool_support.format
             # "required" or a named function: the reply is made to open a call
-            forced = "" if tools.choice == "auto" or prefill else \
-                fmt.forced_prefix(tools.name)
-            text += forced
-            tool_stream = ToolCallStream(fmt, tools.tools, forced)
-        return text, prompt.stop_strings, tool_stream
+            if tools.choice != "auto" and not prefill:
+                forced = self.tool_support.format.forced_prefix(tools.name)
+        split = req.reasoning_format != "none"
+        parallel = req.tools is None or req.tools.parallel
+        if self.harmony:
+            # gpt-oss: channels, not tags (analysis, final; commentary for calls)
+            reply = ReplyFilter(harmony=HarmonyStream(tools is not None, forced, split),
+                                parallel=parallel)
+        elif tools is not None or split:
+            # a reply made to open a tool call starts in the call, not in thoughts
+            splitter = ReplySplitter(not forced and prompt_opens_thinking(prompt.text)) \
+                if split else None
+            tool_stream = None if tools is None else \
+                ToolCallStream(self.tool_support.format, tools.tools, forced)
+            reply = ReplyFilter(splitter=splitter, tools=tool_stream, parallel=parallel)
+        else:
+            reply = None
+        return prompt.text + forced, prompt.stop_strings, reply
 
     def _job(self, req: GenerationRequest, ids: list[int], stops: tuple[str, ...],
-             tool_stream: ToolCallStream | None, loop: asyncio.AbstractEventLoop) -> Job:
+             reply: ReplyFilter | None, loop: asyncio.AbstractEventLoop) -> Job:
         room = self.n_ctx - len(ids)
         if room < 1:
             raise ApiError(400, f"This model's maximum context length is {self.n_ctx} tokens. "
@@ -127,10 +137,11 @@ class LoadedModel:
         max_tokens = room if req.max_tokens is None else min(req.max_tokens, room)
         # OpenAI's penalties count every token generated so far: a window as long as the context
         params = dataclasses.replace(req.params, penalty_last_n=self.n_ctx)
+        # the parsers of calls and channels look for special tokens: spelled out for them
+        special = reply is not None and (reply.tools is not None or reply.harmony is not None)
         job = Job(ids, max_tokens, params, stops, loop, req.top_logprobs, req.logit_bias,
-                  special_text=tool_stream is not None)
-        job.tool_stream = tool_stream
-        job.parallel_tool_calls = req.tools is None or req.tools.parallel
+                  special_text=special)
+        job.reply = reply
         return job
 
     def _check_tools(self) -> None:
@@ -141,7 +152,8 @@ class LoadedModel:
         if support.format is None:
             raise unsupported("tools", "the model's chat template takes tools, but Ember "
                                        "does not parse its tool-call format yet (it parses "
-                                       + ", ".join(f.label for f in TOOL_FORMATS) + ")")
+                                       + ", ".join(f.label for f in (*TOOL_FORMATS,
+                                                                     HarmonyFormat)) + ")")
 
     def close(self) -> None:
         self.pool.close()

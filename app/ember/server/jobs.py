@@ -35,9 +35,7 @@ class Job:
         self.ids = ids
         self.logit_bias = logit_bias
         self.special_text = special_text  # control tokens spelled out (a tool-call parser)
-        self.tool_stream = None  # the handler's ToolCallStream, when tools are on
-        self.splitter = None  # the handler's ReplySplitter: reasoning_content apart
-        self.parallel_tool_calls = True
+        self.reply = None  # the handler's ReplyFilter (reasoning apart, tool calls parsed)
         self.top_logprobs = top_logprobs
         self.max_tokens = max_tokens
         self.params = params
