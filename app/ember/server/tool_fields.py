@@ -10,7 +10,7 @@ from typing import Any
 
 from .errors import bad_request
 
-_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")  # OpenAI allows 64, Anthropic 128 (MCP names)
 
 
 @dataclass
@@ -39,7 +39,7 @@ def _tool(t: Any, i: int) -> dict:
                           "invalid_type")
     name = f.get("name")
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise bad_request(f"{where}.function.name must be 1 to 64 letters, digits, '_', '.' "
+        raise bad_request(f"{where}.function.name must be 1 to 128 letters, digits, '_', '.' "
                           f"or '-', not {name!r}.", f"{where}.function.name", "invalid_value")
     desc = f.get("description")
     if desc is not None and not isinstance(desc, str):
