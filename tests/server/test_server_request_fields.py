@@ -1,7 +1,8 @@
 """Request fields that change the answer, through the official openai client: logit_bias
 honoured (against the model's own top tokens), an assistant message at the end continued
 rather than answered anew, `stop` held to OpenAI's four, and every field Ember cannot honour
-yet (grammar, json_schema, response_format json, n > 1, ...) a 400 naming it."""
+yet (grammar, json_schema, response_format json, ...) a 400 naming it, and n choices, each
+the reply its own seed gives."""
 from __future__ import annotations
 
 import openai
@@ -105,7 +106,6 @@ def test_stop_holds_up_to_four_strings(client):
     ({"response_format": {"type": "json_object"}}, "response_format"),
     ({"response_format": {"type": "json_schema", "json_schema": {
         "name": "a", "schema": {"type": "object"}}}}, "response_format"),
-    ({"n": 2}, "n"),
     ({"mirostat": 2}, "mirostat"),
     ({"typical_p": 0.5}, "typical_p"),
     ({"ignore_eos": True}, "ignore_eos"),
@@ -184,3 +184,39 @@ def test_chat_template_kwargs_may_not_replace_the_requests_own(client):
         client.chat.completions.create(model="m", messages=USER, max_tokens=2, extra_body={
             "chat_template_kwargs": {"messages": []}})
     assert (e.value.param, e.value.code) == ("chat_template_kwargs", "invalid_value")
+
+
+def test_n_greedy_choices_are_the_greedy_reply(client):
+    one = client.chat.completions.create(model="m", messages=USER, max_tokens=8,
+                                         temperature=0)
+    many = client.chat.completions.create(model="m", messages=USER, max_tokens=8,
+                                          temperature=0, n=2)
+    assert [c.index for c in many.choices] == [0, 1]
+    assert [c.message.content for c in many.choices] == [one.choices[0].message.content] * 2
+    assert many.usage.prompt_tokens == one.usage.prompt_tokens  # the prompt counted once
+    assert many.usage.completion_tokens == 2 * one.usage.completion_tokens
+
+
+def test_n_sampled_choices_are_seed_plus_i(client):
+    kw = {"model": "m", "messages": USER, "max_tokens": 10, "temperature": 1.0}
+    singles = [client.chat.completions.create(seed=40 + i, **kw).choices[0].message.content
+               for i in range(3)]
+    assert len(set(singles)) > 1  # the seeds do give different replies
+    whole = client.chat.completions.create(seed=40, n=3, **kw)
+    assert [c.message.content for c in whole.choices] == singles
+    texts, reasons, usage = {}, {}, None
+    for chunk in client.chat.completions.create(seed=40, n=3, stream=True,
+                                                stream_options={"include_usage": True}, **kw):
+        usage = chunk.usage or usage
+        for c in chunk.choices:
+            texts[c.index] = texts.get(c.index, "") + (c.delta.content or "")
+            if c.finish_reason:
+                reasons[c.index] = c.finish_reason
+    assert [texts[i] for i in range(3)] == singles and set(reasons) == {0, 1, 2}
+    assert usage.completion_tokens == whole.usage.completion_tokens
+    done = client.completions.create(model="m", prompt="Colours:", max_tokens=6,
+                                     temperature=1.0, seed=7, n=2)
+    assert [c.text for c in done.choices] == [
+        client.completions.create(model="m", prompt="Colours:", max_tokens=6,
+                                  temperature=1.0, seed=7 + i).choices[0].text
+        for i in range(2)]

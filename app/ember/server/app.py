@@ -77,23 +77,35 @@ async def _events(job: Job) -> AsyncIterator[tuple[str, object]]:
             return
 
 
-async def _whole(request: Request, job: Job, answer: Answer) -> Response:
+async def _collect(job: Job) -> tuple:
+    """One job's whole answer: ("ok", (text, Finish, logprobs, calls, reasoning)) or
+    ("error", message)."""
+    text = []
+    logprobs = None if job.top_logprobs is None else []
+    async for kind, value in _events(job):
+        if kind == "text":
+            text.append(value)
+        elif kind == "logprobs":
+            logprobs.extend(value)
+        elif kind == "error":
+            return "error", str(value)
+        else:
+            reply, reasoning, calls = "".join(text), None, []
+            if job.reply is not None:
+                reasoning, reply, calls = job.reply.whole(reply)
+            return "ok", (reply, value, logprobs, calls, reasoning)
+    return "error", "the generation ended without an answer"
+
+
+async def _whole(request: Request, jobs: list[Job], answer, render) -> Response:
+    """Waits for every job's answer (render(results) makes the body), or for the client to
+    leave (then the jobs are cancelled)."""
     async def collect():
-        text = []
-        logprobs = None if job.top_logprobs is None else []
-        async for kind, value in _events(job):
-            if kind == "text":
-                text.append(value)
-            elif kind == "logprobs":
-                logprobs.extend(value)
-            elif kind == "error":
-                return JSONResponse(answer.failure(str(value)), status_code=500)
-            else:
-                reply, reasoning, calls = "".join(text), None, []
-                if job.reply is not None:
-                    reasoning, reply, calls = job.reply.whole(reply)
-                return JSONResponse(answer.whole(reply, value, logprobs, calls,
-                                                 reasoning=reasoning))
+        results = await asyncio.gather(*(_collect(job) for job in jobs))
+        failed = next((value for status, value in results if status == "error"), None)
+        if failed is not None:
+            return JSONResponse(answer.failure(failed), status_code=500)
+        return JSONResponse(render([value for _, value in results]))
 
     collecting = asyncio.ensure_future(collect())
     leaving = asyncio.ensure_future(_wait_disconnect(request))
@@ -101,56 +113,95 @@ async def _whole(request: Request, job: Job, answer: Answer) -> Response:
         done, _ = await asyncio.wait({collecting, leaving}, return_when=asyncio.FIRST_COMPLETED)
         if collecting in done:
             return collecting.result()
-        job.cancel()  # nobody is waiting for the answer any more
+        for job in jobs:
+            job.cancel()  # nobody is waiting for the answer any more
         return Response(status_code=499)
     finally:
         for t in (collecting, leaving):
             t.cancel()
-        job.cancel()  # a no-op once the job is done
+        for job in jobs:
+            job.cancel()  # a no-op once the job is done
 
 
-async def _stream(job: Job, answer: Answer) -> AsyncIterator[bytes]:
-    # Starlette cancels this generator when the client disconnects: finally cancels the job
-    try:
-        first = answer.first_chunk()
-        if first is not None:
-            yield sse(first)
-        logprobs = None
-        reply = job.reply  # None: the text as it is, each piece with its tokens' logprobs
-        calls = []
+def _one(answer):
+    """render for a one-job answer (Anthropic's, the Responses API's)."""
+    def render(results):
+        text, finish, logprobs, calls, reasoning = results[0]
+        return answer.whole(text, finish, logprobs, calls, reasoning=reasoning)
+    return render
+
+
+class _ChoiceStream:
+    """One choice of a streamed chat/completion: its events in, its chunks out."""
+
+    def __init__(self, index: int, job: Job, answer: Answer):
+        self.index, self.job, self.answer = index, job, answer
+        self.reply = job.reply  # None: the text as it is, each piece with its tokens' logprobs
+        self.logprobs = None
+
+    def _text(self, text: str, reasoning: bool = False) -> dict:
+        chunk = self.answer.text_chunk(text, self.logprobs, reasoning=reasoning,
+                                       index=self.index)
+        self.logprobs = None
+        return chunk
+
+    def on(self, kind: str, value) -> list[dict]:
+        answer, reply = self.answer, self.reply
+        if kind == "logprobs":
+            # the next text's tokens (text a filter holds back: the next sent)
+            held = self.logprobs is not None and reply is not None
+            self.logprobs = self.logprobs + value if held else value
+            return []
+        if kind == "text":
+            if reply is None:
+                return [self._text(value)]
+            return [self._text(text, part == "thought") for part, text in reply.feed(value)]
+        assert isinstance(value, Finish)
+        out, calls = [], []
+        if reply is not None:
+            out += [self._text(text, part == "thought") for part, text in reply.finish()]
+            calls = reply.calls
+            out += answer.tool_call_chunks(calls, index=self.index)
+        if self.logprobs and not calls:
+            # tokens whose text is empty (a character cut by max_tokens): as unfiltered
+            out.append(self._text(""))
+        out.append(answer.final_chunk(value, bool(calls), index=self.index))
+        return out
+
+
+async def _stream(jobs: list[Job], answer: Answer) -> AsyncIterator[bytes]:
+    # Starlette cancels this generator when the client disconnects: finally cancels the jobs
+    merged: asyncio.Queue = asyncio.Queue()
+
+    async def pump(i: int, job: Job) -> None:
         async for kind, value in _events(job):
-            if kind == "logprobs":
-                # the next text's tokens (text a filter holds back: the next sent)
-                logprobs = value if logprobs is None or reply is None else logprobs + value
-            elif kind == "text":
-                if reply is None:
-                    yield sse(answer.text_chunk(value, logprobs))
-                    logprobs = None
-                    continue
-                for part, text in reply.feed(value):
-                    yield sse(answer.text_chunk(text, logprobs, reasoning=part == "thought"))
-                    logprobs = None
-            elif kind == "error":
+            await merged.put((i, kind, value))
+
+    pumps = [asyncio.ensure_future(pump(i, job)) for i, job in enumerate(jobs)]
+    try:
+        for i in range(len(jobs)):
+            first = answer.first_chunk(index=i)
+            if first is not None:
+                yield sse(first)
+        choices = [_ChoiceStream(i, job, answer) for i, job in enumerate(jobs)]
+        finishes: list[Finish] = []
+        while len(finishes) < len(jobs):
+            i, kind, value = await merged.get()
+            if kind == "error":
                 yield sse(error_body(str(value), "server_error"))
                 return
-            else:
-                assert isinstance(value, Finish)
-                if reply is not None:
-                    for part, text in reply.finish():
-                        yield sse(answer.text_chunk(text, logprobs,
-                                                    reasoning=part == "thought"))
-                        logprobs = None
-                    calls = reply.calls
-                    for chunk in answer.tool_call_chunks(calls):
-                        yield sse(chunk)
-                if logprobs and not calls:
-                    # tokens whose text is empty (a character cut by max_tokens): as unfiltered
-                    yield sse(answer.text_chunk("", logprobs))
-                for chunk in answer.final_chunks(value, bool(calls)):
-                    yield sse(chunk)
+            for chunk in choices[i].on(kind, value):
+                yield sse(chunk)
+            if kind == "done":
+                finishes.append(value)
+        if answer.include_usage:
+            yield sse(answer.usage_chunk(finishes))
         yield sse("[DONE]")
     finally:
-        job.cancel()
+        for p in pumps:
+            p.cancel()
+        for job in jobs:
+            job.cancel()
 
 
 def _generation_route(chat: bool):
@@ -167,19 +218,24 @@ def _generation_route(chat: bool):
             else:
                 req = parse_completion(body, loaded.ids, loaded.model.n_vocab,
                                        loaded.strict_model_names)
-            job = await run_in_threadpool(loaded.prepare, req, asyncio.get_running_loop())
+            jobs = await run_in_threadpool(loaded.prepare_choices, req,
+                                           asyncio.get_running_loop())
         except ApiError as e:
             return _error(e)
         answer = Answer(chat, req.model, req.include_usage)
-        loaded.pool.submit(job)
+        for job in jobs:
+            loaded.pool.submit(job)
         if req.stream:
             # the background task also runs when the client left before the stream began
             # (then the generator's own finally never does)
-            return StreamingResponse(_stream(job, answer), media_type="text/event-stream",
+            def cancel_all():
+                for job in jobs:
+                    job.cancel()
+            return StreamingResponse(_stream(jobs, answer), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache",
                                               "X-Accel-Buffering": "no"},
-                                     background=BackgroundTask(job.cancel))
-        return await _whole(request, job, answer)
+                                     background=BackgroundTask(cancel_all))
+        return await _whole(request, jobs, answer, answer.whole_choices)
 
     return endpoint
 
@@ -242,7 +298,7 @@ async def messages(request: Request) -> Response:
         return StreamingResponse(_event_stream(job, answer), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                                  background=BackgroundTask(job.cancel))
-    return await _whole(request, job, answer)
+    return await _whole(request, [job], answer, _one(answer))
 
 
 async def responses(request: Request) -> Response:
@@ -263,7 +319,7 @@ async def responses(request: Request) -> Response:
         return StreamingResponse(_event_stream(job, answer), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                                  background=BackgroundTask(job.cancel))
-    return await _whole(request, job, answer)
+    return await _whole(request, [job], answer, _one(answer))
 
 
 async def count_tokens(request: Request) -> Response:

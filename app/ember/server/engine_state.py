@@ -74,6 +74,17 @@ class LoadedModel:
             raise bad_request("The prompt is empty.", "prompt")
         return self._job(req, ids, stops, reply, loop)
 
+    def prepare_choices(self, req: GenerationRequest, loop: asyncio.AbstractEventLoop
+                        ) -> list[Job]:
+        """req.n jobs, one per choice: the same prompt, choice i drawn with seed + i (with
+        a seed; else each its own random one), each with its own reply filter."""
+        jobs = [self.prepare(req, loop)]
+        for i in range(1, req.n):
+            seed = None if req.params.seed is None else (req.params.seed + i) % 2**64
+            jobs.append(self.prepare(dataclasses.replace(
+                req, params=dataclasses.replace(req.params, seed=seed)), loop))
+        return jobs
+
     def chat_prompt(self, req: GenerationRequest
                     ) -> tuple[str, tuple[str, ...], ReplyFilter | None]:
         """A chat request's prompt text, the template's stop strings, and the filter its

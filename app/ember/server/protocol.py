@@ -22,6 +22,7 @@ from .unhonoured import (
 )
 
 MAX_STOP_STRINGS = 4  # OpenAI's limit
+MAX_CHOICES = 16  # n: each choice is a generation of its own (a slot's, in turn)
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
           "tool": "tool"}
 
@@ -41,6 +42,7 @@ class GenerationRequest:
     prompt: str | list[int] | None = None  # completions: text or token ids
     logit_bias: dict[int, float] | None = None  # token id -> added to its logit
     tools: ToolRequest | None = None  # chat with tools
+    n: int = 1  # choices
     template_kwargs: dict = field(default_factory=dict)  # chat: more template variables
     reasoning_effort: str | None = None  # chat: for templates that read it (gpt-oss')
     reasoning_optional: bool = False  # a template that does not read it ignores it
@@ -167,7 +169,9 @@ def _model(body: dict, model_ids: tuple[str, ...], strict: bool) -> str:
 
 def _common(body: dict, model_ids: tuple[str, ...], strict: bool, n_vocab: int | None) -> dict:
     model = _model(body, model_ids, strict)
-    _integer(body, "n", 1)  # a wrong type is a 400 of its own; n > 1 is in COMMON
+    n = _integer(body, "n", 1) or 1
+    if n > MAX_CHOICES:
+        raise bad_request(f"'n' must be at most {MAX_CHOICES}, not {n}.", "n", "invalid_value")
     refuse_unhonoured(body, COMMON)
     check_response_format(body)
     stream = _boolean(body, "stream")
@@ -196,7 +200,7 @@ def _common(body: dict, model_ids: tuple[str, ...], strict: bool, n_vocab: int |
         seed=None if seed is None else seed & (2**64 - 1))
     return {"model": model, "stream": stream, "include_usage": include_usage,
             "max_tokens": max_tokens, "stop": _stop(body), "params": params,
-            "logit_bias": _logit_bias(body, n_vocab)}
+            "logit_bias": _logit_bias(body, n_vocab), "n": n}
 
 
 def _content_text(content: Any, i: int) -> str:

@@ -37,7 +37,6 @@ NO_GRAMMAR = "no constrained decoding yet: the reply would be free text"
 
 # both endpoints
 COMMON = (
-    Unhonoured("n", _above(1), "one choice per request"),
     Unhonoured("grammar", _set, NO_GRAMMAR),
     Unhonoured("json_schema", _set, NO_GRAMMAR),
     Unhonoured("mirostat", _above(0), "no Mirostat sampler"),
