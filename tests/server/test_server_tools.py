@@ -228,3 +228,13 @@ def test_harmony_calls_whole_and_streamed(harmony_client):
     named = {"type": "function", "function": {"name": "get_weather"}}
     r = harmony_client.chat.completions.create(tool_choice=named, **kw)
     assert calls_of(r.choices[0].message) == [("get_weather", {"city": "Oslo", "days": 1})]
+
+
+def test_a_tool_without_description_or_properties_renders(harmony_client):
+    # gpt-oss' template reads tool.description and parameters.properties unasked
+    bare = [{"type": "function", "function": {"name": "get_weather",
+                                              "parameters": {"type": "object"}}}]
+    r = harmony_client.chat.completions.create(model="m", messages=USER, temperature=0,
+                                               max_tokens=20, tools=bare,
+                                               tool_choice="required")
+    assert calls_of(r.choices[0].message) == [PARIS]

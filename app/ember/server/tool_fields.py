@@ -59,11 +59,12 @@ def _tool(t: Any, i: int) -> dict:
         if props is not None and not isinstance(props, dict):
             raise bad_request(f"{where}.function.parameters.properties must be an object.",
                               f"{where}.function.parameters", "invalid_value")
-    out = {"name": name, "parameters": params if params is not None
-           else {"type": "object", "properties": {}}}
-    if desc is not None:
-        out["description"] = desc
-    return {"type": "function", "function": out}
+    # templates read these without asking whether they are there (gpt-oss' reads
+    # tool.description, most walk parameters.properties): always given, empty if need be
+    params = {"type": "object", **(params or {})}
+    params.setdefault("properties", {})
+    return {"type": "function",
+            "function": {"name": name, "description": desc or "", "parameters": params}}
 
 
 def parse_tools(body: dict) -> ToolRequest | None:
