@@ -244,8 +244,12 @@ def test_a_reply_cut_inside_a_character_holds_the_incomplete_bytes_back(client, 
         assert "\ufffd" not in content
         assert content == _complete_characters(data)
         cut_inside += content.encode() != data
-        streamed = client.chat.completions.create(model=model_id, messages=JAPANESE,
-                                                  max_tokens=n, temperature=0, stream=True)
+        streamed = list(client.chat.completions.create(model=model_id, messages=JAPANESE,
+                                                       max_tokens=n, temperature=0,
+                                                       stream=True, logprobs=True))
         assert "".join(c.choices[0].delta.content or "" for c in streamed
                        if c.choices) == content
+        # every token's logprob arrives, those of a character cut off too
+        assert sum(len(c.choices[0].logprobs.content) for c in streamed
+                   if c.choices and c.choices[0].logprobs) == n
     assert cut_inside  # some limits fell inside a multi-byte character

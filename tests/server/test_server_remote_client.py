@@ -77,10 +77,12 @@ def test_a_wrong_key_is_unauthorized(server):
     assert "API key" in e.value.message
 
 
-def test_an_unknown_model_is_an_http_error_with_the_servers_message(remote):
+def test_a_refused_request_is_an_http_error_with_the_servers_message(remote):
+    # (any model name is answered by a one-model server: a prompt too long is refused)
     with pytest.raises(RemoteError) as e:
-        list(remote.chat("gpt-4o", MESSAGES))
-    assert e.value.kind == "http" and e.value.status == 404 and "gpt-4o" in e.value.message
+        list(remote.chat("gpt-4o", [{"role": "user", "content": "word " * 3000}]))
+    assert e.value.kind == "http" and e.value.status == 400
+    assert "2048 tokens" in e.value.message
 
 
 def test_nothing_listening_is_refused():

@@ -128,3 +128,76 @@ def reasoning_model() -> ChainModel:
                       chain={"\n": "Hmm", "Hmm": ", a greeting.", ", a greeting.": "</think>",
                              "</think>": "Hi", "Hi": " there", " there": "<|im_end|>"},
                       template=THINKING_CHATML, arch_name="reasoning-chain")
+
+
+# What the tool-calling chain models below say (the reply's pieces, in order).
+PARIS_CALL = '\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n'
+ROME_CALL = '\n<tool_call>\n{"name": "get_time", "arguments": {"city": "Rome"}}\n</tool_call>'
+
+
+def hermes_tools_model(template: str) -> ChainModel:
+    """A model with a Qwen/Hermes template (template: its source, e.g. llama.cpp's
+    Qwen2.5 one) that answers every turn with two <tool_call> blocks, get_weather(Paris,
+    2) and get_time(Rome), then <eos>."""
+    return ChainModel(control=["<|im_start|>", "<|im_end|>"],
+                      user_defined=["<tool_call>", "</tool_call>"],
+                      words=[PARIS_CALL, ROME_CALL],
+                      chain={"\n": "<tool_call>", "<tool_call>": PARIS_CALL,
+                             PARIS_CALL: "</tool_call>", "</tool_call>": ROME_CALL,
+                             ROME_CALL: "<eos>"},
+                      template=template, arch_name="hermes-tools-chain")
+
+
+LLAMA_CALL = '{"name": "get_weather", "parameters": {"city": "Paris", "days": 2}}'
+LLAMA_AFTER_NAME = 'get_time", "parameters": {"city": "Lima"}}'
+LLAMA_ARGS = '{"city": "Oslo", "days": 1}}'
+
+
+def llama_tools_model(template: str) -> ChainModel:
+    """A model with a Llama 3.x template that answers with the JSON call get_weather(Paris,
+    2); made to start a call ('{"name": "' after the prompt) it calls get_time(Lima), and
+    after '..."parameters": ' it writes the arguments {"city": "Oslo", "days": 1}."""
+    return ChainModel(control=["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                               "<|eot_id|>", "<|eom_id|>", "<|python_tag|>"],
+                      user_defined=[], words=[LLAMA_CALL, LLAMA_AFTER_NAME, LLAMA_ARGS],
+                      chain={"\n": LLAMA_CALL, LLAMA_CALL: "<eos>",
+                             '"': LLAMA_AFTER_NAME, LLAMA_AFTER_NAME: "<eos>",
+                             " ": LLAMA_ARGS, LLAMA_ARGS: "<eos>"},
+                      template=template, arch_name="llama-tools-chain")
+
+
+MISTRAL_CALLS = ('[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}, '
+                 '"id": "a1B2c3D4e"}]')
+
+
+def mistral_tools_model(template: str) -> ChainModel:
+    """A model with a Mistral template whose [TOOL_CALLS] is a control token (as in Mistral's
+    own vocabularies): after [/INST] it writes [TOOL_CALLS] and one call in a JSON array."""
+    return ChainModel(control=["[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]",
+                               "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]"],
+                      user_defined=[], words=[MISTRAL_CALLS],
+                      chain={"[/INST]": "[TOOL_CALLS]", "[TOOL_CALLS]": MISTRAL_CALLS,
+                             MISTRAL_CALLS: "<eos>"},
+                      template=template, arch_name="mistral-tools-chain")
+
+
+HARMONY_ANALYSIS = ("analysis<|message|>The user greets.<|end|><|start|>assistant<|channel|>"
+                    "final<|message|>")
+HARMONY_CALL = 'get_weather <|constrain|>json<|message|>{"city": "Paris", "days": 2}'
+HARMONY_ARGS = '{"city": "Oslo", "days": 1}'
+
+
+def harmony_model(template: str) -> ChainModel:
+    """A model with gpt-oss' template (harmony channels; the tags inside the words are plain
+    text, the ones between them control tokens): it reasons "The user greets." and answers
+    "Hello there"; made to open a call ("...to=functions.") it calls get_weather(Paris, 2),
+    and after a named call's header it writes {"city": "Oslo", "days": 1}."""
+    return ChainModel(control=["<|start|>", "<|end|>", "<|message|>", "<|channel|>",
+                               "<|constrain|>", "<|return|>", "<|call|>"],
+                      user_defined=[], words=[HARMONY_ANALYSIS, "Hello there", HARMONY_CALL,
+                                              HARMONY_ARGS],
+                      chain={"t": "<|channel|>", "<|channel|>": HARMONY_ANALYSIS,
+                             HARMONY_ANALYSIS: "Hello there", "Hello there": "<|return|>",
+                             ".": HARMONY_CALL, HARMONY_CALL: "<|call|>",
+                             "<|message|>": HARMONY_ARGS, HARMONY_ARGS: "<|call|>"},
+                      template=template, arch_name="harmony-chain")

@@ -62,6 +62,7 @@ def stream_reply(session, built: BuiltPrompt, params, stats,
                 yield text
             if stopped:
                 stats.stop_reason = "stop_string"
+                stats.stop_string = scanner.matched
                 return
             if token.cancelled:
                 break

@@ -54,6 +54,11 @@ META_TOKEN_IDS = {
 # but happily invent the next turn, so a fallback also stops on a new turn starting.
 _CHATML_EXTRA_STOPS = BUILTIN_FORMATS["chatml"].extra_stops
 
+# Put after a message's text to find where the template wrote it (render_continuing): a
+# string no chat contains and no template's filters change (no letters to case, no space
+# to trim).
+_CONTINUE_MARK = "\u2063\u2060\u2063"
+
 
 class ChatTemplateError(Exception):
     """Base class for every chat-template failure."""
@@ -309,10 +314,36 @@ class ChatTemplate:
         except Exception as exc:  # RecursionError, TypeError, UndefinedError...: a bad template must not crash us
             raise TemplateRenderError(_describe(exc)) from exc
 
+    def render_continuing(
+        self, messages: Sequence[Message], **kwargs: Any
+    ) -> str:
+        """The chat rendered up to the end of its last message's text, that message left
+        open (not closed by the template's end-of-turn), so that generation continues it:
+        an assistant prefill.  The last message is rendered with a marker after its text
+        and the rendering cut at the marker, so whatever the template writes before the
+        text (role header, a reasoning block) is kept and what closes the turn is not.
+        Raises TemplateRenderError when the template does not render that message."""
+        if not messages:
+            raise TemplateRenderError("there is no message to continue")
+        last = dict(messages[-1])
+        text = last.get("content")
+        text = text if isinstance(text, str) else _parts_text(text)
+        last["content"] = text + _CONTINUE_MARK
+        rendered = self.render([*messages[:-1], last], False, **kwargs)
+        cut = rendered.rfind(_CONTINUE_MARK)
+        if cut == -1:
+            raise TemplateRenderError(
+                "the template leaves out the final assistant message, so it cannot be "
+                "continued"
+            )
+        return rendered[:cut]
+
     def prompt(
         self,
         messages: Sequence[Message],
         add_generation_prompt: bool = True,
+        *,
+        continue_final: bool = False,
         **kwargs: Any,
     ) -> Prompt:
         """Render for generation; never fails for a template that compiled.
@@ -324,17 +355,26 @@ class ChatTemplate:
         without a system role, Gemma's, raise for one).  If that fails too, the
         result falls back (with a notice) to the built-in format for the model's
         vocabulary, ChatML when nothing better is known.
+
+        ``continue_final``: the last message (an assistant prefill) is left open for the
+        reply to continue (``render_continuing``), instead of a generation prompt.
         """
         messages = strip_thoughts_from_history(messages)
+
+        def render(template: ChatTemplate, msgs: Sequence[Message]) -> str:
+            if continue_final:
+                return template.render_continuing(msgs, **kwargs)
+            return template.render(msgs, add_generation_prompt, **kwargs)
+
         try:
-            text = self.render(messages, add_generation_prompt, **kwargs)
+            text = render(self, messages)
             return Prompt(text, self.stop_strings, self.is_fallback, self.notice)
         except ChatTemplateError as exc:
             error = exc
         folded = fold_system_messages(messages)
         if folded is not None:
             try:
-                text = self.render(folded, add_generation_prompt, **kwargs)
+                text = render(self, folded)
                 return Prompt(text, self.stop_strings, self.is_fallback, self.notice)
             except ChatTemplateError:
                 pass
@@ -353,7 +393,7 @@ class ChatTemplate:
             notice=notice,
             now=self._now,
         )
-        text = fallback.render(messages, add_generation_prompt, **kwargs)
+        text = render(fallback, messages)
         return Prompt(text, fallback.stop_strings, True, notice)
 
 

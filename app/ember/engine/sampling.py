@@ -64,6 +64,7 @@ class GenerationStats:
     stop_reason: str = ""  # "eog", "length", "cancelled", "context_full", "stop_string"
     token_ids: list[int] = field(default_factory=list)  # generated, end-of-generation excluded
     stop_token: int | None = None  # the end-of-generation token, when one ended it
+    stop_string: str | None = None  # the stop string that ended it (chat.stream_reply's)
 
 
 class Sampler:
@@ -82,6 +83,12 @@ class Sampler:
         out = c_int32()
         _check(native.lib().ember_sampler_sample(self._h, logits_ptr, n_vocab, ctypes.byref(out)))
         return out.value
+
+    @staticmethod
+    def row_pointer(row):
+        """A float32 numpy row as the logits pointer sample() takes (the row must live
+        as long as the pointer is used)."""
+        return row.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
     def close(self) -> None:
         if self._h:

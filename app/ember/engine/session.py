@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from . import native
@@ -57,14 +57,21 @@ class Session:
                  stats: GenerationStats | None = None,
                  cancel: threading.Event | None = None,
                  penalize_prompt: bool = True,
-                 on_token: Callable[[int, np.ndarray], None] | None = None) -> Iterator[str]:
+                 on_token: Callable[[int, np.ndarray], None] | None = None,
+                 logit_bias: Mapping[int, float] | None = None,
+                 special_text: bool = False) -> Iterator[str]:
         """Yields text pieces. cancel: an event another thread may set before generation
         starts (set later, Context.cancel() is what stops it); the context's flag is reset
         here, so a cancel that came earlier would otherwise be lost. penalize_prompt: the
         prompt's tokens count in the penalties' history (llama.cpp's way); without it only
         generated tokens do (OpenAI's presence and frequency penalties). on_token: called
         with each generated token (end-of-generation excluded) and a copy of the model's
-        logits it was drawn from, before its text is yielded (the server's logprobs)."""
+        logits it was drawn from, before its text is yielded (the server's logprobs).
+        logit_bias: token id -> a number added to its logit before every draw (OpenAI's
+        logit_bias); on_token still sees the model's own logits. special_text: control
+        tokens the reply holds are spelled out (Mistral's [TOOL_CALLS], Llama's
+        <|python_tag|>: a tool-call parser looks for them); the end-of-generation token that
+        ends the reply never is."""
         import time
 
         ctx = self.context
@@ -80,6 +87,15 @@ class Session:
             sampler.accept(t)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         n_vocab = m.n_vocab
+        biased = None
+        if logit_bias:
+            import numpy as np
+            bias_ids = np.fromiter(logit_bias.keys(), dtype=np.int64, count=len(logit_bias))
+            bias_values = np.fromiter(logit_bias.values(), dtype=np.float32,
+                                      count=len(logit_bias))
+            # the sampler reads a row of our own: the context's logits stay the model's
+            biased = np.empty(n_vocab, dtype=np.float32)
+            biased_ptr = Sampler.row_pointer(biased)
         ctx.reset_cancel()
         if cancel is not None and cancel.is_set():
             ctx.cancel()
@@ -101,6 +117,10 @@ class Session:
                     if on_token is not None:  # the sampler may change the row in place
                         import numpy as np
                         row = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy()
+                    if biased is not None:
+                        biased[:] = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
+                        biased[bias_ids] += bias_values
+                        ptr = biased_ptr
                     token = sampler.sample(ptr, n_vocab)
                     if m.is_eog(token):
                         stats.stop_reason = "eog"
@@ -111,7 +131,7 @@ class Session:
                         on_token(token, row)
                     stats.token_ids.append(token)
                     stats.generated_tokens += 1
-                    text = decoder.decode(m.token_to_piece(token))
+                    text = decoder.decode(m.token_to_piece(token, special_text))
                     if text:
                         yield text
                     if len(stats.token_ids) == max_tokens:

@@ -1,2 +1,3 @@
-"""`ember serve`: the loaded model over the OpenAI HTTP API (chat/completions, completions,
-models, health), for editors, scripts and agents on this machine."""
+"""`ember serve`: the loaded model over the OpenAI HTTP API (chat/completions with tools,
+completions, models, health) and llama-server's extras, for editors, scripts and agents on
+this machine."""

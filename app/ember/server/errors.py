@@ -6,8 +6,11 @@ class ApiError(Exception):
     """A request the server refuses; rendered as an OpenAI-style error body."""
 
     def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
-                 param: str | None = None, code: str | int | None = None):
+                 param: str | None = None, code: str | int | None = None,
+                 extra: dict | None = None):
+        """extra: more fields of the error object (the context overflow's token counts)."""
         super().__init__(message)
+        self.extra = extra or {}
         self.status = status
         self.message = message
         self.type = type
@@ -15,7 +18,9 @@ class ApiError(Exception):
         self.code = code
 
     def body(self) -> dict:
-        return error_body(self.message, self.type, self.param, self.code)
+        body = error_body(self.message, self.type, self.param, self.code)
+        body["error"].update(self.extra)
+        return body
 
 
 def error_body(message: str, type: str = "invalid_request_error", param: str | None = None,

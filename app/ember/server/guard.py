@@ -1,6 +1,7 @@
 """Who may talk to the server: the Host header must name the server (a DNS-rebinding page
 sends its own domain there), a browser page from another origin gets nothing unless
---cors allows it, and with --api-key every request but /health needs the bearer token."""
+--cors allows it, and with --api-key every request but /health needs the key (as a bearer
+token or an X-Api-Key header)."""
 from __future__ import annotations
 
 import hmac
@@ -78,6 +79,21 @@ def _headers(scope) -> dict[str, str]:
     return out
 
 
+def presented_key(headers: dict[str, str]) -> str | None:
+    """The key a request carries: 'Authorization: Bearer KEY' (OpenAI's clients), else
+    'X-Api-Key: KEY' (Anthropic's clients, llama-server's). None when neither is there
+    in that shape."""
+    auth = headers.get("authorization")
+    if auth is not None:
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    key = headers.get("x-api-key")
+    if key is not None and key.strip():
+        return key.strip()
+    return None
+
+
 async def send_error(send, status: int, message: str, type: str, code: str,
                      extra_headers: list | None = None) -> None:
     body = json.dumps(error_body(message, type, None, code)).encode()
@@ -124,13 +140,13 @@ class Guard:
                                     "invalid_request_error", "origin_not_allowed")
         if (self.api_key is not None and scope["path"] not in OPEN_PATHS
                 and scope["method"] != "OPTIONS"):
-            auth = headers.get("authorization", "")
-            scheme, _, token = auth.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                    token.strip().encode(), self.api_key.encode()):
-                what = "No API key was given" if not auth else "The API key is not valid"
+            given = presented_key(headers)
+            if given is None or not hmac.compare_digest(given.encode(), self.api_key.encode()):
+                given_any = "authorization" in headers or "x-api-key" in headers
+                what = "The API key is not valid" if given_any else "No API key was given"
                 return await send_error(
-                    send, 401, f"{what}: send it as 'Authorization: Bearer KEY'.",
+                    send, 401, f"{what}: send it as 'Authorization: Bearer KEY' or "
+                               f"'X-Api-Key: KEY'.",
                     "invalid_request_error", "invalid_api_key",
                     [(b"www-authenticate", b"Bearer")])
         return await self.app(scope, receive, send)

@@ -20,6 +20,7 @@ class Finish:
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int = 0  # prompt tokens the slot's KV cache already held
+    stop_string: str | None = None  # the stop string that ended the reply, if one did
 
 
 class Job:
@@ -29,8 +30,12 @@ class Job:
 
     def __init__(self, ids: list[int], max_tokens: int, params: SamplingParams,
                  stops: tuple[str, ...], loop: asyncio.AbstractEventLoop,
-                 top_logprobs: int | None = None):
+                 top_logprobs: int | None = None, logit_bias: dict[int, float] | None = None,
+                 special_text: bool = False):
         self.ids = ids
+        self.logit_bias = logit_bias
+        self.special_text = special_text  # control tokens spelled out (a tool-call parser)
+        self.reply = None  # the handler's ReplyFilter (reasoning apart, tool calls parsed)
         self.top_logprobs = top_logprobs
         self.max_tokens = max_tokens
         self.params = params
@@ -57,8 +62,9 @@ class Job:
             self.token.cancel()
 
 
-def run_job(ctx: Context, job: Job) -> None:
-    """Generates on ctx for job, in the slot's thread, through the app's reply loop."""
+def run_job(ctx: Context, job: Job) -> GenerationStats:
+    """Generates on ctx for job, in the slot's thread, through the app's reply loop; returns
+    the generation's counts (the server's metrics add them up)."""
     stats = GenerationStats()
     pending: list[dict] = []  # logprobs of tokens whose text has not been sent yet
     on_token = None
@@ -80,18 +86,22 @@ def run_job(ctx: Context, job: Job) -> None:
         # of a stop string itself are never sent, as its text is not. OpenAI's penalties
         # count the tokens generated so far, not the prompt's.
         for text in stream_reply(Session(ctx), built, job.params, stats, job.token,
-                                 penalize_prompt=False, on_token=on_token):
+                                 penalize_prompt=False, on_token=on_token,
+                                 logit_bias=job.logit_bias,
+                                 special_text=job.special_text):
             send(text)
         if pending and stats.stop_reason not in ("stop_string", "cancelled"):
             send("")  # the last tokens' logprobs, whose text was empty
     except EmberError as e:
         job.done = True
         job.emit("error", f"generation failed: {e}")
-        return
+        return stats
     finally:
         job.token.attach(None)
     reason = _FINISH.get(stats.stop_reason, "stop")
     job.done = reason != "cancelled"
     prompt_tokens = stats.prompt_tokens or len(job.ids)
     cached = prompt_tokens - stats.prompt_evaluated if stats.prompt_evaluated else 0
-    job.emit("done", Finish(reason, prompt_tokens, stats.generated_tokens, cached))
+    job.emit("done", Finish(reason, prompt_tokens, stats.generated_tokens, cached,
+                            stats.stop_string))
+    return stats

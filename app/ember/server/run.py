@@ -37,6 +37,14 @@ def add_arguments(p) -> None:
                         "repeatable (default: the bound address and the loopback names)")
     p.add_argument("--alias", default=None, metavar="NAME",
                    help="the model id clients see (default: the file name without .gguf)")
+    p.add_argument("--reasoning-format", choices=("deepseek", "none"), default="deepseek",
+                   help="where a thinking model's <think> block goes in a chat answer: "
+                        "'deepseek' in reasoning_content beside content, 'none' left in content "
+                        "(a request's reasoning_format overrides it) (default: %(default)s)")
+    p.add_argument("--strict-model-names", action="store_true",
+                   help="refuse (404) a request whose 'model' is not this model's id or file "
+                        "name (default: any name is answered by the one model, which the "
+                        "answer's 'model' names)")
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -95,7 +103,9 @@ def serve(args) -> int:
     def load() -> None:
         try:
             state.loaded = LoadedModel(path, n_slots=args.parallel, n_ctx=args.ctx_size,
-                                       n_threads=args.threads, alias=args.alias)
+                                       n_threads=args.threads, alias=args.alias,
+                                       strict_model_names=args.strict_model_names,
+                                       reasoning_format=args.reasoning_format)
         except Exception as e:  # noqa: BLE001 (EmberError, OSError...: told, then exit 1)
             state.error = str(e) or type(e).__name__
             print(f"ember serve: cannot load {path}: {state.error}", file=sys.stderr, flush=True)

@@ -68,6 +68,9 @@ class SlotPool:
         self._finished = 0
         self._cancelled = 0
         self._uses = 0
+        # what every generation so far added up to (/metrics)
+        self.totals = {"prompt_tokens": 0, "prompt_tokens_evaluated": 0, "prompt_seconds": 0.0,
+                       "generated_tokens": 0, "generation_seconds": 0.0}
         self._threads = [threading.Thread(target=self._work, args=(slot,), daemon=True,
                                           name=f"ember-slot-{i}")
                          for i, slot in enumerate(self._slots)]
@@ -94,6 +97,21 @@ class SlotPool:
                 "requests_waiting": waiting, "requests_finished": finished,
                 "requests_cancelled": cancelled}
 
+    def slots(self) -> list[dict]:
+        """Each slot as llama-server's /slots lists it (the tokens its cache holds too)."""
+        with self._lock:
+            idle = set(map(id, self._idle))
+        return [{"id": i, "n_ctx": slot.ctx.n_ctx, "is_processing": id(slot) not in idle,
+                 "n_cached_tokens": len(slot.ctx.cached)}
+                for i, slot in enumerate(self._slots)]
+
+    def metrics(self) -> dict:
+        """status() and the totals, read at one moment."""
+        out = self.status()
+        with self._lock:
+            out.update(self.totals)
+        return out
+
     def _next(self, slot: _Slot) -> Job | None:
         """The oldest waiting job whose client is still there, or None (the slot is idle)."""
         with self._lock:
@@ -106,8 +124,9 @@ class SlotPool:
             return None
 
     def _run(self, slot: _Slot, job: Job) -> None:
+        stats = None
         try:
-            run_job(slot.ctx, job)
+            stats = run_job(slot.ctx, job)
         except Exception as e:  # noqa: BLE001 (a bug must not take the slot down)
             job.emit("error", f"internal error: {type(e).__name__}: {e}")
         with self._lock:
@@ -115,6 +134,13 @@ class SlotPool:
                 self._cancelled += 1
             else:
                 self._finished += 1
+            if stats is not None:
+                t = self.totals
+                t["prompt_tokens"] += stats.prompt_tokens
+                t["prompt_tokens_evaluated"] += stats.prompt_evaluated
+                t["prompt_seconds"] += stats.prompt_seconds
+                t["generated_tokens"] += stats.generated_tokens
+                t["generation_seconds"] += stats.generation_seconds
 
     def _work(self, slot: _Slot) -> None:
         while True:
