@@ -87,11 +87,21 @@ def test_json_has_llama_benchs_fields_and_consistent_values(records, starter_mod
 
 def decode_matrix_bytes(path) -> int:
     """What a one-token decode reads of a GGUF's weights, from the file's own tensor list:
-    every matrix once, except an untied token_embd (one row of it is looked up)."""
-    tensors = GGUFReader(path).tensors
-    untied = any(t.name == "output.weight" for t in tensors)
-    return sum(int(t.n_bytes) for t in tensors
-               if len(t.shape) >= 2 and not (untied and t.name == "token_embd.weight"))
+    every matrix once, except an untied token_embd (one row of it is looked up), and of a
+    mixture of experts' expert tensors [in, out, n_expert] the used share (k of n). Biases
+    (2-D for experts: [out, n_expert]) are added, not multiplied: not counted."""
+    r = GGUFReader(path)
+    arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
+    count = lambda key: int(r.fields[key].parts[-1][0]) if key in r.fields else 0  # noqa: E731
+    n_expert, n_used = count(f"{arch}.expert_count"), count(f"{arch}.expert_used_count")
+    untied = any(t.name == "output.weight" for t in r.tensors)
+    total = 0
+    for t in r.tensors:
+        if len(t.shape) < 2 or t.name.endswith(".bias") or (untied and t.name == "token_embd.weight"):
+            continue
+        experts = n_expert and len(t.shape) == 3 and int(t.shape[2]) == n_expert
+        total += int(t.n_bytes) * n_used // n_expert if experts else int(t.n_bytes)
+    return total
 
 
 def test_read_rate_probe_reads_what_a_decode_reads(starter_model_path):
@@ -105,6 +115,28 @@ def test_read_rate_probe_reads_what_a_decode_reads(starter_model_path):
         gbs, n = m.read_bandwidth(0.0)
         assert n == decode_matrix_bytes(starter_model_path)
         assert gbs > 0
+    finally:
+        m.close()
+
+
+@pytest.mark.parametrize("family", ["qwen3moe", "gpt-oss"])
+def test_the_probe_of_a_mixture_of_experts_reads_the_used_experts(family):
+    """A decode reads k of the n experts: the bound's probe reads as many bytes, and so does
+    the per-token figure ember bench divides by (not the whole file)."""
+    from ember.engine import Model
+    from tools import make_arch_models
+    path = make_arch_models.build(family)
+    m = Model(path, n_ctx=64, n_threads=2)
+    try:
+        m.decode([1], 0)
+        m.layout_progress(wait=True)
+        _, n = m.read_bandwidth(0.0)
+        want = decode_matrix_bytes(path)
+        assert n == want
+        tensors = m.tensors()
+        everything = sum(x.n_bytes for x in tensors if len(x.shape) >= 2 and x.name != "token_embd.weight"
+                         and not x.name.endswith(".bias"))
+        assert everything - bench_module._unread_expert_bytes(m, tensors) == want
     finally:
         m.close()
 

@@ -196,6 +196,19 @@ def _read_bandwidth_gbs(n_threads: int = 2, seconds: float = 0.6) -> float:
     return best
 
 
+def _unread_expert_bytes(model, tensors) -> int:
+    """The bytes of a mixture-of-experts file that one decode does not read: each expert
+    tensor ([in, out, n_expert]) is read for n_expert_used of its n_expert experts only."""
+    meta = model.metadata
+    arch = meta.get("general.architecture", "")
+    n_expert = meta.get(f"{arch}.expert_count") or 0
+    n_used = meta.get(f"{arch}.expert_used_count") or 0
+    if not n_expert or not n_used:
+        return 0
+    experts = sum(x.n_bytes for x in tensors if len(x.shape) == 3 and x.shape[2] == n_expert)
+    return experts - experts * n_used // n_expert
+
+
 def _kv_bytes_per_token(model, depth: int) -> int:
     """F16 keys and values a decode at this depth reads: every layer's whole cache (an
     upper bound where layers have sliding windows)."""
@@ -431,6 +444,7 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
             tied = not any(x.name == "output.weight" for x in tensors)
             weights = size - (emb.n_bytes if emb and not tied else 0) + \
                 (emb.n_bytes // emb.shape[1] if emb and not tied else 0)
+            weights -= _unread_expert_bytes(model, tensors)
             shared = {"build_commit": f"ember {__version__}", "build_number": 0,
                       "cpu_info": system, "gpu_info": "",
                       "backends": str(getattr(model.context, "backend", "") or "CPU").upper(),

@@ -222,10 +222,15 @@ double Context::weight_read_rate(double seconds, uint64_t* bytes) {
     std::vector<std::pair<const uint8_t*, size_t>> ranges;
     std::vector<const void*> seen;
     for (const Tensor* node : bg.graph.nodes()) {
-        if (node->op != Op::MUL_MAT) continue;
+        if (node->op != Op::MUL_MAT && node->op != Op::MUL_MAT_ID) continue;
         const Tensor* w = node->src[0];
         if (std::find(seen.begin(), seen.end(), w->data) != seen.end()) continue;
         seen.push_back(w->data);
+        if (node->op == Op::MUL_MAT_ID) {
+            // a decode reads the chosen k of the experts: the first k stand in for them
+            ranges.emplace_back(static_cast<const uint8_t*>(w->data), (size_t)node->src[2]->ne[0] * w->nb[2]);
+            continue;
+        }
         const size_t row = w->nb[1], rows = (size_t)w->n_rows(), x4 = (size_t)four_row_rows(w);
         if (x4) ranges.emplace_back(static_cast<const uint8_t*>(row_groups(w)->data), x4 * row);
         if (rows > x4) ranges.emplace_back(static_cast<const uint8_t*>(w->data) + x4 * row, (rows - x4) * row);
