@@ -181,8 +181,10 @@ ember_status ember_model_load(const char* path, const ember_model_params* params
             o.metadata_only = params->metadata_only;
         }
         auto h = std::make_unique<ember_model>();
-        if (!o.vocab_only && !o.metadata_only) check_memory_fits(model_memory_need(path));
+        const bool weights = !o.vocab_only && !o.metadata_only;
+        if (weights) check_memory_fits(model_memory_need(path));  // the mapping, before it is made
         h->model = Model::load(path, o);
+        if (weights) check_memory_fits(model_memory_need(*h->model));  // what decoding reads of it
         h->meta_json.resize(h->model->gguf().metadata().size());
         *out = h.release();
     });

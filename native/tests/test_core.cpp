@@ -15,6 +15,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/memory.h"
 #include "core/thread_state.h"
 #include "core/threadpool.h"
 #include "cpu/ops.h"
@@ -270,7 +271,47 @@ static void test_in_place_needs_sole_reader() {
     }
 }
 
+// The memory check judges a mixture of experts by what a decode reads, the mapping by the
+// address space (core/memory.h): a 30 GiB file whose tokens read 3 GiB fits a 24 GiB machine,
+// a dense 25 GiB one does not, and no file maps past RLIMIT_AS.
+static void test_memory_check() {
+    constexpr uint64_t GiB = 1ull << 30;
+    MemoryLimits limits;
+    limits.address_space = {100 * GiB, "RLIMIT_AS"};
+    limits.available = {10 * GiB, "MemAvailable"};
+    limits.total = {24 * GiB, "MemTotal"};
+    auto refusal = [&](const MemoryNeed& need) -> std::string {
+        try {
+            check_memory_fits(need, limits);
+        } catch (const Error& e) {
+            CHECK(e.status() == EMBER_ERR_OUT_OF_MEMORY);
+            return e.what();
+        }
+        return "";
+    };
+    MemoryNeed moe;
+    moe.mapped = 30 * GiB;
+    moe.weights = 3 * GiB;
+    moe.kv_cache = GiB;
+    moe.compute = GiB / 2;
+    moe.n_ctx = 4096;
+    CHECK(refusal(moe).empty());
+    MemoryNeed dense = moe;
+    dense.mapped = dense.weights = 25 * GiB;
+    const std::string msg = refusal(dense);
+    CHECK(msg.find("weights 25.00 GiB") != std::string::npos && msg.find("MemTotal") != std::string::npos);
+    CHECK(msg.find("mapped") == std::string::npos);  // a dense file reads all it maps
+    MemoryNeed big_moe = moe;
+    big_moe.weights = 23 * GiB;  // the used experts alone do not fit
+    const std::string m2 = refusal(big_moe);
+    CHECK(m2.find("read per token, of 30.00 GiB mapped") != std::string::npos);
+    limits.address_space = {20 * GiB, "RLIMIT_AS"};
+    const std::string m3 = refusal(moe);
+    CHECK(m3.find("weights 30.00 GiB") != std::string::npos && m3.find("RLIMIT_AS") != std::string::npos);
+}
+
 int main() {
+    test_memory_check();
     test_arena();
     test_views();
     test_memory_plan();

@@ -132,16 +132,22 @@ MemoryLimits memory_limits() {
 
 void check_memory_fits(const MemoryNeed& need, const MemoryLimits& limits) {
     const uint64_t allocated = need.kv_cache + need.compute;
-    const uint64_t all = need.weights + allocated;
+    const uint64_t mapped = std::max(need.mapped, need.weights);
+    const uint64_t all = need.weights + allocated, span = mapped + allocated;
     const MemoryBound* short_of = nullptr;
     uint64_t needed = 0;
-    if (all > limits.address_space.bytes) short_of = &limits.address_space, needed = all;
+    if (span > limits.address_space.bytes) short_of = &limits.address_space, needed = span;
     else if (allocated > limits.available.bytes) short_of = &limits.available, needed = allocated;
     else if (all > limits.total.bytes) short_of = &limits.total, needed = all;
     if (!short_of) return;
 
     std::ostringstream parts;
-    if (needed == all && need.weights) parts << "weights " << format_bytes(need.weights);
+    if (short_of == &limits.address_space && mapped) {
+        parts << "weights " << format_bytes(mapped);  // the whole file is mapped
+    } else if (short_of == &limits.total && need.weights) {
+        parts << "weights " << format_bytes(need.weights);
+        if (mapped > need.weights) parts << " read per token, of " << format_bytes(mapped) << " mapped";
+    }
     if (need.n_ctx > 0) {
         if (parts.tellp() > 0) parts << " + ";
         parts << "KV cache " << format_bytes(need.kv_cache) << " for " << need.n_ctx

@@ -6,10 +6,14 @@
 //  - allocated bytes (the KV cache, the compute buffer) must be resident: they are checked
 //    against what is *available* now (MemAvailable, cgroup memory.max minus memory.current);
 //  - mapped weights are file pages the kernel may evict, so they need not fit in what is
-//    free, but decode reads every weight once per token: weights that cannot all stay in
-//    RAM make each token a disk read. Weights plus allocations are checked against the
-//    *total* RAM the process may have (MemTotal, cgroup memory.max).
-// A mapping also takes address space: everything counts against RLIMIT_AS.
+//    free, but decode reads its weights once per token: weights that cannot all stay in
+//    RAM make each token a disk read. What a decode reads (every weight of a dense model;
+//    of a mixture of experts the shared weights and the used share of the experts, k of n)
+//    plus allocations is checked against the *total* RAM the process may have (MemTotal,
+//    cgroup memory.max): a 30 GB file whose tokens each read 3 GB runs on a 24 GB machine,
+//    as llama.cpp runs it (tokens that pick experts not read lately wait for the disk).
+// A mapping also takes address space: the whole file and the allocations count against
+// RLIMIT_AS.
 // EMBER_NO_MEMORY_CHECK=1 turns the check off (for swap-backed or overcommitted setups).
 #pragma once
 
@@ -34,7 +38,8 @@ MemoryLimits memory_limits();
 
 // What a model and a context need, for the message.
 struct MemoryNeed {
-    uint64_t weights = 0;  // mapped
+    uint64_t mapped = 0;   // the file's bytes (address space)
+    uint64_t weights = 0;  // of those, what a decode reads (resident)
     uint64_t kv_cache = 0;
     uint64_t compute = 0;  // graph intermediates and logits, an estimate
     int32_t n_ctx = 0;     // 0: the check is for the weights alone (model load)

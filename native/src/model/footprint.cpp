@@ -10,14 +10,30 @@ MemoryNeed model_memory_need(const std::string& path) {
     MemoryNeed need;
     std::error_code ec;
     const auto size = std::filesystem::file_size(std::filesystem::u8path(path), ec);
-    if (!ec) need.weights = (uint64_t)size;  // an unreadable file is the loader's error to report
+    if (!ec) need.mapped = (uint64_t)size;  // an unreadable file is the loader's error to report
+    return need;
+}
+
+uint64_t decode_weight_bytes(const Model& model) {
+    const HParams& h = model.hparams();
+    uint64_t bytes = 0;
+    for (const GGUFTensorInfo& t : model.gguf().tensors()) {
+        const bool experts = h.n_expert > 0 && t.n_dims == 3 && t.ne[2] == h.n_expert;
+        bytes += experts ? t.n_bytes / (uint64_t)h.n_expert * (uint64_t)h.n_expert_used : t.n_bytes;
+    }
+    return bytes;
+}
+
+MemoryNeed model_memory_need(const Model& model) {
+    MemoryNeed need;
+    need.mapped = model.gguf().file_size();
+    need.weights = decode_weight_bytes(model);
     return need;
 }
 
 MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
     const HParams& h = model.hparams();
-    MemoryNeed need;
-    need.weights = model.gguf().file_size();
+    MemoryNeed need = model_memory_need(model);
     // as context.cpp chooses them
     const int64_t train = h.n_ctx_train;
     const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : (train > 0 && train < 4096 ? train : 4096);

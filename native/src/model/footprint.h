@@ -12,7 +12,13 @@
 
 namespace ember {
 
-MemoryNeed model_memory_need(const std::string& path);  // the file's size as weights
+// Before the file is opened: its size as the mapping (address space only).
+MemoryNeed model_memory_need(const std::string& path);
+// Once the header is read: the mapping and what a decode reads of it (decode_weight_bytes).
+MemoryNeed model_memory_need(const Model& model);
 MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts);
+// The weight bytes one decode reads: every tensor, except that of each expert tensor
+// ([in, out, n_expert]) only n_expert_used of its n_expert experts.
+uint64_t decode_weight_bytes(const Model& model);
 
 }  // namespace ember
