@@ -62,6 +62,7 @@ FAMILY_TEXTS = {
     "yarn": ["code"],
     "qwen3moe": ["prose"],
     "gpt-oss": ["prose"],
+    "smollm3": ["code"],
 }
 JOIN = "\n\n"
 

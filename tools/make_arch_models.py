@@ -35,6 +35,8 @@ Families (``FAMILIES`` below)::
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
+    smollm3    smollm3, Llama 3 BPE vocab, n_embd 256, 4 layers (the fourth without rope), 4/2 heads,
+               n_ff 512, rope base 5e6, tied
     gpt-oss    gpt-oss, Llama 3 BPE vocab (no o200k vocabulary ships with llama.cpp), n_embd 256,
                2 layers (0 sliding window 128, 1 global), 4/2 heads of 64, q/k/v/o biases,
                attention sinks, YaRN (factor 32, original ctx 4096, base 150000), 16 experts
@@ -180,6 +182,10 @@ FAMILIES: dict[str, Family] = {
                        1e-6, tied=False, head_dim=128, qk_norm=True, n_expert=32, n_expert_used=8,
                        n_ff_exp=128, router_gain=3.0,
                        note="32 experts top-8, width 128; softmax router, renormalised"),
+    # SmolLM3-3B's layout in small (Llama 3 BPE vocab, tied, rope base 5e6): 4 blocks, so that
+    # block 3 is one of the NoPE ones (every fourth)
+    "smollm3": Family("smollm3", _vocab("llama-bpe"), 128256, 256, 4, 4, 2, 512, 5000000.0, 65536,
+                      1e-6, tied=True, note="blocks 0-2 rope, block 3 NoPE"),
     # gpt-oss-20b's block in small: 4/2 heads of 64, biases everywhere, a sink per head,
     # layers 0 (window 128) and 1 (global), YaRN factor 32 over 4096 as the release has it,
     # 16 experts of width 256 (= n_embd, as in the release), 4 used, router with a bias.

@@ -20,6 +20,7 @@ qwen3moe    neox    as qwen3, the feed-forward a mixture of experts: router logi
                     h @ Wgate_inp^T, softmax over all experts, the top k
                     (expert_used_count) by probability, their probabilities renormalised
                     to sum 1; out = sum_j p_j Wdown_j (silu(Wgate_j h) * (Wup_j h))
+smollm3     normal  as llama, but blocks 3, 7, 11, ... ((il + 1) % 4 == 0) skip rope (NoPE)
 gpt-oss     neox    pre-norm (the FFN norm stored as post_attention_norm); q/k/v/o biases;
                     a sink logit per head joins each softmax's denominator; layers
                     il % 2 == 0 use the sliding window; YaRN; experts: router logits
@@ -116,6 +117,7 @@ class HParams:
     rope_base_swa: float = 10000.0
     rope_scale_swa: float = 1.0
     ffn_norm: str = "ffn_norm"         # the pre-FFN norm's name (gpt-oss: post_attention_norm)
+    no_rope_step: int = 0              # blocks il with (il + 1) % step == 0 skip rope (smollm3: 4)
 
 
 def _field(r, key, default=None):
@@ -168,6 +170,10 @@ def _read_gemma2(get, hp: HParams, a: str) -> None:
     hp.rope_scale_swa = hp.rope_scale
 
 
+def _read_smollm3(get, hp: HParams, a: str) -> None:
+    hp.no_rope_step = 4
+
+
 def _read_gpt_oss(get, hp: HParams, a: str) -> None:
     hp.n_swa = int(get(f"{a}.attention.sliding_window"))
     pattern = int(get(f"{a}.attention.sliding_window_pattern", 2))
@@ -190,6 +196,7 @@ FAMILIES: dict[str, Family] = {
     "qwen2": Family("neox", "silu", "prenorm"),
     "qwen3": Family("neox", "silu", "prenorm"),
     "qwen3moe": Family("neox", "silu", "prenorm"),
+    "smollm3": Family("norm", "silu", "prenorm", _read_smollm3),
     "gpt-oss": Family("neox", "swiglu_oai", "prenorm", _read_gpt_oss),
     "phi3": Family("neox", "silu", "prenorm"),
     "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
@@ -358,8 +365,9 @@ class Oracle:
         if p + "attn_q_norm.weight" in w:
             q = self._rmsnorm(q, w[p + "attn_q_norm.weight"])
             k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
-        cs = self._cos_sin(pos, il)
-        q, k = self._rope(q, cs), self._rope(k, cs)
+        if not (hp.no_rope_step and (il + 1) % hp.no_rope_step == 0):   # NoPE blocks (smollm3)
+            cs = self._cos_sin(pos, il)
+            q, k = self._rope(q, cs), self._rope(k, cs)
         if cache is not None:
             k = np.concatenate([cache[il][0], k], axis=0)
             v = np.concatenate([cache[il][1], v], axis=0)

@@ -80,7 +80,8 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         v = g.reshape(v, hd, hp.n_head_kv, N);
     }
     if (L.k_norm) k = name(norm(k, L.k_norm), "Kcur_normed", il);
-    k = name(g.rope(k, bg_.pos, rp, rope_factors), "Kcur", il);
+    const bool rope = hp.ropes(il);
+    k = name(rope ? g.rope(k, bg_.pos, rp, rope_factors) : k, "Kcur", il);
     name(v, "Vcur", il);
     Tensor* stored = g.kv_store(k, v, &kv_.k[(size_t)il], &kv_.v[(size_t)il], bg_.pos);
     if (last_layer && outputs_ == Outputs::NONE) {
@@ -105,7 +106,7 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         q = g.reshape(q, hd, hp.n_head, cur->ne[1]);
     }
     if (L.q_norm) q = name(norm(q, L.q_norm), "Qcur_normed", il);
-    q = name(g.rope(q, pos, rp, rope_factors), "Qcur", il);
+    q = name(rope ? g.rope(q, pos, rp, rope_factors) : q, "Qcur", il);
     const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
     Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
                                hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap, L.attn_sinks);

@@ -1,4 +1,5 @@
-// The llama family's forward pass (Llama 1-3.x, TinyLlama, SmolLM, Mistral as converted),
+// The llama family's forward pass (Llama 1-3.x, TinyLlama, SmolLM, Mistral as converted;
+// SmolLM3 with every fourth block's rope left out),
 // which Qwen2 (Q/K/V biases), Qwen3 (per-head Q/K norms) and Phi-3 (fused QKV and
 // gate/up, LongRoPE) share; read top to bottom: embed, then per block attention and the
 // SwiGLU feed-forward with pre-norms and residuals, final norm, output head.
@@ -25,6 +26,10 @@ void qwen3_bind_layer(Model& m, int32_t il) {
     L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
     L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
     bind_ffn_weights(m, il);
+}
+
+void smollm3_read_hparams(const GGUFFile&, HParams& h) {
+    h.n_no_rope_step = 4;  // llama.cpp's smollm3: blocks 3, 7, 11, ... attend without rope
 }
 
 void qwen3moe_read_hparams(const GGUFFile&, HParams& h) {

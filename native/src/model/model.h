@@ -60,7 +60,12 @@ struct HParams {
     float expert_weights_scale = 0.0f; // then scaled (0: not)
     Activation ffn_act = Activation::SILU;  // the gate's activation (llama-like graphs)
 
+    // NoPE blocks: every n-th block (il + 1 a multiple of it) attends without rope (SmolLM3:
+    // 4); 0: every block ropes
+    int32_t n_no_rope_step = 0;
+
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
+    bool ropes(int32_t il) const { return n_no_rope_step <= 0 || (il + 1) % n_no_rope_step != 0; }
 };
 
 // One block's weights; a family binds the ones it has (null: absent).
