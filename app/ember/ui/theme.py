@@ -132,6 +132,7 @@ QToolButton:disabled, QToolButton:disabled:hover {{ background: transparent;
 #modelRowName {{ font-weight: 600; font-size: {font_size + 1}pt; }}
 #modelRow QLabel[field="true"] {{ color: {c['muted']}; }}
 #modelRowError {{ color: {c['error_text']}; }}
+#modelMemoryFit[warn="true"] {{ color: {c['error_text']}; }}
 #welcomeTitle {{ font-size: {font_size + 14}pt; font-weight: 700; }}
 #welcomeSubtitle {{ color: {c['muted']}; font-size: {font_size + 1}pt; }}
 #dropZone {{ border: 2px dashed {c['border']}; border-radius: 16px; background: {c['surface']}; }}
