@@ -27,6 +27,18 @@ _TRUNCATED = ("file is truncated", "larger than the file", "past the end of the 
               "too small to be a GGUF file")
 
 
+def _moe_memory_advice(split) -> str:
+    """A mixture of experts refused by the engine's memory check, which counts the whole
+    file against the RAM (native/src/model/footprint.cpp) where a token reads only its
+    working set."""
+    gb = _gb
+    return (f"This is a mixture-of-experts model: each token reads only "
+            f"{gb(split.working_set_bytes)} of its {gb(split.file_size)}, but Ember's memory "
+            f"check counts the whole file. Start Ember with EMBER_NO_MEMORY_CHECK=1 to load "
+            f"it anyway (replies are slower while the experts in use are read from disk), "
+            f"or choose a smaller quantization.")
+
+
 def _looks_like_text(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -55,6 +67,10 @@ def explain_load_failure(error: BaseException, path: str | Path | None = None) -
     raw = (error.message or str(error)) if isinstance(error, EmberError) else str(error)
     p = Path(path) if path is not None else None
     if isinstance(error, (MemoryError, EngineMemoryError)):
+        split = expert_split(p) if p is not None and p.is_file() else None
+        if split is not None and "RLIMIT_AS" not in raw:
+            return LoadFailure("Not enough memory to load this model", _moe_memory_advice(split),
+                               raw)
         return LoadFailure("Not enough memory to load this model", _ADVICE_MEMORY, raw)
     if isinstance(error, FileReadError) or (p is not None and not p.is_file()):
         if p is not None and not p.exists():

@@ -183,3 +183,41 @@ def _synthetic_info(path: Path) -> dict:
         return describe_model(m, path)
     finally:
         m.close()
+
+
+def test_engine_memory_refusal_of_a_moe_file_says_what_a_token_reads(moe_files):
+    """The engine's check counts the whole file against the RAM (footprint.cpp): for a
+    MoE file the app says how little a token reads and how to load it anyway."""
+    from ember.engine import EngineMemoryError
+    from ember.model_card import explain_load_failure
+    path = moe_files["qwen3moe"]
+    want = gguf_py_counts(path)
+    raw = ("not enough memory for this model: it needs 32.1 GiB (weights 32.1 GiB) but "
+           "23.5 GiB is available (MemTotal). EMBER_NO_MEMORY_CHECK=1 skips this check.")
+    f = explain_load_failure(EngineMemoryError(5, raw), path)
+    assert f.title == "Not enough memory to load this model" and f.details == raw
+    assert f"{want['working_set'] / 2**30:.1f} GB" in f.advice
+    assert f"{want['file_size'] / 2**30:.1f} GB" in f.advice
+    assert "EMBER_NO_MEMORY_CHECK=1" in f.advice
+    # a dense model keeps the general advice
+    from ember.model_card import _ADVICE_MEMORY
+    assert explain_load_failure(EngineMemoryError(5, raw), None).advice == _ADVICE_MEMORY
+
+
+@pytest.mark.native
+def test_models_page_marks_moe_files(qtbot, moe_files, starter_model_path):
+    from ember.ui.format import human_count
+    from ember.ui.models_view import ModelRow, read_card
+    want = gguf_py_counts(moe_files["gpt-oss"])
+    row = ModelRow(read_card(moe_files["gpt-oss"]), loaded=False)
+    qtbot.addWidget(row)
+    badge = row.findChild(QLabel, "modelRowMoE")
+    assert badge is not None and badge.text() == "MoE"
+    assert f"{want['n_expert_used']} of its {want['n_expert']} experts" in badge.toolTip()
+    assert row.values["Parameters"] == (
+        f"{human_count(want['total'])}, {human_count(want['active'])} active, "
+        f"{want['n_expert']} experts ({want['n_expert_used']} used)")
+    dense = ModelRow(read_card(starter_model_path), loaded=False)
+    qtbot.addWidget(dense)
+    assert dense.findChild(QLabel, "modelRowMoE") is None
+    assert "active" not in dense.values["Parameters"]
