@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ember.chat import (
     BUILTIN_FORMATS,
     ChatTemplate,
@@ -21,6 +20,7 @@ from ember.chat import (
     split_reply,
     strip_thoughts,
 )
+
 from tests.chat.test_chat_templates import BOS, EOS, FIXED_NOW, reference_render
 
 TEMPLATE = "openai-gpt-oss-120b.jinja"

@@ -70,8 +70,8 @@ def test_dense_file_has_no_expert_split(starter_model_path):
 @pytest.mark.parametrize("family", MOE_FAMILIES)
 def test_describe_model_and_engine_agree_on_the_total(moe_files, family):
     from ember.engine import Model
-    from ember.model_card import describe_model, parameters_text
     from ember.metadata import count_text
+    from ember.model_card import describe_model, parameters_text
     path = moe_files[family]
     want = gguf_py_counts(path)
     m = Model(str(path), metadata_only=True)

@@ -5,6 +5,8 @@ fixed: tests/support/chain_models.py) streams its analysis channel into the thou
 then its final channel as the answer, and only the answer reaches the next prompt."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from PySide6.QtWidgets import QLabel
 
@@ -15,6 +17,7 @@ from tests.support.ui import (  # noqa: F401
     find,
     load_by_drop,
     make_window,
+    type_and_send,
     write_settings,
 )
 from tests.ui.test_ui_reasoning import _state
@@ -80,17 +83,11 @@ def test_moe_file_opens_and_streams_the_engines_reply(qtbot, data_dir, family):
     win.chat.flush_timer = FlushAtOnce(win)
     states = []
     win.reply_progress.connect(lambda _id, text: states.append(text))
-    inp = win.composer.input
-    inp.setFocus()
-    qtbot.keyClicks(inp, prompt)
-    from PySide6.QtCore import Qt
-    with qtbot.waitSignal(win.generation_finished, timeout=GEN_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(inp, Qt.Key_Return)
-    stats = blocker.args[0]
+    stats = type_and_send(qtbot, win, prompt)
     assert stats["generated_tokens"] >= 1
     stored = win.store.messages(win.current_conv)[-1]
     assert stored.role == "assistant" and stored.content == want
-    assert states and all(b.startswith(a) for a, b in zip(states, states[1:]))
+    assert states and all(b.startswith(a) for a, b in itertools.pairwise(states))
     win.close()
 
 

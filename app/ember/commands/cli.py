@@ -128,9 +128,8 @@ def print_backends(out=sys.stdout) -> None:
 
 def cmd_info(args) -> int:
     from ..engine import Model
-    from ..metadata import is_per_layer, per_layer_summary
     from ..experts import expert_split
-    from ..metadata import count_text
+    from ..metadata import count_text, is_per_layer, per_layer_summary
     if args.backends:
         print_backends()
         if not args.model:
