@@ -112,6 +112,12 @@ def test_stop_strings_end_the_reply_not_its_analysis(source):
     for t in (ours(source), ChatTemplate.from_builtin("harmony", BOS, EOS)):
         assert "<|return|>" in t.stop_strings and "<|call|>" in t.stop_strings
         assert "<|end|>" not in t.stop_strings  # it closes the analysis message too
+    # a file whose EOS (or EOT) token is <|end|>: the engine does not end on it (it drops
+    # it from the end-of-generation set when <|return|> and <|call|> exist, as llama.cpp
+    # does), so neither does the text
+    t = ChatTemplate.from_string(source, "<|startoftext|>", "<|end|>",
+                                 extra_stop_tokens=["<|end|>"])
+    assert "<|end|>" not in t.stop_strings and "<|return|>" in t.stop_strings
 
 
 def test_gpt_oss_file_without_template_speaks_harmony():
