@@ -166,7 +166,10 @@ def describe_model(model: Model, path: str | Path) -> dict:
         "n_head": n_head, "n_head_kv": n_head_kv, "kv_heads_total": kv_heads_total,
         "head_dim": head_dim,
         "heads_text": _heads_text(head_values, kv_values),
-        "n_ff": meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
+        # a MoE layer's widest intermediates: its chosen experts' side by side
+        "n_ff": max(meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
+                    meta_int(meta.get(f"{arch}.expert_used_count"))
+                    * meta_int(meta.get(f"{arch}.expert_feed_forward_length"))),
         "n_vocab": meta_int(meta.get(f"{arch}.vocab_size"))
         or (len(tokens) if isinstance(tokens, list) else 0) or 32000,
         "has_template": isinstance(template, str) and bool(template.strip()),

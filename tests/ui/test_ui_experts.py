@@ -81,6 +81,13 @@ def test_describe_model_and_engine_agree_on_the_total(moe_files, family):
     finally:
         m.close()
     assert info["n_params_active"] == want["active"]
+    # the activations are sized for the chosen experts' intermediates side by side
+    import gguf
+    r = gguf.GGUFReader(str(path))
+    field = {k: int(r.fields[f"{family}.{k}"].contents())
+             for k in ("feed_forward_length", "expert_feed_forward_length", "expert_used_count")}
+    assert info["n_ff"] == max(field["feed_forward_length"],
+                               field["expert_used_count"] * field["expert_feed_forward_length"])
     assert parameters_text(info) == (
         f"{count_text(want['total'])} parameters, {count_text(want['active'])} active, "
         f"{want['n_expert']} experts ({want['n_expert_used']} used)")
