@@ -86,6 +86,15 @@ class _Cursor:
             etype, count = self.u32(), self.u64()
             if etype in _SCALAR:
                 self.take(_SCALAR[etype] * count)
+            elif etype == 8:  # a vocabulary: 100k+ strings, stepped over without decoding
+                buf, pos, end = self.buf, self.pos, len(self.buf)
+                for _ in range(count):
+                    if pos + 8 > end:
+                        raise ValueError("GGUF file is truncated")
+                    pos += 8 + struct.unpack_from("<Q", buf, pos)[0]
+                if pos > end:
+                    raise ValueError("GGUF file is truncated")
+                self.pos = pos
             else:
                 for _ in range(count):
                     self.skip_value(etype)

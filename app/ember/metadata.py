@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["describe_value", "is_per_layer", "meta_int", "meta_ints", "per_layer_summary"]
+__all__ = ["count_text", "describe_value", "is_per_layer", "meta_int", "meta_ints", "per_layer_summary"]
 
 
 def _number(v: Any) -> int | float | None:
@@ -115,3 +115,12 @@ def describe_value(value: Any, n_layer: int | None = None) -> str:
         head = ", ".join(_fmt(v) for v in list(value)[:4])
         return f"[{head}{', ...' if len(value) > 4 else ''}] ({len(value)} items)"
     return _fmt(value)
+
+
+def count_text(n: float) -> str:
+    """A parameter count for people: "30.5B", "134.5M" (as `ember info` and llama-bench)."""
+    for unit in ("", "K", "M", "B", "T"):
+        if abs(n) < 1000:
+            return f"{n:.1f}{unit}" if unit else f"{int(n)}"
+        n /= 1000
+    return f"{n:.1f}P"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .chat import detect_builtin_format
 from .engine import EmberError, EngineMemoryError, FileReadError, Model, ModelFormatError, UnsupportedModelError
-from .metadata import meta_int, meta_ints, per_layer_summary
+from .experts import expert_split
+from .metadata import count_text, meta_int, meta_ints, per_layer_summary
 
 @dataclass(frozen=True)
 class LoadFailure:
@@ -24,6 +25,18 @@ _ADVICE_MEMORY = ("Close other programs, or choose a smaller model (fewer parame
 # the engine's words for a file that ends before its header or tensors do (native gguf.cpp)
 _TRUNCATED = ("file is truncated", "larger than the file", "past the end of the file",
               "too small to be a GGUF file")
+
+
+def _moe_memory_advice(split) -> str:
+    """A mixture of experts refused by the engine's memory check, which counts the whole
+    file against the RAM (native/src/model/footprint.cpp) where a token reads only its
+    working set."""
+    gb = _gb
+    return (f"This is a mixture-of-experts model: each token reads only "
+            f"{gb(split.working_set_bytes)} of its {gb(split.file_size)}, but Ember's memory "
+            f"check counts the whole file. Start Ember with EMBER_NO_MEMORY_CHECK=1 to load "
+            f"it anyway (replies are slower while the experts in use are read from disk), "
+            f"or choose a smaller quantization.")
 
 
 def _looks_like_text(path: Path) -> bool:
@@ -54,6 +67,10 @@ def explain_load_failure(error: BaseException, path: str | Path | None = None) -
     raw = (error.message or str(error)) if isinstance(error, EmberError) else str(error)
     p = Path(path) if path is not None else None
     if isinstance(error, (MemoryError, EngineMemoryError)):
+        split = expert_split(p) if p is not None and p.is_file() else None
+        if split is not None and "RLIMIT_AS" not in raw:
+            return LoadFailure("Not enough memory to load this model", _moe_memory_advice(split),
+                               raw)
         return LoadFailure("Not enough memory to load this model", _ADVICE_MEMORY, raw)
     if isinstance(error, FileReadError) or (p is not None and not p.is_file()):
         if p is not None and not p.exists():
@@ -149,14 +166,49 @@ def describe_model(model: Model, path: str | Path) -> dict:
         "n_head": n_head, "n_head_kv": n_head_kv, "kv_heads_total": kv_heads_total,
         "head_dim": head_dim,
         "heads_text": _heads_text(head_values, kv_values),
-        "n_ff": meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
+        # a MoE layer's widest intermediates: its chosen experts' side by side
+        "n_ff": max(meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
+                    meta_int(meta.get(f"{arch}.expert_used_count"))
+                    * meta_int(meta.get(f"{arch}.expert_feed_forward_length"))),
         "n_vocab": meta_int(meta.get(f"{arch}.vocab_size"))
         or (len(tokens) if isinstance(tokens, list) else 0) or 32000,
         "has_template": isinstance(template, str) and bool(template.strip()),
         "builtin_format": builtin.name if builtin else None,
         "builtin_format_label": builtin.label if builtin else None,
         "size_label": meta.get("general.size_label"),
+        **_experts_info(path),
+        "ram_free": system_memory_free(),
     }
+
+
+def _experts_info(path: str | Path) -> dict:
+    """The card's mixture-of-experts facts ({} for a dense model)."""
+    split = expert_split(path)
+    if split is None:
+        return {}
+    return {"n_expert": split.n_expert, "n_expert_used": split.n_expert_used,
+            "n_params_active": split.active_params,
+            "working_set_bytes": split.working_set_bytes}
+
+
+def system_memory_free() -> int:
+    """Bytes of RAM this process may still use (the engine's CPU row: MemAvailable or a
+    cgroup's limit); 0 where it does not say."""
+    from .engine.system import backend_devices
+    try:
+        return next((d.memory_free for d in backend_devices() if d.backend == "cpu"), 0)
+    except EmberError:
+        return 0
+
+
+def parameters_text(info: dict) -> str:
+    """ "134.5M parameters", or for a mixture of experts "30.5B parameters, 3.3B active,
+    128 experts (8 used)": the count, what one token runs through, and the experts."""
+    text = f"{count_text(info['n_params'])} parameters"
+    if info.get("n_expert"):
+        text += (f", {count_text(info['n_params_active'])} active, {info['n_expert']} experts "
+                 f"({info['n_expert_used']} used)")
+    return text
 
 
 def _heads_text(heads: list[int], kv: list[int]) -> str:
@@ -170,15 +222,83 @@ def _heads_text(heads: list[int], kv: list[int]) -> str:
     return text
 
 
-def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:
-    """Bytes: mapped weights + F16 KV cache + activations and logits + runtime."""
+@dataclass(frozen=True)
+class RamEstimate:
+    """What a model and a context take in memory, in bytes, in the two kinds the OS treats
+    differently (native/src/core/memory.h judges them the same way)."""
+    mapped: int       # the file, mapped: page cache the OS may drop and read again
+    working_set: int  # the part of the mapping one decoded token reads (all of a dense model)
+    allocated: int    # KV cache, activations, logits, runtime: resident for as long as it runs
+
+    @property
+    def total(self) -> int:
+        """Everything resident at once when the whole file stays in the page cache."""
+        return self.mapped + self.allocated
+
+    @property
+    def decode(self) -> int:
+        """What must stay resident for decode not to read the disk for every token."""
+        return self.working_set + self.allocated
+
+    @property
+    def sparse(self) -> bool:
+        return self.working_set < self.mapped
+
+
+def estimate_memory(info: dict, n_ctx: int, n_batch: int = 512) -> RamEstimate:
+    """The file mapped, the working set a decoded token reads (non-expert tensors plus
+    n_expert_used / n_expert of the expert tensors for a mixture of experts), and the F16 KV
+    cache + activations and logits + runtime allocated for a context of n_ctx tokens."""
     kv_heads = info.get("kv_heads_total") or info["n_layer"] * info["n_head_kv"]
     kv = 2 * n_ctx * info["head_dim"] * kv_heads * 2
     # no n_ctx-long scores buffer: the engine's attention is an online softmax over blocks
     # of keys (native/src/cpu/ops.cpp), so only the KV cache grows with the context
     act = n_batch * max(info["n_embd"] * 4, info["n_ff"]) * 4 * 4
     logits = info["n_vocab"] * 4 * 2
-    return int(info["file_size"] + kv + act + logits + 48 * 2**20)
+    mapped = int(info["file_size"])
+    working = int(info.get("working_set_bytes") or mapped)
+    return RamEstimate(mapped, min(working, mapped), int(kv + act + logits + 48 * 2**20))
+
+
+def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:
+    """Bytes: mapped weights + F16 KV cache + activations and logits + runtime."""
+    return estimate_memory(info, n_ctx, n_batch).total
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """Whether a model and context fit the free RAM, and the sentence that says so."""
+    fits: bool
+    text: str     # short, for the card: "fits in 12.3 GB free"
+    detail: str   # the tooltip: what is counted and why
+
+
+def memory_fit(est: RamEstimate, free: int) -> MemoryFit:
+    """Judges an estimate against the free RAM (0: unknown). A mixture-of-experts file
+    larger than what is free still fits when its working set does: the mapping's pages
+    are the OS's to drop and read again, and a token reads only the experts it chose."""
+    gb = _gb
+    counted = (f"File {gb(est.mapped)} mapped; one token reads {gb(est.working_set)} of it; "
+               f"KV cache and buffers {gb(est.allocated)}.") if est.sparse else (
+              f"Weights {gb(est.mapped)} mapped; KV cache and buffers {gb(est.allocated)}.")
+    if free <= 0:
+        return MemoryFit(True, "", counted)
+    if est.total <= free:
+        return MemoryFit(True, f"fits in {gb(free)} free", counted)
+    if est.sparse and est.decode <= free:
+        return MemoryFit(True, f"working set {gb(est.decode)} fits in {gb(free)} free",
+                         counted + " The whole file does not fit in the free memory, but "
+                         "the experts a token uses do: the system keeps the ones in use "
+                         "and reads others from disk when the text needs them, so the "
+                         "first replies can be slower.")
+    need = est.decode if est.sparse else est.total
+    return MemoryFit(False, f"needs {gb(need)}, {gb(free)} free",
+                     counted + " That is more than the free memory: close other programs, "
+                     "choose a smaller context, or a smaller model.")
+
+
+def _gb(n: int) -> str:
+    return f"{n / 2**30:.1f} GB"
 
 
 def effective_n_ctx(requested: int, n_ctx_train: int) -> int:

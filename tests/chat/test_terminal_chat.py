@@ -34,3 +34,22 @@ def test_terminal_chat_refuses_under_the_stop_policy(starter_model_path, capsys)
     err = capsys.readouterr().err
     assert rc == 0
     assert "ember: The conversation fills the context window" in err
+
+
+def test_terminal_chat_shows_harmony_analysis_as_thoughts(templates_dir, tmp_path, capsys):
+    """gpt-oss's format in the terminal: the analysis channel is printed as thoughts (each
+    line marked where there are no colours), the final channel as the answer, and the
+    second turn's prompt renders (the template refuses channel tags in a message)."""
+    from ember.commands.terminal import THOUGHT_PREFIX, chat_loop
+    from ember.engine import SamplingParams
+    from tests.support.chain_models import harmony_app_model
+    source = (templates_dir / "openai-gpt-oss-120b.jinja").read_text(encoding="utf-8")
+    path = harmony_app_model(source).write(tmp_path / "harmony.gguf")
+    out = io.StringIO()
+    rc = chat_loop(path, n_ctx=1024, params=SamplingParams(temperature=0.0), max_tokens=32,
+                   stdin=io.StringIO("Hello\nAgain\n\n"), stdout=out)
+    err = capsys.readouterr().err
+    assert rc == 0 and "ember:" not in err
+    turn = f"{THOUGHT_PREFIX}Hmm, a greeting.\n\nHi there\n"
+    assert out.getvalue() == f"\n> {turn}\n> {turn}\n> "
+    assert "<|" not in out.getvalue()

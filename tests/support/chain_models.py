@@ -35,7 +35,7 @@ def byte_chars() -> list[str]:
 class ChainModel:
     def __init__(self, control: list[str], user_defined: list[str], words: list[str],
                  chain: dict[str, str], template: str | None = None, arch_name: str = "chain",
-                 n_embd: int = 32):
+                 n_embd: int = 32, n_ctx_train: int = 256):
         self.bytes = byte_chars()
         tokens = ["<pad>", "<bos>", "<eos>"]
         types = [CONTROL, CONTROL, CONTROL]
@@ -58,6 +58,7 @@ class ChainModel:
         self.template = template
         self.arch_name = arch_name
         self.n_embd = n_embd
+        self.n_ctx_train = n_ctx_train
 
     def _spelling(self, text: str) -> str:
         """A word as the byte-level vocabulary spells it ("\\n" is "Ċ", " a" is "Ġa")."""
@@ -68,7 +69,8 @@ class ChainModel:
 
     def spec(self) -> gw.GGUFSpec:
         spec = gw.tiny_llama(self.tokens, [], self.types, n_embd=self.n_embd, tied=False)
-        spec.kv = [(k, t, v) for k, t, v in spec.kv if k != "general.name"]
+        spec.kv = [(k, t, self.n_ctx_train if k == "llama.context_length" else v)
+                   for k, t, v in spec.kv if k != "general.name"]
         spec.add("general.name", gw.STRING, self.arch_name)
         if self.template is not None:
             spec.add("tokenizer.chat_template", gw.STRING, self.template)
@@ -201,3 +203,26 @@ def harmony_model(template: str) -> ChainModel:
                              ".": HARMONY_CALL, HARMONY_CALL: "<|call|>",
                              "<|message|>": HARMONY_ARGS, HARMONY_ARGS: "<|call|>"},
                       template=template, arch_name="harmony-chain")
+
+
+def harmony_app_model(template: str) -> ChainModel:
+    """gpt-oss's harmony turns (template: openai-gpt-oss-120b.jinja's text): after the
+    generation prompt's ``<|start|>assistant`` it writes its analysis "Hmm, a greeting.",
+    then the final answer "Hi there", then <|return|>. The vocabulary has harmony's
+    markers as o200k_harmony does (<|end|>, <|return|>, <|call|> control tokens, which the
+    engine turns into: <|end|> shown and not the end, the other two ends); the second
+    header is one word token so that no token is followed by two different ones. Its
+    trained context is 1024 tokens: harmony's system message alone is some 200."""
+    return ChainModel(control=["<|end|>", "<|return|>", "<|call|>"],
+                      user_defined=["<|start|>assistant", "<|start|>", "<|channel|>",
+                                    "<|message|>"],
+                      words=["analysis", "Hmm", ", a greeting.",
+                             "assistant<|channel|>final<|message|>", "Hi", " there"],
+                      chain={"<|start|>assistant": "<|channel|>", "<|channel|>": "analysis",
+                             "analysis": "<|message|>", "<|message|>": "Hmm",
+                             "Hmm": ", a greeting.", ", a greeting.": "<|end|>",
+                             "<|end|>": "<|start|>",
+                             "<|start|>": "assistant<|channel|>final<|message|>",
+                             "assistant<|channel|>final<|message|>": "Hi", "Hi": " there",
+                             " there": "<|return|>"},
+                      template=template, arch_name="harmony-app-chain", n_ctx_train=1024)

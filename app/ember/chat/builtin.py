@@ -106,6 +106,49 @@ PHI3_TEMPLATE = (
 )
 
 
+# Harmony (gpt-oss, openai/gpt-oss-*'s own template without its tool rendering): a system
+# message with the identity, dates and reasoning level, the system prompt as the developer's
+# instructions, earlier replies as their final channel only, and "<|start|>assistant" to
+# generate (the model writes "<|channel|>analysis<|message|>..." itself). A reply ends with
+# <|return|> (or <|call|> for a tool call); <|end|> only closes one of its messages.
+HARMONY_TEMPLATE = (
+    _CONTENT_MACRO
+    + "{%- set identity = model_identity if model_identity is defined else "
+    "'You are ChatGPT, a large language model trained by OpenAI.' -%}"
+    "{%- set effort = reasoning_effort if reasoning_effort is defined else 'medium' -%}"
+    "{{ '<|start|>system<|message|>' + identity + '\n' }}"
+    "{{ 'Knowledge cutoff: 2024-06\n' }}"
+    "{{ 'Current date: ' + strftime_now('%Y-%m-%d') + '\n\n' }}"
+    "{{ 'Reasoning: ' + effort + '\n\n' }}"
+    "{{ '# Valid channels: analysis, commentary, final. Channel must be included for every "
+    "message.<|end|>' }}"
+    "{%- set ns = namespace(first=0) -%}"
+    "{%- if messages and messages[0]['role'] in ('system', 'developer') -%}"
+    "{%- set ns.first = 1 -%}"
+    "{%- set text = content_text(messages[0]['content']) -%}"
+    "{%- if text -%}"
+    "{{ '<|start|>developer<|message|># Instructions\n\n' + text + '\n\n<|end|>' }}"
+    "{%- endif -%}"
+    "{%- endif -%}"
+    "{%- for message in messages[ns.first:] -%}"
+    "{%- set text = content_text(message['content']) -%}"
+    "{%- if message['role'] == 'assistant' -%}"
+    "{%- if loop.last and not add_generation_prompt -%}"
+    "{%- if message['thinking'] is defined -%}"
+    "{{ '<|start|>assistant<|channel|>analysis<|message|>' + message['thinking'] + '<|end|>' }}"
+    "{%- endif -%}"
+    "{{ '<|start|>assistant<|channel|>final<|message|>' + text + '<|return|>' }}"
+    "{%- else -%}"
+    "{{ '<|start|>assistant<|channel|>final<|message|>' + text + '<|end|>' }}"
+    "{%- endif -%}"
+    "{%- elif message['role'] == 'user' -%}"
+    "{{ '<|start|>user<|message|>' + text + '<|end|>' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|start|>assistant' }}{%- endif -%}"
+)
+
+
 @dataclass(frozen=True)
 class BuiltinFormat:
     name: str
@@ -116,11 +159,23 @@ class BuiltinFormat:
     extra_stops: tuple[str, ...] = ()
     architectures: tuple[str, ...] = ()  # general.architecture values that imply it
     tokens: tuple[str, ...] = ()  # special tokens that, all present, imply it
+    # the architecture alone decides, before the vocabulary: a family trained on one format
+    # only, whatever vocabulary a converted (or synthetic) file carries
+    arch_decides: bool = False
 
 
 BUILTIN_FORMATS: dict[str, BuiltinFormat] = {
     f.name: f
     for f in (
+        BuiltinFormat(
+            "harmony",
+            "Harmony (gpt-oss)",
+            HARMONY_TEMPLATE,
+            extra_stops=("<|return|>", "<|call|>", "<|start|>user"),
+            architectures=("gpt-oss",),
+            tokens=("<|start|>", "<|channel|>", "<|message|>", "<|return|>"),
+            arch_decides=True,
+        ),
         BuiltinFormat(
             "gemma",
             "Gemma",
@@ -169,13 +224,18 @@ def detect_builtin_format(metadata: Mapping[str, Any]) -> BuiltinFormat | None:
     from its vocabulary's special tokens, then its architecture; None if nothing
     points anywhere (a base model: raw completion, or ChatML as the last resort)."""
     # The vocabulary first: it is what the model was trained to write (an architecture
-    # name can cover several families: phi3 is also Phi-4, which speaks ChatML-like).
+    # name can cover several families: phi3 is also Phi-4, which speaks ChatML-like),
+    # except for a family that has one format only (gpt-oss: harmony).
+    arch = metadata.get("general.architecture")
+    if isinstance(arch, str):
+        for fmt in BUILTIN_FORMATS.values():
+            if fmt.arch_decides and arch.lower() in fmt.architectures:
+                return fmt
     tokens = _token_set(metadata)
     if tokens:
         for fmt in BUILTIN_FORMATS.values():
             if all(t in tokens for t in fmt.tokens):
                 return fmt
-    arch = metadata.get("general.architecture")
     if isinstance(arch, str):
         for fmt in BUILTIN_FORMATS.values():
             if arch.lower() in fmt.architectures:

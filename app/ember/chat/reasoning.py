@@ -17,6 +17,12 @@ Two views of the same rule, both pure Python (the app and the terminal chat shar
 
 Only a block at the start of the reply counts (leading whitespace aside): ``<think>``
 later in an answer is answer text.
+
+Harmony (gpt-oss) replies are messages on channels instead: the generation prompt ends with
+``<|start|>assistant``, and the model writes ``<|channel|>analysis<|message|>...<|end|>``
+(its reasoning: the thoughts), then ``<|start|>assistant<|channel|>final<|message|>...``
+(the answer), ended by ``<|return|>``, ``<|end|>`` or ``<|call|>``.  A reply that starts
+with a channel header is read that way (``split_harmony``); the same two views hold.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ __all__ = [
     "Reply",
     "normalize_reply",
     "prompt_opens_thinking",
+    "split_harmony",
     "split_reply",
     "strip_thoughts",
     "strip_thoughts_from_history",
@@ -69,6 +76,76 @@ def _partial_suffix(s: str, tag: str) -> int:
     return 0
 
 
+# Harmony's markers, as text (the engine renders them: native/src/text/vocab_load.cpp)
+H_START, H_CHANNEL, H_MESSAGE = "<|start|>", "<|channel|>", "<|message|>"
+H_ENDS = ("<|end|>", "<|return|>", "<|call|>")
+_H_BODY_ENDS = (*H_ENDS, H_START)  # a message that starts without its <|end|> ends the last
+_H_OPENINGS = (H_CHANNEL, H_START + "assistant" + H_CHANNEL)
+
+
+def _is_partial_harmony(s: str) -> bool:
+    """s could still become the start of a harmony reply."""
+    return any(0 < len(s) < len(o) and o.startswith(s) for o in _H_OPENINGS)
+
+
+def _is_harmony(body: str) -> bool:
+    return body.startswith(_H_OPENINGS)
+
+
+def _first_of(text: str, marks: Sequence[str], start: int = 0) -> tuple[int, str]:
+    """The earliest of marks in text from start: (index, mark), (-1, "") if none."""
+    best, which = -1, ""
+    for m in marks:
+        i = text.find(m, start)
+        if i != -1 and (best == -1 or i < best):
+            best, which = i, m
+    return best, which
+
+
+def split_harmony(text: str, *, streaming: bool = False) -> Reply:
+    """A harmony reply (``<|channel|>analysis<|message|>...``) split into thoughts (the
+    analysis messages) and answer (the final messages, and commentary addressed to no
+    tool: a preamble for the user). A message with a recipient (`` to=functions.x``, a
+    tool call) is neither. ``streaming``: a tail that may be the start of a marker is held
+    back. A reply may start with ``<|start|>assistant`` or directly with its channel (the
+    prompt wrote ``<|start|>assistant``)."""
+    thoughts: list[str] = []
+    answer: list[str] = []
+    has_block = thinking = False
+    pos = len(text) - len(text.lstrip())
+    while pos < len(text):
+        if text.startswith(H_START, pos):
+            pos += len(H_START)
+        head_end = text.find(H_MESSAGE, pos)
+        if head_end == -1:
+            break  # a header still arriving (or a cut-off one): nothing to show of it
+        header = text[pos:head_end]
+        channel = header.split(H_CHANNEL, 1)[1] if H_CHANNEL in header else ""
+        name = channel.split(" ", 1)[0].split("<|", 1)[0]
+        to_tool = "to=" in header
+        body_start = head_end + len(H_MESSAGE)
+        end, mark = _first_of(text, _H_BODY_ENDS, body_start)
+        body = text[body_start:] if end == -1 else text[body_start:end]
+        if end == -1 and streaming:
+            body = body[: len(body) - max(_partial_suffix(body, m) for m in _H_BODY_ENDS)]
+        if name == "analysis":
+            has_block = True
+            thoughts.append(body)
+            thinking = end == -1
+        elif not to_tool and name in ("final", "commentary"):
+            answer.append(body)
+        if end == -1:
+            break
+        pos = end + (0 if mark == H_START else len(mark))
+        # whatever sits between a message's end and the next <|start|> is not a message
+        nxt = text.find(H_START, pos)
+        if nxt == -1:
+            break
+        pos = nxt
+    joined = "\n\n".join(t.strip() for t in thoughts if t.strip())
+    return Reply(joined, "".join(answer).lstrip(), thinking=thinking, has_block=has_block)
+
+
 def split_reply(text: str, *, opened: bool = False, streaming: bool = False) -> Reply:
     """Split a reply (complete or streamed so far) into thoughts and answer.
 
@@ -81,6 +158,8 @@ def split_reply(text: str, *, opened: bool = False, streaming: bool = False) -> 
     the reply is stored on its own.
     """
     body = text.lstrip()
+    if not opened and _is_harmony(body):
+        return split_harmony(text, streaming=streaming)
     if body.startswith(THINK_OPEN):
         inner, opened = body[len(THINK_OPEN):], True
     elif opened:
@@ -89,7 +168,7 @@ def split_reply(text: str, *, opened: bool = False, streaming: bool = False) -> 
         close = text.find(THINK_CLOSE)
         if close != -1 and THINK_OPEN not in text[:close]:
             inner, opened = text, True
-        elif streaming and (not body or _is_partial_open(body)):
+        elif streaming and (not body or _is_partial_open(body) or _is_partial_harmony(body)):
             return Reply("", "", thinking=False)  # "", "  <thi": wait for the next piece
         else:
             answer = text
@@ -169,10 +248,11 @@ class ReasoningStream:
         self._lead = True  # strip leading whitespace of the current section
         self.thoughts = ""
         self.answer = ""
+        self._harmony_thinking = False
 
     @property
     def thinking(self) -> bool:
-        return self.state == "thought"
+        return self.state == "thought" or (self.state == "harmony" and self._harmony_thinking)
 
     def _emit(self, out: list, kind: str, text: str) -> None:
         if self._lead:
@@ -191,17 +271,35 @@ class ReasoningStream:
         else:
             out.append((kind, text))
 
+    def _harmony(self, reply: Reply) -> list[tuple[str, str]]:
+        """The pieces a harmony reply's split has grown by since the last one (both only
+        grow: split_harmony of a longer text extends the thoughts and answer it gave)."""
+        out: list[tuple[str, str]] = []
+        for kind, now, old in (("thought", reply.thoughts, self.thoughts),
+                               ("answer", reply.answer, self.answer)):
+            if len(now) > len(old) and now.startswith(old):
+                out.append((kind, now[len(old):]))
+        self.thoughts = reply.thoughts if reply.thoughts.startswith(self.thoughts) else self.thoughts
+        self.answer = reply.answer if reply.answer.startswith(self.answer) else self.answer
+        self._harmony_thinking = reply.thinking
+        return out
+
     def feed(self, chunk: str) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         self._buf += chunk
         while True:
+            if self.state == "harmony":
+                return self._harmony(split_harmony(self._buf, streaming=True))
             if self.state == "start":
                 body = self._buf.lstrip()
                 if body.startswith(THINK_OPEN):
                     self._buf = body[len(THINK_OPEN):]
                     self.state, self._lead = "thought", True
                     continue
-                if not body or _is_partial_open(body):
+                if _is_harmony(body):
+                    self.state = "harmony"  # the whole text is kept: split_harmony reads it
+                    continue
+                if not body or _is_partial_open(body) or _is_partial_harmony(body):
                     return out  # undecided: hold it
                 self.state = "answer"
                 continue
@@ -227,6 +325,8 @@ class ReasoningStream:
             return out
 
     def finish(self) -> list[tuple[str, str]]:
+        if self.state == "harmony":
+            return self._harmony(split_harmony(self._buf))
         out: list[tuple[str, str]] = []
         rest, self._buf = self._buf, ""
         if self.state == "thought":

@@ -60,11 +60,13 @@ def detect_stop_strings(
     """Return the stop strings for a chat template.
 
     ``special_tokens`` are the model's EOS/EOT(/EOM) token texts; they always
-    stop.  Known end-of-turn markers are added when the template uses them.
+    stop (but harmony's ``<|end|>``, which closes the reasoning too).  Known end-of-turn markers are added when the template uses them.
     Order is stable (special tokens first) and duplicates are removed.
     """
-    stops = [tok for tok in special_tokens if tok]
     harmony = all(sig in template_source for sig in _HARMONY_SIGNATURE)
+    # a harmony file whose EOS or EOT is <|end|> still does not end on it: the engine drops
+    # it from the end-of-generation tokens as llama.cpp does (native/src/text/vocab_load.cpp)
+    stops = [tok for tok in special_tokens if tok and not (harmony and tok == "<|end|>")]
     for marker in KNOWN_END_MARKERS:
         if marker == "<|end|>" and harmony:
             continue

@@ -14,6 +14,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from ..metadata import count_text
+
 __all__ = ["BenchTest", "bench_model", "format_results", "main", "parse_int_list", "run", "run_tests"]
 
 # llama-bench's fields, in its order (its `test::get_fields()`), then the samples
@@ -122,15 +124,6 @@ def probe_gbs(model, seconds: float = 0.2) -> float | None:
         return model.read_bandwidth(seconds)[0]
     except UnsupportedModelError:
         return None
-
-
-def count_text(n: float) -> str:
-    """A parameter count as llama-bench and `ember info` print it: \"134.5M\"."""
-    for unit in ("", "K", "M", "B", "T"):
-        if abs(n) < 1000:
-            return f"{n:.1f}{unit}" if unit else f"{int(n)}"
-        n /= 1000
-    return f"{n:.1f}P"
 
 
 def _last_level_cache_bytes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> int:

@@ -128,8 +128,8 @@ def print_backends(out=sys.stdout) -> None:
 
 def cmd_info(args) -> int:
     from ..engine import Model
-    from ..metadata import is_per_layer, per_layer_summary
-    from .bench import count_text
+    from ..experts import expert_split
+    from ..metadata import count_text, is_per_layer, per_layer_summary
     if args.backends:
         print_backends()
         if not args.model:
@@ -143,6 +143,11 @@ def cmd_info(args) -> int:
     print(f"gguf:        version {model.gguf_version}, {model.file_size:,} bytes")
     print(f"arch:        {model.arch}")
     print(f"parameters:  {count_text(model.n_params)} ({model.n_params:,})")
+    split = expert_split(args.model)
+    if split is not None:
+        print(f"experts:     {split.n_expert} ({split.n_expert_used} used), "
+              f"{count_text(split.active_params)} parameters active ({split.active_params:,}); "
+              f"a token reads {split.working_set_bytes:,} of the file's bytes")
     print(f"quant type:  {model.ftype}")
     print(f"n_ctx_train: {model.n_ctx_train}")
     print("\nmetadata:")

@@ -24,6 +24,7 @@ from ..model_card import describe_model, explain_load_failure
 from .downloads import StarterPanel
 from .format import human_bytes, human_count
 from .widgets import ElidedLabel
+from .widgets.model_card import params_value
 
 
 def read_card(path: Path) -> dict:
@@ -77,6 +78,14 @@ class ModelRow(QFrame):
         name.setObjectName("modelRowName")
         name.setWordWrap(True)
         top.addWidget(name, 1)
+        if card.get("n_expert"):
+            moe = QLabel("MoE")
+            moe.setObjectName("modelRowMoE")
+            moe.setToolTip(f"A mixture of experts: each token runs {card['n_expert_used']} of "
+                           f"its {card['n_expert']} experts per layer, so it runs about as fast "
+                           f"as a {human_count(card['n_params_active'])} model and needs that "
+                           f"much memory per token, not the whole file's")
+            top.addWidget(moe, 0, Qt.AlignTop)
         self.open_button = QPushButton("Loaded" if loaded else "Open")
         self.open_button.setObjectName("modelRowOpen")
         self.open_button.setEnabled(not loaded and "error" not in card)
@@ -101,7 +110,7 @@ class ModelRow(QFrame):
         grid = QGridLayout()
         grid.setHorizontalSpacing(18)
         grid.setVerticalSpacing(4)
-        facts = [("Architecture", card["arch"]), ("Parameters", human_count(card["n_params"])),
+        facts = [("Architecture", card["arch"]), ("Parameters", params_value(card)),
                  ("Quantization", card["ftype"]), ("File size", human_bytes(card["file_size"])),
                  ("Trained context", f"{card['n_ctx_train']:,} tokens"),
                  ("Prompt format", "chat template" if card["has_template"] else

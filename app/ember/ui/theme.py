@@ -132,6 +132,9 @@ QToolButton:disabled, QToolButton:disabled:hover {{ background: transparent;
 #modelRowName {{ font-weight: 600; font-size: {font_size + 1}pt; }}
 #modelRow QLabel[field="true"] {{ color: {c['muted']}; }}
 #modelRowError {{ color: {c['error_text']}; }}
+#modelRowMoE {{ color: {c['muted']}; border: 1px solid {c['muted']}; border-radius: 4px;
+  padding: 0 4px; font-size: {font_size - 1}pt; }}
+#modelMemoryFit[warn="true"] {{ color: {c['error_text']}; }}
 #welcomeTitle {{ font-size: {font_size + 14}pt; font-weight: 700; }}
 #welcomeSubtitle {{ color: {c['muted']}; font-size: {font_size + 1}pt; }}
 #dropZone {{ border: 2px dashed {c['border']}; border-radius: 16px; background: {c['surface']}; }}

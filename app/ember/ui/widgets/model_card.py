@@ -13,9 +13,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...model_card import estimate_ram
+from ...model_card import estimate_memory, memory_fit, parameters_text
 from ..format import human_bytes, human_count
 from .basics import _button
+
+
+def params_value(info: dict) -> str:
+    """The card's Parameters value: "134.5M", or "30.5B, 3.3B active, 128 experts (8 used)"
+    for a mixture of experts."""
+    text = human_count(info["n_params"])
+    if info.get("n_expert"):
+        text += (f", {human_count(info['n_params_active'])} active, {info['n_expert']} experts "
+                 f"({info['n_expert_used']} used)")
+    return text
 
 
 class ModelCard(QFrame):
@@ -26,7 +36,8 @@ class ModelCard(QFrame):
               ("modelQuant", "Quantization"), ("modelFileSize", "File size"),
               ("modelTrainedContext", "Trained context"), ("modelHeads", "Attention heads"),
               ("modelContext", "Context"),
-              ("modelRamEstimate", "Estimated RAM"), ("modelTemplate", "Prompt format"))
+              ("modelRamEstimate", "Estimated RAM"), ("modelMemoryFit", "Free memory"),
+              ("modelTemplate", "Prompt format"))
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -139,12 +150,15 @@ class ModelCard(QFrame):
         self.file.setText(info["file_name"])
         self.file.setToolTip(info["path"])
         size = info.get("size_label")
-        params = human_count(info["n_params"])
         v = self.values
         v["modelArch"].setText(info["arch"])
-        v["modelParams"].setText(params)
-        v["modelParams"].setToolTip(f"{info['n_params']:,} parameters"
-                                    + (f" ({size})" if size else ""))
+        v["modelParams"].setText(params_value(info))
+        exact = f"{info['n_params']:,} parameters" + (f" ({size})" if size else "")
+        if info.get("n_expert"):
+            exact = (f"{parameters_text(info)}\n{exact}, {info['n_params_active']:,} of them "
+                     f"run for each token (the layers shared by all tokens and "
+                     f"{info['n_expert_used']} of the {info['n_expert']} experts of each layer)")
+        v["modelParams"].setToolTip(exact)
         v["modelQuant"].setText(info["ftype"])
         v["modelFileSize"].setText(human_bytes(info["file_size"]))
         v["modelTrainedContext"].setText(f"{info['n_ctx_train']:,} tokens")
@@ -175,10 +189,28 @@ class ModelCard(QFrame):
         if self.info is None or self.info.get("remote"):
             return
         self.values["modelContext"].setText(f"{n_ctx:,} tokens")
-        self.values["modelRamEstimate"].setText("≈ " + human_bytes(estimate_ram(self.info, n_ctx)))
-        self.values["modelRamEstimate"].setToolTip(
-            f"Weights {human_bytes(self.info['file_size'])} plus the KV cache and working "
-            f"memory for a {n_ctx:,}-token context")
+        est = estimate_memory(self.info, n_ctx)
+        ram = self.values["modelRamEstimate"]
+        if est.sparse:
+            # a mixture of experts: what a token reads, and the whole file that is mapped
+            ram.setText(f"≈ {human_bytes(est.decode)} working set, "
+                        f"{human_bytes(est.mapped)} mapped")
+            ram.setToolTip(f"Each token reads {human_bytes(est.working_set)} of the "
+                           f"{human_bytes(est.mapped)} file (the shared layers and the chosen "
+                           f"experts), plus {human_bytes(est.allocated)} of KV cache and working "
+                           f"memory for a {n_ctx:,}-token context; the rest of the file is "
+                           f"mapped, and the system keeps it in memory only while there is room")
+        else:
+            ram.setText("≈ " + human_bytes(est.total))
+            ram.setToolTip(f"Weights {human_bytes(self.info['file_size'])} plus the KV cache "
+                           f"and working memory for a {n_ctx:,}-token context")
+        fit = memory_fit(est, self.info.get("ram_free") or 0)
+        fit_label = self.values["modelMemoryFit"]
+        fit_label.setText(fit.text or "—")
+        fit_label.setToolTip(fit.detail)
+        fit_label.setProperty("warn", not fit.fits)
+        fit_label.style().unpolish(fit_label)
+        fit_label.style().polish(fit_label)
         self._fit_width()
 
     def set_notice(self, text: str | None) -> None:
