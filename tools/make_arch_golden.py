@@ -63,6 +63,7 @@ FAMILY_TEXTS = {
     "qwen3moe": ["prose"],
     "gpt-oss": ["prose"],
     "smollm3": ["code"],
+    "mistral3": ["essay"],
 }
 JOIN = "\n\n"
 

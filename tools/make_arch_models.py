@@ -35,6 +35,9 @@ Families (``FAMILIES`` below)::
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
+    mistral3   mistral3, Llama 3 BPE vocab (no tekken vocabulary ships with llama.cpp), n_embd 256,
+               2 layers, 4/2 heads of 64, YaRN (factor 16, original ctx 128, log multiplier 1),
+               query temperature 0.1 over blocks of 128 positions, untied
     smollm3    smollm3, Llama 3 BPE vocab, n_embd 256, 4 layers (the fourth without rope), 4/2 heads,
                n_ff 512, rope base 5e6, tied
     gpt-oss    gpt-oss, Llama 3 BPE vocab (no o200k vocabulary ships with llama.cpp), n_embd 256,
@@ -182,6 +185,20 @@ FAMILIES: dict[str, Family] = {
                        1e-6, tied=False, head_dim=128, qk_norm=True, n_expert=32, n_expert_used=8,
                        n_ff_exp=128, router_gain=3.0,
                        note="32 experts top-8, width 128; softmax router, renormalised"),
+    # Ministral 3 as converted in 2026 (no tekken vocabulary ships with llama.cpp: Llama 3's
+    # BPE one stands in): YaRN with its log multiplier 1 and the Llama 4 query temperature
+    # 0.1, over an original context of 128 so that both bite within the text (the release:
+    # 16384)
+    "mistral3": Family("mistral3", _vocab("llama-bpe"), 128256, 256, 2, 4, 2, 512, 1000000.0, 262144,
+                       1e-5, tied=False, head_dim=64, write_head_dim=True,
+                       extra_kv={"rope.scaling.type": ("yarn", "str"),
+                                 "rope.scaling.factor": (16.0, "f32"),
+                                 "rope.scaling.original_context_length": (128, "u32"),
+                                 "rope.scaling.yarn_log_multiplier": (1.0, "f32"),
+                                 "rope.scaling.yarn_beta_fast": (32.0, "f32"),
+                                 "rope.scaling.yarn_beta_slow": (1.0, "f32"),
+                                 "attention.temperature_scale": (0.1, "f32")},
+                       note="YaRN x16 over 128 with log multiplier 1; query temperature 0.1"),
     # SmolLM3-3B's layout in small (Llama 3 BPE vocab, tied, rope base 5e6): 4 blocks, so that
     # block 3 is one of the NoPE ones (every fourth)
     "smollm3": Family("smollm3", _vocab("llama-bpe"), 128256, 256, 4, 4, 2, 512, 5000000.0, 65536,

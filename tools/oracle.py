@@ -20,6 +20,8 @@ qwen3moe    neox    as qwen3, the feed-forward a mixture of experts: router logi
                     h @ Wgate_inp^T, softmax over all experts, the top k
                     (expert_used_count) by probability, their probabilities renormalised
                     to sum 1; out = sum_j p_j Wdown_j (silu(Wgate_j h) * (Wup_j h))
+mistral3    normal  as llama, YaRN with yarn_log_multiplier, and each query times
+                    log(floor(pos / original ctx) + 1) * attention.temperature_scale + 1
 smollm3     normal  as llama, but blocks 3, 7, 11, ... ((il + 1) % 4 == 0) skip rope (NoPE)
 gpt-oss     neox    pre-norm (the FFN norm stored as post_attention_norm); q/k/v/o biases;
                     a sink logit per head joins each softmax's denominator; layers
@@ -118,6 +120,7 @@ class HParams:
     rope_scale_swa: float = 1.0
     ffn_norm: str = "ffn_norm"         # the pre-FFN norm's name (gpt-oss: post_attention_norm)
     no_rope_step: int = 0              # blocks il with (il + 1) % step == 0 skip rope (smollm3: 4)
+    attn_temp_scale: float = 0.0       # mistral3: q *= log(floor(pos / n_ctx_orig) + 1) * this + 1
 
 
 def _field(r, key, default=None):
@@ -170,6 +173,10 @@ def _read_gemma2(get, hp: HParams, a: str) -> None:
     hp.rope_scale_swa = hp.rope_scale
 
 
+def _read_mistral3(get, hp: HParams, a: str) -> None:
+    hp.attn_temp_scale = float(get(f"{a}.attention.temperature_scale", 0.0) or 0.0)
+
+
 def _read_smollm3(get, hp: HParams, a: str) -> None:
     hp.no_rope_step = 4
 
@@ -197,6 +204,7 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family("neox", "silu", "prenorm"),
     "qwen3moe": Family("neox", "silu", "prenorm"),
     "smollm3": Family("norm", "silu", "prenorm", _read_smollm3),
+    "mistral3": Family("norm", "silu", "prenorm", _read_mistral3),
     "gpt-oss": Family("neox", "swiglu_oai", "prenorm", _read_gpt_oss),
     "phi3": Family("neox", "silu", "prenorm"),
     "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
@@ -269,7 +277,11 @@ class Oracle:
         attn_factor = 1.0
         if hp.ext_factor != 0.0:
             f = 1.0 / hp.rope_scale
-            attn_factor = (1.0 + 0.1 * math.log(f)) if f > 1.0 else 1.0
+
+            def mscale(scale, m):
+                return 1.0 + 0.1 * m * math.log(scale) if scale > 1.0 else 1.0
+            log_mul = float(get(f"{a}.rope.scaling.yarn_log_multiplier", 0.0) or 0.0)
+            attn_factor = mscale(f, 1.0) / mscale(f, log_mul) if log_mul else mscale(f, 1.0)
             attn_factor *= 1.0 / (1.0 + 0.1 * math.log(f))
         hp.attn_factor = attn_factor * float(get(f"{a}.rope.scaling.attn_factor", 1.0))
         self.n_expert_used = int(get(f"{a}.expert_used_count", 0) or 0)
@@ -368,6 +380,8 @@ class Oracle:
         if not (hp.no_rope_step and (il + 1) % hp.no_rope_step == 0):   # NoPE blocks (smollm3)
             cs = self._cos_sin(pos, il)
             q, k = self._rope(q, cs), self._rope(k, cs)
+        if hp.attn_temp_scale:                                  # mistral3's query temperature
+            q = q * (np.log(np.floor(pos / hp.n_ctx_orig) + 1.0) * hp.attn_temp_scale + 1.0)[:, None, None]
         if cache is not None:
             k = np.concatenate([cache[il][0], k], axis=0)
             v = np.concatenate([cache[il][1], v], axis=0)

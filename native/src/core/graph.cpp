@@ -258,6 +258,9 @@ Tensor* Graph::rope(Tensor* x, Tensor* pos, const RopeParams& rp, Tensor* factor
     }
     t->fparams[4] = lo;
     t->fparams[5] = hi;
+    check(rp.temp_scale == 0.0f || rp.temp_floor > 0, "attention temperature needs its floor");
+    t->fparams[6] = rp.temp_scale;
+    t->iparams[2] = rp.temp_floor;
     return t;
 }
 

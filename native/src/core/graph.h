@@ -26,6 +26,10 @@ struct RopeParams {
     float beta_fast = 32.0f;   // YaRN correction range
     float beta_slow = 1.0f;
     int n_ctx_orig = 0;        // YaRN: the context length the model was trained at
+    // Llama 4 / Ministral 3 attention temperature (queries only): after the rotation a
+    // token's row is multiplied by log(floor(pos / temp_floor) + 1) * temp_scale + 1
+    float temp_scale = 0.0f;   // 0: none
+    int temp_floor = 0;
 };
 
 class Graph {

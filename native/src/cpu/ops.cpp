@@ -176,6 +176,8 @@ void op_rope(const Tensor* t, int ith, int nth) {
     const float ext_factor = t->fparams[2];
     const float attn_factor = t->fparams[3];
     const float corr_lo = t->fparams[4], corr_hi = t->fparams[5];
+    const float temp_scale = t->fparams[6];
+    const int temp_floor = t->iparams[2];
     // YaRN raises the magnitude as it interpolates
     const float mscale = ext_factor != 0.0f ? attn_factor * (1.0f + 0.1f * std::log(1.0f / freq_scale)) : attn_factor;
     const float theta_scale = std::pow(freq_base, -2.0f / (float)n_rot);
@@ -215,6 +217,11 @@ void op_rope(const Tensor* t, int ith, int nth) {
             yi[b] = x0 * s + x1 * c;
         }
         for (int64_t i0 = n_rot; i0 < head_dim; ++i0) yi[i0] = xi[i0];
+        if (temp_scale != 0.0f) {
+            // the position's attention temperature, worked out as llama.cpp's input does (double)
+            const float tq = (float)(std::log(std::floor((double)pos[j] / temp_floor) + 1.0) * temp_scale + 1.0);
+            for (int64_t i0 = 0; i0 < head_dim; ++i0) yi[i0] *= tq;
+        }
     }
 }
 

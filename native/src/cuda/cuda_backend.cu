@@ -536,7 +536,8 @@ bool cu_supports(int, const Tensor* t) {
                    rows_contiguous_f32(t);
         case Op::SCALE:
             return rows_contiguous_f32(t->src[0]) && rows_contiguous_f32(t);
-        case Op::ROPE: return rows_contiguous_f32(t->src[0]) && t->iparams[0] <= t->src[0]->ne[0];
+        case Op::ROPE:  // the attention temperature (Ministral 3) stays on the CPU
+            return t->fparams[6] == 0.0f && rows_contiguous_f32(t->src[0]) && t->iparams[0] <= t->src[0]->ne[0];
         case Op::KV_STORE:
             return t->src[2]->type == DType::F16 && t->src[3]->type == DType::F16 && t->src[2]->nb[2] == t->src[3]->nb[2];
         case Op::ATTENTION: {

@@ -17,6 +17,8 @@ const ArchSpec kArchs[] = {
      nullptr,             nullptr,            qwen3_bind_layer,  llama_build_graph},
     {"qwen3moe", "Qwen3-MoE (30B-A3B, Coder-30B-A3B, 235B-A22B)", RopeMode::NEOX,
      qwen3moe_read_hparams, nullptr,          qwen3moe_bind_layer, llama_build_graph},
+    {"mistral3", "Ministral 3, Mistral Small 3.x (text, as converted in 2026)", RopeMode::NORMAL,
+     mistral3_read_hparams, llama_bind_model, llama_bind_layer,  llama_build_graph},
     {"smollm3", "SmolLM3", RopeMode::NORMAL,
      smollm3_read_hparams, llama_bind_model,  llama_bind_layer,  llama_build_graph},
     {"gpt-oss", "gpt-oss (20b, 120b)", RopeMode::NEOX,

@@ -47,6 +47,7 @@ void llama_build_graph(GraphBuilder& b);
 void qwen3_bind_layer(Model& m, int32_t il);
 void qwen3moe_read_hparams(const GGUFFile& g, HParams& h);
 void smollm3_read_hparams(const GGUFFile& g, HParams& h);
+void mistral3_read_hparams(const GGUFFile& g, HParams& h);
 void qwen3moe_bind_layer(Model& m, int32_t il);
 void gemma2_read_hparams(const GGUFFile& g, HParams& h);
 void gemma2_bind_model(Model& m);

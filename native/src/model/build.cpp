@@ -106,7 +106,10 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         q = g.reshape(q, hd, hp.n_head, cur->ne[1]);
     }
     if (L.q_norm) q = name(norm(q, L.q_norm), "Qcur_normed", il);
-    q = name(rope ? g.rope(q, pos, rp, rope_factors) : q, "Qcur", il);
+    RopeParams rq = rp;
+    rq.temp_scale = hp.attn_temp_scale;
+    rq.temp_floor = hp.n_ctx_orig;
+    q = name(rope ? g.rope(q, pos, rq, rope_factors) : q, "Qcur", il);
     const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
     Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
                                hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap, L.attn_sinks);

@@ -47,7 +47,9 @@ MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
     // One batch's widest intermediates (the plan reuses buffers, so a few of each live at
     // once: residual, norm, Q/K/V, attention output, FFN gate/up/down), in F32, plus one
     // row of logits.
-    const uint64_t per_token = 4ull * (4ull * (uint64_t)h.n_embd + 3ull * (uint64_t)h.n_ff +
+    // (a mixture of experts' gate/up/down products are k experts wide per token)
+    const uint64_t ff = std::max<uint64_t>((uint64_t)h.n_ff, (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp);
+    const uint64_t per_token = 4ull * (4ull * (uint64_t)h.n_embd + 3ull * ff +
                                        2ull * (uint64_t)h.head_dim * (uint64_t)(h.n_head + 2 * h.n_head_kv));
     need.compute = per_token * (uint64_t)n_batch + 4ull * (uint64_t)h.n_vocab;
     return need;

@@ -28,6 +28,12 @@ void qwen3_bind_layer(Model& m, int32_t il) {
     bind_ffn_weights(m, il);
 }
 
+void mistral3_read_hparams(const GGUFFile& g, HParams& h) {
+    h.attn_temp_scale = (float)g.get_float_or(h.arch + ".attention.temperature_scale", 0.0);
+    if (h.attn_temp_scale != 0.0f && h.n_ctx_orig <= 0)
+        fail(EMBER_ERR_FORMAT, "attention temperature scaling needs rope.scaling.original_context_length");
+}
+
 void smollm3_read_hparams(const GGUFFile&, HParams& h) {
     h.n_no_rope_step = 4;  // llama.cpp's smollm3: blocks 3, 7, 11, ... attend without rope
 }

@@ -63,6 +63,9 @@ struct HParams {
     // NoPE blocks: every n-th block (il + 1 a multiple of it) attends without rope (SmolLM3:
     // 4); 0: every block ropes
     int32_t n_no_rope_step = 0;
+    // Ministral 3's attention temperature (attention.temperature_scale; 0: none), over
+    // blocks of the original context's length
+    float attn_temp_scale = 0.0f;
 
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
     bool ropes(int32_t il) const { return n_no_rope_step <= 0 || (il + 1) % n_no_rope_step != 0; }
