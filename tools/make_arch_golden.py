@@ -67,6 +67,13 @@ FAMILY_TEXTS = {
 }
 JOIN = "\n\n"
 
+# Quantized variants with goldens of their own (--quant): llama-quantize's file (the test
+# makes the same bytes with Ember's quantizer), llama.cpp's logits on it. The bar is the one
+# a supported family meets quantized (qwen3 Q4_K_M: NMSE 3.8e-4, no top-1 miss where
+# llama.cpp's gap >= 0.5), held here as QUANT_NMSE_BAR.
+QUANT_VARIANTS = {"qwen3moe": ["Q4_K_M"], "gpt-oss": ["Q8_0"]}
+QUANT_NMSE_BAR = 1e-3
+
 
 def family_text(family: str) -> str:
     return JOIN.join((TEXTS / f"{n}.txt").read_text(encoding="utf-8") for n in FAMILY_TEXTS[family])
@@ -141,6 +148,9 @@ def main(argv=None) -> int:
     ap.add_argument("families", nargs="*", default=None)
     ap.add_argument("--no-oracle", action="store_true",
                     help="skip the oracle agreement measurement")
+    ap.add_argument("--quant", action="store_true",
+                    help="the quantized variants (QUANT_VARIANTS) instead: llama-quantize "
+                         "($LLAMA_QUANTIZE) makes them, llama.cpp's logits on them")
     ap.add_argument("--oracle-only", action="store_true",
                     help="only re-measure the oracle against the existing npz files")
     a = ap.parse_args(argv)
@@ -165,6 +175,25 @@ def main(argv=None) -> int:
     def save():
         meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
+    if a.quant:
+        import os
+        import subprocess
+        quantize = os.environ.get("LLAMA_QUANTIZE", "llama-quantize")
+        qmeta = arch_meta.setdefault("quantized", {})
+        for fam in fams:
+            for ft in QUANT_VARIANTS.get(fam, []):
+                src = make_arch_models.build(fam)
+                dst = src.with_name(f"llama-quantize-{fam}-{ft}.gguf")
+                subprocess.run([quantize, str(src), str(dst), ft], check=True, capture_output=True)
+                st = run_llama_cpp(dst, fam)
+                npz = GOLDEN / f"arch_{fam}-{ft}.npz"
+                np.savez_compressed(npz, **st)
+                qmeta[f"{fam}-{ft}"] = {"sha256": file_sha256_cached(dst), "n_tokens": int(len(st["tokens"])),
+                                        "frac_gap_ge_0.5": round(float((st["gap"] >= GAP_SURE).mean()), 4),
+                                        "made_by": "llama-quantize (llama-cpp-python 0.3.36 sdist)"}
+                log(f"wrote {npz.name}")
+                save()
+        return 0
     for fam in fams:
         spec = make_arch_models.FAMILIES[fam]
         path = make_arch_models.build(fam)

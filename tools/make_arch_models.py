@@ -474,6 +474,21 @@ def build(family: str, out_dir: Path | None = None, force: bool = False) -> Path
     return path
 
 
+def quantized(family: str, ftype: str, out_dir: Path | None = None) -> Path:
+    """The synthetic file of `family` quantized to `ftype` by Ember's quantizer (the same
+    bytes as llama-quantize's: tests/engine/test_architectures.py checks the sha256 that
+    tools/make_arch_golden.py --quant recorded from llama-quantize's file)."""
+    from ember.commands.quantize import quantize_file
+    src = build(family, out_dir)
+    dst = src.with_name(f"ember-synth-{family}-{ftype}.gguf")
+    with fetch_assets._lock("synthetic"):
+        if not dst.is_file() or dst.stat().st_mtime < src.stat().st_mtime:
+            tmp = dst.with_suffix(".tmp")
+            quantize_file(src, tmp, ftype)
+            os.replace(tmp, dst)
+    return dst
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     from tools.make_variants import file_sha256_cached

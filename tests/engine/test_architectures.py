@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from tools import make_arch_models
-from tools.make_arch_golden import GAP_SURE, LONG_FROM, NMSE_BAR, centred_nmse, family_text
+from tools.make_arch_golden import (GAP_SURE, LONG_FROM, NMSE_BAR, QUANT_NMSE_BAR, QUANT_VARIANTS,
+                                     centred_nmse, family_text)
 
 FAMILIES = list(make_arch_models.FAMILIES)
 N_CTX = 2048
@@ -194,3 +195,35 @@ def test_every_isa_level_matches_llama_cpp(fam, arch_models, golden_dir):
         sub = lg[g["rows"][keep]][:, g["cols"]]
         nmse = centred_nmse(sub, g["sub_logits"][keep])
         assert nmse <= NMSE_BAR, f"{fam} at {isa}, n_batch {n_batch}: NMSE {nmse:.3g} > {NMSE_BAR}"
+
+
+# ---------------------------------------------------------------------------
+# quantized variants (tools/make_arch_golden.py --quant)
+# ---------------------------------------------------------------------------
+
+QUANT = [(fam, ft) for fam, fts in QUANT_VARIANTS.items() for ft in fts]
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("fam, ftype", QUANT, ids=[f"{f}-{t}" for f, t in QUANT])
+def test_quantized_variant_matches_llama_cpp(fam, ftype, arch_meta, golden_meta, golden_dir):
+    """Ember's quantizer makes llama-quantize's bytes (sha256 recorded from llama-quantize's
+    file), and Ember's logits on them are llama.cpp's within the quantized bar, every
+    confident top-1 the same: mixture-of-experts routing on quantized activations included."""
+    from ember.engine import Model
+    from tools.make_variants import file_sha256_cached
+    rec = golden_meta["arch"]["quantized"][f"{fam}-{ftype}"]
+    path = make_arch_models.quantized(fam, ftype)
+    assert file_sha256_cached(path) == rec["sha256"], f"{path.name}: not llama-quantize's bytes"
+    g = load_golden(golden_dir, f"{fam}-{ftype}")
+    m = Model(path, n_ctx=N_CTX, n_threads=2)
+    try:
+        lg = m.eval_logits([int(t) for t in g["tokens"]])
+    finally:
+        m.close()
+    res = summarize(lg, g)
+    nmse = centred_nmse(res["sub"], g["sub_logits"])
+    assert nmse <= QUANT_NMSE_BAR, f"{fam} {ftype}: NMSE {nmse:.3g} > {QUANT_NMSE_BAR}"
+    sure = g["gap"] >= GAP_SURE
+    wrong = np.flatnonzero(sure & (res["top1"] != g["top_ids"][:, 0]))
+    assert wrong.size == 0, f"{fam} {ftype}: top-1 differs at {wrong[:10]}"
