@@ -52,9 +52,12 @@ def run_ember(model: Path, p: int, n: int, t: int, reps: int, depth: int = 0) ->
             "rss": data.get("peak_rss_bytes") or 0}
 
 
+LLAMA_EXTRA: list[str] = []  # --llama-arg: passed to every llama-bench run
+
+
 def run_llama(bench: Path, model: Path, p: int, n: int, t: int, reps: int, depth: int = 0) -> dict:
     cmd = [str(bench), "-m", str(model), "-p", str(p), "-n", str(n), "-t", str(t), "-r", str(reps),
-           "-d", str(depth), "-o", "json"]
+           "-d", str(depth), "-o", "json", *LLAMA_EXTRA]
     # wait4 gives this child's own peak RSS (Linux and macOS)
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
         out = proc.stdout.read()
@@ -128,7 +131,10 @@ def main() -> int:
     ap.add_argument("-r", "--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=2, help="alternations of the two programs")
     ap.add_argument("--markdown", type=Path, help="append the table to this file")
+    ap.add_argument("--llama-arg", action="append", default=[],
+                    help="an argument for llama-bench (repeat: --llama-arg=--repack --llama-arg=0)")
     a = ap.parse_args()
+    LLAMA_EXTRA[:] = a.llama_arg
 
     secs = lambda x: f"{x:.2f}" if x is not None else "?"  # noqa: E731
     num = lambda x: f"{x:.1f}" if x is not None else "-"  # noqa: E731

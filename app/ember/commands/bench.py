@@ -189,6 +189,18 @@ def _read_bandwidth_gbs(n_threads: int = 2, seconds: float = 0.6) -> float:
     return best
 
 
+def _decode_weight_bytes(model, tensors) -> int:
+    """The weight bytes a one-token decode reads: every tensor once, one row of an untied
+    token_embd (a tied one is the output product too), and of a mixture of experts' expert
+    tensors the used share."""
+    size = sum(x.n_bytes for x in tensors)
+    emb = next((x for x in tensors if x.name == "token_embd.weight"), None)
+    tied = not any(x.name == "output.weight" for x in tensors)
+    if emb and not tied:
+        size += emb.n_bytes // emb.shape[1] - emb.n_bytes
+    return size - _unread_expert_bytes(model, tensors)
+
+
 def _unread_expert_bytes(model, tensors) -> int:
     """The bytes of a mixture-of-experts file that one decode does not read: each expert
     tensor ([in, out, n_expert]) is read for n_expert_used of its n_expert experts only."""
@@ -322,12 +334,7 @@ def main(args) -> int:
     # the kernels' layout is done (steady state), and when that was is reported
     model.layout_progress(wait=True)
     layout_s = time.perf_counter() - t0
-    # bytes a one-token decode must read: every matrix once, one embedding row
-    weight_bytes = sum(t.n_bytes for t in model.tensors() if t.name != "token_embd.weight")
-    emb = next(t for t in model.tensors() if t.name == "token_embd.weight")
-    tied = not any(t.name == "output.weight" for t in model.tensors())
-    weight_bytes += emb.n_bytes if tied else emb.n_bytes // emb.shape[1]
-    weight_bytes += _kv_bytes_per_token(model, depth)
+    weight_bytes = _decode_weight_bytes(model, model.tensors()) + _kv_bytes_per_token(model, depth)
     profiles: dict | None = {} if args.profile else None
     bws: list = []
     res = bench_model(model, args.n_prompt, args.n_gen, args.reps, profiles, depth=depth, bandwidths=bws)
@@ -433,11 +440,7 @@ def run_tests(path: str, n_prompt: list[int], n_gen: list[int], threads: list[in
             n_threads = model.n_threads or default_threads()
             tensors = model.tensors()
             size = sum(x.n_bytes for x in tensors)
-            emb = next((x for x in tensors if x.name == "token_embd.weight"), None)
-            tied = not any(x.name == "output.weight" for x in tensors)
-            weights = size - (emb.n_bytes if emb and not tied else 0) + \
-                (emb.n_bytes // emb.shape[1] if emb and not tied else 0)
-            weights -= _unread_expert_bytes(model, tensors)
+            weights = _decode_weight_bytes(model, tensors)
             shared = {"build_commit": f"ember {__version__}", "build_number": 0,
                       "cpu_info": system, "gpu_info": "",
                       "backends": str(getattr(model.context, "backend", "") or "CPU").upper(),
