@@ -78,6 +78,8 @@ std::vector<uint8_t> rand_row(DType t, int64_t k) {
                 set(offsetof(BlockQ5_K, dmin), rand_half(0.0f, 0.003f));
                 break;
             case DType::Q6_K: set(offsetof(BlockQ6_K, d), rand_half(-0.001f, 0.001f)); break;
+            case DType::IQ4_NL: set(offsetof(BlockIQ4_NL, d), rand_half(-0.001f, 0.001f)); break;
+            case DType::IQ4_XS: set(offsetof(BlockIQ4_XS, d), rand_half(-0.0002f, 0.0002f)); break;
             default: break;
         }
     }
@@ -251,6 +253,11 @@ void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
         case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
         case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
         case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
+        case DType::MXFP4: {  // an E8M0 byte: 2^(e - 128) on the doubled values, d a power of two
+            const int e = (int)std::lround(std::log2(d)) + 128;
+            blk[offsetof(BlockMXFP4, e)] = (uint8_t)(e < 0 ? 0 : e > 255 ? 255 : e);
+            return;
+        }
         default: break;
     }
     const uint16_t hd = fp32_to_fp16(d), hm = fp32_to_fp16(dmin);
@@ -269,7 +276,7 @@ void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
 int check_extreme_sums(const Isa* levels) {
     int failures = 0;
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                    DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
         // K-quants: one super-block per row; M = 8 rows give the four-row tiles and N = 5
         // columns the four-column tile plus a single one
@@ -279,7 +286,7 @@ int check_extreme_sums(const Isa* levels) {
             uint8_t byte;
             int q6_scale;  // Q6_K's sub-block scales instead of `byte` (0: as filled)
         };
-        for (const Fill f : {Fill{0x00, 0}, Fill{0xff, 0}, Fill{0x81, 0}, Fill{0x00, 127}, Fill{0x00, -128}})
+        for (const Fill f : {Fill{0x00, 0}, Fill{0xff, 0}, Fill{0x81, 0}, Fill{0x77, 0}, Fill{0x00, 127}, Fill{0x00, -128}})
             for (float sign : {1.0f, -1.0f}) {
                 if (f.q6_scale && t != DType::Q6_K) continue;
                 const uint8_t fill = f.byte;
@@ -353,7 +360,7 @@ int check_amx() {
     int failures = 0, checked = 0;
     const bool was = amx_enabled();
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                    DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
         const bool kq = tt->block_size == 256;
         // K: a whole panel block and part of one (8 super-blocks, 64 32-element blocks)
@@ -438,16 +445,17 @@ int check_amx() {
 }
 
 int main() {
-    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,  DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,  DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL,
+                           DType::IQ4_XS};
     const Isa levels[] = {Isa::SCALAR, Isa::AVX2, Isa::AVX512, Isa::NEON};
     int failures = 0;
 
     // The type table walked by id: every type a model may hold as a weight has kernels at
     // every level (and is checked below); every other id is refused, never handed another
     // type's kernel.
-    for (uint32_t id = 0; id < 32; ++id) {
+    for (uint32_t id = 0; id < kDTypeCount + 8; ++id) {
         const DType t = (DType)id;
         const bool listed = std::find(std::begin(types), std::end(types), t) != std::end(types);
         if (weight_type_supported(t) != listed) {

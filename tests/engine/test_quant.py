@@ -98,6 +98,104 @@ def test_k_quants_from_llama_cpp_quantizer(golden_dir):
         assert want.size == n and _bits_equal(got, want), name
 
 
+# ---- the 4-bit table types (MXFP4, IQ4_NL, IQ4_XS): blocks gguf-py dequantizes ----------
+
+def _finite_halves(rng, n):
+    """n random finite f16 bit patterns of either sign (every exponent, subnormals too)."""
+    h = rng.integers(0, 1 << 16, n, dtype=np.uint16)
+    return np.where((h & 0x7C00) == 0x7C00, h & 0x83FF, h).astype(np.uint16)
+
+
+def _random_blocks(type_, n_blocks, seed):
+    rng = np.random.default_rng(seed)
+    size = GGML_QUANT_SIZES[type_][1]
+    raw = rng.integers(0, 256, (n_blocks, size), dtype=np.uint8)
+    if type_ in (T.IQ4_NL, T.IQ4_XS):  # the f16 d first: finite (gguf-py's inf x 0 would be NaN)
+        raw[:, 0:2] = _finite_halves(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
+    return raw
+
+
+def _check_blocks(type_, raw):
+    want = gq.dequantize(raw, type_).astype(np.float32).ravel()
+    got = engine.dequantize(int(type_), raw.tobytes(), want.size)
+    assert _bits_equal(got, want), f"{type_.name}: first mismatch at " \
+        f"{np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))[:5]}"
+
+
+@pytest.mark.parametrize("type_", [T.MXFP4, T.IQ4_NL, T.IQ4_XS])
+def test_table_types_dequantize_random_blocks_as_gguf_py(type_):
+    _check_blocks(type_, _random_blocks(type_, 4096, seed=int(type_)))
+
+
+def _every_code_bytes():
+    """16 bytes whose low and high nibbles take all 16 codes (low j, high 15 - j)."""
+    j = np.arange(16, dtype=np.uint8)
+    return j | ((15 - j) << 4)
+
+
+def test_mxfp4_every_exponent_and_code_as_gguf_py():
+    """All 256 E8M0 bytes (the two subnormal halves 0 and 1, and 255, which ggml reads as
+    2^127, not NaN) with all 16 codes in each block."""
+    raw = np.zeros((256, 17), dtype=np.uint8)
+    raw[:, 0] = np.arange(256)
+    raw[:, 1:] = _every_code_bytes()
+    _check_blocks(T.MXFP4, raw)
+    got = engine.dequantize(int(T.MXFP4), raw.tobytes(), 256 * 32).reshape(256, 32)
+    # the values themselves, not only gguf-py's bits: e2m1 x 2^(e - 127)
+    e2m1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, 0, -.5, -1, -1.5, -2, -3, -4, -6])
+    codes = np.concatenate([np.arange(16), 15 - np.arange(16)])
+    want = e2m1[codes][None, :] * np.exp2(np.arange(256, dtype=np.float64) - 127)[:, None]
+    with np.errstate(over="ignore"):  # 12 x 2^127 is past float32: inf, as gguf-py's
+        want = want.astype(np.float32)
+    assert np.array_equal(got, want)
+    # code 8 (E2M1's -0) is +0: ggml's doubled table holds it as the integer 0
+    assert not np.signbit(got[:, [0, 8, 23, 31]]).any()
+
+
+@pytest.mark.parametrize("type_", [T.IQ4_NL, T.IQ4_XS])
+def test_iq4_every_code_and_scale_as_gguf_py(type_):
+    """Every code under f16 scales at the edges (+-0, subnormals, the largest finite) and,
+    for IQ4_XS, every 6-bit group scale (0..63, i.e. -32..31)."""
+    halves = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF],
+                      dtype=np.uint16)
+    size = GGML_QUANT_SIZES[type_][1]
+    if type_ == T.IQ4_NL:
+        raw = np.zeros((halves.size, size), dtype=np.uint8)
+        raw[:, 2:] = _every_code_bytes()
+    else:
+        # 8 blocks per scale half: block k's group g takes scale 8 k + g
+        rows = []
+        for h in halves:
+            for k in range(8):
+                ls = 8 * k + np.arange(8)
+                b = np.zeros(size, dtype=np.uint8)
+                b[2:4] = np.array([sum(((int(v) >> 4) & 3) << (2 * g) for g, v in enumerate(ls))],
+                                  dtype=np.uint16).view(np.uint8)
+                b[4:8] = [(ls[2 * i] & 15) | ((ls[2 * i + 1] & 15) << 4) for i in range(4)]
+                b[8:] = np.tile(_every_code_bytes(), 8)
+                rows.append(b)
+        raw = np.stack(rows)
+    raw[:, 0:2] = np.repeat(halves, raw.shape[0] // halves.size).view(np.uint8).reshape(-1, 2)
+    _check_blocks(type_, raw)
+
+
+def test_mxfp4_quantizer_makes_gguf_pys_bytes(real_weights):
+    """ggml's quantize_row_mxfp4_ref (which gguf-py mirrors): the exponent from the block's
+    largest magnitude, nearest codes, first on ties; also blocks of zeros, ties and tiny
+    or huge magnitudes."""
+    rng = np.random.default_rng(39)
+    special = np.stack([
+        np.zeros(32), np.full(32, 1e-30), np.full(32, -3e38), np.full(32, 0.75),  # 0.75: a tie
+        np.linspace(-7, 7, 32), rng.standard_normal(32) * 1e20, rng.standard_normal(32) * 1e-20,
+    ]).astype(np.float32)
+    for x in (real_weights, special):
+        want = gq.quantize(x, T.MXFP4)
+        got = engine.quantize(int(T.MXFP4), x)
+        assert got == want.tobytes()
+        back = engine.dequantize(int(T.MXFP4), got, x.size)
+        assert _bits_equal(back, gq.dequantize(want, T.MXFP4).astype(np.float32).ravel())
+
+
 def test_fp16_conversion_covers_every_half_value():
     halves = np.arange(65536, dtype=np.uint16)
     got = engine.dequantize(int(T.F16), halves.tobytes(), halves.size)
@@ -180,7 +278,7 @@ def test_type_table_matches_gguf_py():
     # side's Q8_1/Q8_K and I32 ids)
     assert sorted(known.values()) == sorted(
         ["F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K",
-         "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "I32"])
+         "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "I32", "MXFP4", "IQ4_NL", "IQ4_XS"])
 
 
 def test_the_quantizers_type_lists_are_the_engines():
