@@ -144,14 +144,14 @@ void vec_dot_legacy(int64_t n, float* s, const void* w, const void* a) {
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {  // two chains hide the cvt/fma latency
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i], y[i])),
-                               _mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), acc0);
+                               _mm256_set1_ps(block_scale(x[i]) * f16(y[i].d)), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i + 1], y[i + 1])),
-                               _mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)), acc1);
+                               _mm256_set1_ps(block_scale(x[i + 1]) * f16(y[i + 1].d)), acc1);
         m += min_term<D>(x[i], y[i]) + min_term<D>(x[i + 1], y[i + 1]);
     }
     for (; i < nb; ++i) {
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i], y[i])),
-                               _mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), acc0);
+                               _mm256_set1_ps(block_scale(x[i]) * f16(y[i].d)), acc0);
         m += min_term<D>(x[i], y[i]);
     }
     *s = hsum(_mm256_add_ps(acc0, acc1)) + m;
@@ -178,7 +178,7 @@ inline void tile_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* 
             const B& b = reinterpret_cast<const B*>(w + r * ws)[i];
             q[r] = D::dec(b);
             if constexpr (D::kSigned) qa[r] = _mm256_sign_epi8(q[r], q[r]);
-            wd[r] = f16(b.d);
+            wd[r] = block_scale(b);
             if constexpr (D::kMin) wm[r] = f16(b.m);
             else wm[r] = 0.0f;
         }
@@ -240,8 +240,7 @@ struct Legacy4 {
                 q[r] = _mm256_sign_epi8(w8, w8);
             } else q[r] = D::dec(xr[r][kS * i]);
         }
-        const __m128i dh = pack_u16x4(xr[0][kS * i].d, xr[1][kS * i].d, xr[2][kS * i].d, xr[3][kS * i].d);
-        wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
+        wd = block_scales4(xr[0][kS * i], xr[1][kS * i], xr[2][kS * i], xr[3][kS * i]);  // [d0..d3 | d0..d3]
         wm = _mm256_setzero_ps();
         if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(xr[0][kS * i].m, xr[1][kS * i].m, xr[2][kS * i].m, xr[3][kS * i].m));  // [m0..m3 | 0]
     }
@@ -566,7 +565,7 @@ template <class D, int C, bool X4>
 void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                       size_t lds) {
     const int64_t nb = n / QK;
-    if constexpr (!std::is_same<D, DecQ8_0>::value) {  // Q8_0's blocks are bytes already
+    if constexpr (!kWideSigned<D>) {  // Q8_0's blocks are bytes already; the table types' pshufb is cheap
         if (nc >= C) {
             const uint8_t* W = static_cast<const uint8_t*>(w);
             const uint8_t* Ac = static_cast<const uint8_t*>(a);
@@ -1859,6 +1858,11 @@ void register_avx2_kernels(KernelTable& t) {
                           gemm_k_x4<BlockQ5_K>};
     t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ6_K>, gemm_k<BlockQ6_K>,
                           gemm_k_x4<BlockQ6_K>};
+    // the 4-bit table types: Q8_0's tiles on the values one pshufb gives
+    t[(int)DType::MXFP4] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecMXFP4>, gemm_legacy<DecMXFP4, 4>,
+                           gemm_legacy_x4<DecMXFP4, 4>};
+    t[(int)DType::IQ4_NL] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecIQ4_NL>, gemm_legacy<DecIQ4_NL, 4>,
+                            gemm_legacy_x4<DecIQ4_NL, 4>};
 }
 
 }  // namespace ember
