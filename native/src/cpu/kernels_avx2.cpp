@@ -1622,6 +1622,67 @@ void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     gemm_k_rows<B, true>(n, nr, nc, w, ws, a, as, s, lds);
 }
 
+// ---- IQ4_XS x Q8_K ----------------------------------------------------------------------
+// The IQ4_NL table's values (-127..113) by pshufb, the sign trick per 32-group (pairs of
+// |q| a stay within int16: 2 * 127 * 127), then madd by the group's scale (-32..31) into
+// int32 lanes: the scalar reference's integers, per super-block, in eight lanes. A row
+// streams past C columns, each group decoded once for all of them; vec_dot is the C = 1
+// tile, so a column gets the same float operations alone as in a batch.
+template <int C>
+inline void iq4_xs_row(int64_t nbk, const BlockIQ4_XS* x, const BlockQ8_K* const* y, float* out) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kValuesIQ4NL)));
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const BlockIQ4_XS& b = x[i];
+        __m256i isum[C];
+        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const __m256i q = _mm256_shuffle_epi8(table, nibbles32(b.qs + 16 * g));
+            const __m256i qa = _mm256_sign_epi8(q, q);
+            const __m256i sc = _mm256_set1_epi16((short)iq4_xs_scale(b, g));
+            for (int c = 0; c < C; ++c) {
+                const __m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(loadu256(y[c][i].qs + 32 * g), q));
+                isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, sc));
+            }
+        }
+        const float d = f16(b.d);
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_set1_ps(d * y[c][i].d), acc[c]);
+    }
+    for (int c = 0; c < C; ++c) out[c] = hsum(acc[c]);
+}
+
+void vec_dot_iq4_xs(int64_t n, float* s, const void* w, const void* a) {
+    const BlockQ8_K* y[1] = {static_cast<const BlockQ8_K*>(a)};
+    iq4_xs_row<1>(n / QK_K, static_cast<const BlockIQ4_XS*>(w), y, s);
+}
+
+void gemm_iq4_xs(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                 size_t lds) {
+    const int64_t nbk = n / QK_K;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    auto col = [&](int c) { return reinterpret_cast<const BlockQ8_K*>(A + (size_t)c * as); };
+    int c = 0;
+    for (; c + 4 <= nc; c += 4) {
+        const BlockQ8_K* y[4] = {col(c), col(c + 1), col(c + 2), col(c + 3)};
+        for (int r = 0; r < nr; ++r) {
+            float out[4];
+            iq4_xs_row<4>(nbk, reinterpret_cast<const BlockIQ4_XS*>(W + (size_t)r * ws), y, out);
+            for (int j = 0; j < 4; ++j) s[(size_t)(c + j) * lds + (size_t)r] = out[j];
+        }
+    }
+    for (; c < nc; ++c) {
+        const BlockQ8_K* y[1] = {col(c)};
+        for (int r = 0; r < nr; ++r) {
+            const uint8_t* p = W + (size_t)r * ws;
+            if (nc == 1) prefetch_ahead(p, p + (size_t)nbk * sizeof(BlockIQ4_XS));
+            iq4_xs_row<1>(nbk, reinterpret_cast<const BlockIQ4_XS*>(p), y, s + (size_t)c * lds + (size_t)r);
+        }
+    }
+}
+
 // q . k over the F16 cache with F16C: 16 values per step in two accumulators.
 float dot_f32_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -1863,6 +1924,7 @@ void register_avx2_kernels(KernelTable& t) {
                            gemm_legacy_x4<DecMXFP4, 4>};
     t[(int)DType::IQ4_NL] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecIQ4_NL>, gemm_legacy<DecIQ4_NL, 4>,
                             gemm_legacy_x4<DecIQ4_NL, 4>};
+    t[(int)DType::IQ4_XS] = {DType::Q8_K, quantize_row_q8_k, vec_dot_iq4_xs, gemm_iq4_xs};
 }
 
 }  // namespace ember

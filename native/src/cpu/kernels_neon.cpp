@@ -664,6 +664,32 @@ struct DecQ5_1 {
     }
 };
 
+// The 4-bit table types: the nibbles as indices into the 16 int8 values (one TBL per half)
+template <const int8_t (&kValues)[16]>
+inline void table_dec(const uint8_t* qs, int8x16_t* lo, int8x16_t* hi) {
+    const int8x16_t t = vld1q_s8(kValues);
+    const uint8x16_t q = vld1q_u8(qs);
+    *lo = vqtbl1q_s8(t, vandq_u8(q, vdupq_n_u8(0x0f)));
+    *hi = vqtbl1q_s8(t, vshrq_n_u8(q, 4));
+}
+struct DecMXFP4 {
+    using Block = BlockMXFP4;
+    using Act = BlockQ8_0;
+    static constexpr bool kMin = false;
+    static void dec(const Block& b, int8x16_t* lo, int8x16_t* hi) { table_dec<kValuesMXFP4>(b.qs, lo, hi); }
+};
+struct DecIQ4_NL {
+    using Block = BlockIQ4_NL;
+    using Act = BlockQ8_0;
+    static constexpr bool kMin = false;
+    static void dec(const Block& b, int8x16_t* lo, int8x16_t* hi) { table_dec<kValuesIQ4NL>(b.qs, lo, hi); }
+};
+
+// a block's weight scale: its f16 d, or MXFP4's E8M0 half scale
+template <typename B>
+inline float block_scale(const B& b) { return fp16_to_fp32(b.d); }
+inline float block_scale(const BlockMXFP4& b) { return e8m0_to_fp32_half(b.e); }
+
 template <typename D>
 inline float block_min(const typename D::Block& b) {
     if constexpr (D::kMin) return fp16_to_fp32(b.m);
@@ -689,7 +715,7 @@ EMBER_NEON_TARGET void gemm_cols(int64_t nb, const typename D::Block* w, const t
     for (int64_t i = 0; i < nb; ++i) {
         int8x16_t lo, hi;
         D::dec(w[i], &lo, &hi);
-        const float dw = fp16_to_fp32(w[i].d), mw = block_min<D>(w[i]);
+        const float dw = block_scale(w[i]), mw = block_min<D>(w[i]);
         for (int j = 0; j < kCols; ++j) {
             const int32x4_t p = dot32(lo, hi, a[j][i].qs);
             acc[j] = vmlaq_n_f32(acc[j], vcvtq_f32_s32(p), dw * fp16_to_fp32(a[j][i].d));
@@ -723,11 +749,20 @@ EMBER_NEON_TARGET void gemm_legacy(int64_t n, int nr, int nc, const void* w, siz
     }
 }
 
+// one column of gemm_cols: the table types' dot product (the same operations as their tiles)
+template <typename D>
+EMBER_NEON_TARGET void vec_dot_cols(int64_t n, float* s, const void* wv, const void* av) {
+    const typename D::Act* cols[1] = {static_cast<const typename D::Act*>(av)};
+    gemm_cols<D, 1>(n / QK, static_cast<const typename D::Block*>(wv), cols, s);
+}
+
 GemmFn integer_gemm(DType weight, DType act) {
     if (act == DType::Q8_0) {
         if (weight == DType::Q4_0) return gemm_legacy<DecQ4_0>;
         if (weight == DType::Q5_0) return gemm_legacy<DecQ5_0>;
         if (weight == DType::Q8_0) return gemm_legacy<DecQ8_0>;
+        if (weight == DType::MXFP4) return gemm_legacy<DecMXFP4>;
+        if (weight == DType::IQ4_NL) return gemm_legacy<DecIQ4_NL>;
     } else if (act == DType::Q8_1) {
         if (weight == DType::Q4_1) return gemm_legacy<DecQ4_1>;
         if (weight == DType::Q5_1) return gemm_legacy<DecQ5_1>;
@@ -740,6 +775,8 @@ VecDotFn integer_kernel(DType weight, DType act) {
         if (weight == DType::Q4_0) return vec_dot_q4_0_q8_0;
         if (weight == DType::Q5_0) return vec_dot_q5_0_q8_0;
         if (weight == DType::Q8_0) return vec_dot_q8_0_q8_0;
+        if (weight == DType::MXFP4) return vec_dot_cols<DecMXFP4>;
+        if (weight == DType::IQ4_NL) return vec_dot_cols<DecIQ4_NL>;
     } else if (act == DType::Q8_1) {
         if (weight == DType::Q4_1) return vec_dot_q4_1_q8_1;
         if (weight == DType::Q5_1) return vec_dot_q5_1_q8_1;
