@@ -6,6 +6,7 @@
 //    summed exactly in int32, one float multiply per block (per super-block for K-quants),
 //    so the integer part equals the scalar reference's and only the float summation order
 //    differs.
+// The 4-bit table types (MXFP4, IQ4_NL, IQ4_XS) decode with one TBL per 16 codes.
 // Tile (gemm) kernels for prefill exist for the float and legacy types: they decode each
 // weight block once per four activation columns. K-quant tiles are not written yet
 // (mul_mat loops vec_dot for them).
@@ -749,6 +750,24 @@ EMBER_NEON_TARGET void gemm_legacy(int64_t n, int nr, int nc, const void* w, siz
     }
 }
 
+// IQ4_XS x Q8_K: the IQ4_NL table per 32-group, one integer per super-block (as the
+// K-quants: each group's int32 lanes times its scale, -32..31)
+EMBER_NEON_TARGET void vec_dot_iq4_xs_q8_k(int64_t n, float* s, const void* wv, const void* av) {
+    const BlockIQ4_XS* w = static_cast<const BlockIQ4_XS*>(wv);
+    const BlockQ8_K* a = static_cast<const BlockQ8_K*>(av);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int g = 0; g < 8; ++g) {
+            int8x16_t lo, hi;
+            table_dec<kValuesIQ4NL>(w[i].qs + 16 * g, &lo, &hi);
+            isum = vmlaq_n_s32(isum, dot32(lo, hi, a[i].qs + 32 * g), iq4_xs_scale(w[i], g));
+        }
+        sum += a[i].d * fp16_to_fp32(w[i].d) * (float)vaddvq_s32(isum);
+    }
+    *s = sum;
+}
+
 // one column of gemm_cols: the table types' dot product (the same operations as their tiles)
 template <typename D>
 EMBER_NEON_TARGET void vec_dot_cols(int64_t n, float* s, const void* wv, const void* av) {
@@ -787,6 +806,7 @@ VecDotFn integer_kernel(DType weight, DType act) {
             case DType::Q4_K: return vec_dot_q4_k_q8_k;
             case DType::Q5_K: return vec_dot_q5_k_q8_k;
             case DType::Q6_K: return vec_dot_q6_k_q8_k;
+            case DType::IQ4_XS: return vec_dot_iq4_xs_q8_k;
             default: break;
         }
     }
