@@ -232,19 +232,22 @@ struct Legacy4 {
     static constexpr int64_t kS = X4 ? 4 : 1;  // X4: the group's blocks interleaved (four_row_layout)
     // q: the unsigned weights (offset types, Q4_1, Q5_1) or |w| (Q8_0, whose signs are
     // re-read from the block, in L1, in the column step): four registers, not eight
-    static void load(const B* const xr[4], int64_t i, __m256i q[4], __m256& wd, __m256& wm) {
+    // (the table types keep the signed values too, in q[4 + r]: decoding again per column
+    // costs more than four registers)
+    static void load(const B* const xr[4], int64_t i, __m256i q[8], __m256& wd, __m256& wm) {
         for (int r = 0; r < 4; ++r) {
             if constexpr (D::kOffset > 0) q[r] = D::dec_u(xr[r][kS * i]);
             else if constexpr (D::kSigned) {
                 const __m256i w8 = D::dec(xr[r][kS * i]);
                 q[r] = _mm256_sign_epi8(w8, w8);
+                if constexpr (IsTable<D>::value) q[4 + r] = w8;
             } else q[r] = D::dec(xr[r][kS * i]);
         }
         wd = block_scales4(xr[0][kS * i], xr[1][kS * i], xr[2][kS * i], xr[3][kS * i]);  // [d0..d3 | d0..d3]
         wm = _mm256_setzero_ps();
         if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(xr[0][kS * i].m, xr[1][kS * i].m, xr[2][kS * i].m, xr[3][kS * i].m));  // [m0..m3 | 0]
     }
-    static __m256i col(const __m256i q[4], const B* const xr[4], int64_t i, const A& y) {
+    static __m256i col(const __m256i q[8], const B* const xr[4], int64_t i, const A& y) {
         const __m256i av = loadu256(y.qs);
         if constexpr (D::kOffset > 0) {
             // sum (u - off) a = sum u a - off sum a, pair by pair in int16
@@ -254,9 +257,10 @@ struct Legacy4 {
             return fold4_i16(p[0], p[1], p[2], p[3]);
         } else if constexpr (D::kSigned) {
             __m256i p[4];
-            for (int r = 0; r < 4; ++r)
-                p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][kS * i]))),
-                                         _mm256_set1_epi16(1));
+            for (int r = 0; r < 4; ++r) {
+                const __m256i w8 = IsTable<D>::value ? q[4 + r] : D::dec(xr[r][kS * i]);
+                p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, w8)), _mm256_set1_epi16(1));
+            }
             return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
         } else {
             return fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
@@ -290,7 +294,7 @@ inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8
     L::rows(w, ws, xr);
     for (int64_t i = 0; i < nb; ++i) {
         if constexpr (C == 1) prefetch_span<4 * sizeof(B)>(w + 4 * i * sizeof(B));
-        __m256i q[4];
+        __m256i q[8];
         __m256 wd, wm;
         L::load(xr, i, q, wd, wm);
         for (int c = 0; c < C; ++c) {
@@ -328,7 +332,7 @@ inline void legacy4_x4_col(int64_t nb, const uint8_t* const* w, const uint8_t* a
 #pragma GCC unroll 4
         for (int j = 0; j < S; ++j) {
             prefetch_span<4 * sizeof(B)>(w[j] + 4 * i * sizeof(B));
-            __m256i q[4];
+            __m256i q[8];
             __m256 wd, wm;
             L::load(xr[j], i, q, wd, wm);
             const __m256i h = L::col(q, xr[j], i, y);
@@ -373,10 +377,19 @@ void tile_driver(int64_t nb, int nr, int nc, const void* w, size_t ws, const voi
 // D::dec_u gives) with the block's scales. A row is unpacked once per call instead of
 // once per column tile; the tiles then read plain bytes. Same integers, same scale
 // operations: the results are those of the packed blocks, bit for bit.
+template <bool kE8M0>
+struct UnpackedHead {
+    uint16_t d, m;
+};
+template <>
+struct UnpackedHead<true> {  // MXFP4: its exponent byte
+    uint8_t e;
+    uint16_t m;
+};
 template <class D>
 struct Unpacked {
-    struct Block {
-        uint16_t d, m;
+    static constexpr bool kE8M0 = HasE8M0<typename D::Block>::value;
+    struct Block : UnpackedHead<kE8M0> {
         uint8_t qs[QK];
     };
     static constexpr bool kSigned = D::kSigned, kMin = D::kMin;
@@ -387,7 +400,8 @@ struct Unpacked {
         else return loadu256(b.qs);
     }
     static void unpack(const typename D::Block& x, Block& b) {
-        b.d = x.d;
+        if constexpr (kE8M0) b.e = x.e;
+        else b.d = x.d;
         if constexpr (kMin) b.m = x.m;
         else b.m = 0;
         if constexpr (kOffset > 0) _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs), D::dec_u(x));
@@ -489,8 +503,7 @@ void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
     for (int64_t j = 0; j < nb; ++j) {
         const int64_t i = X4 ? 4 * j : j;  // the rows' blocks j
         Panel4& p = out[j];
-        const __m128i dh = pack_u16x4(x[0][i].d, x[1][i].d, x[2][i].d, x[3][i].d);
-        _mm256_store_ps(p.wd, _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)));
+        _mm256_store_ps(p.wd, block_scales4(x[0][i], x[1][i], x[2][i], x[3][i]));
         if constexpr (D::kMin)
             _mm256_store_ps(p.wm, _mm256_cvtph_ps(pack_u16x4(x[0][i].m, x[1][i].m, x[2][i].m, x[3][i].m)));
         __m256i q[4];
@@ -1919,7 +1932,8 @@ void register_avx2_kernels(KernelTable& t) {
                           gemm_k_x4<BlockQ5_K>};
     t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ6_K>, gemm_k<BlockQ6_K>,
                           gemm_k_x4<BlockQ6_K>};
-    // the 4-bit table types: Q8_0's tiles on the values one pshufb gives
+    // the 4-bit table types, decoded by one pshufb: MXFP4 in Q4_0's offset form, IQ4_NL
+    // in Q8_0's sign trick
     t[(int)DType::MXFP4] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecMXFP4>, gemm_legacy<DecMXFP4, 4>,
                            gemm_legacy_x4<DecMXFP4, 4>};
     t[(int)DType::IQ4_NL] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecIQ4_NL>, gemm_legacy<DecIQ4_NL, 4>,
