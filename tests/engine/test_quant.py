@@ -85,11 +85,11 @@ def test_quantize_matches_gguf_py_and_round_trips(real_weights, type_):
 
 
 def test_k_quants_from_llama_cpp_quantizer(golden_dir):
-    """Q2_K, Q3_K, Q5_K blocks (and the others) made by llama.cpp's quantizer from real
-    weights (tools/make_golden.py): gguf-py cannot make them, so samples are committed."""
+    """K-quant, IQ4 and MXFP4 blocks made by llama.cpp's quantizer from real weights
+    (tools/make_kquant_samples.py): gguf-py cannot make most of them, so samples are committed."""
     data = np.load(golden_dir / "kquant_samples.npz")
     names = sorted({k.split("/")[0] for k in data.files})
-    assert {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"} <= set(names)
+    assert set(LLAMA_QUANTIZED) <= set(names)
     for name in names:
         raw, n = data[f"{name}/raw"], int(data[f"{name}/n"])
         type_ = T[name]
@@ -214,6 +214,9 @@ def test_fp16_conversion_covers_every_half_value():
 
 
 KQUANTS = ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+# the types whose quantizers search (or, MXFP4, whose llama.cpp bytes gguf-py also makes):
+# samples by llama.cpp's quantizer, llama-quantize's path without an importance matrix
+LLAMA_QUANTIZED = KQUANTS + ["IQ4_NL", "IQ4_XS", "MXFP4"]
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +229,7 @@ def kquant_input(model_variants):
     return np.concatenate(rows)
 
 
-@pytest.mark.parametrize("name", KQUANTS)
+@pytest.mark.parametrize("name", LLAMA_QUANTIZED)
 def test_k_quantizers_make_llama_cpps_bytes(name, kquant_input, golden_dir):
     want = np.load(golden_dir / "kquant_samples.npz")[f"{name}/raw"].tobytes()
     got = engine.quantize(int(T[name]), kquant_input)
