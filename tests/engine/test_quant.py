@@ -338,7 +338,7 @@ def _iq4_blocks(x: np.ndarray, type_) -> np.ndarray:
     return np.concatenate(out, -1).reshape(*lead, -1)
 
 
-FILE_TYPES = {T.MXFP4: 38, T.IQ4_NL: 25, T.IQ4_XS: 30}  # llama_ftype: MXFP4_MOE, IQ4_NL, IQ4_XS
+FILE_TYPES = {T.MXFP4: 38, T.IQ4_NL: 25, T.IQ4_XS: 30, T.Q8_0: 7}  # llama_ftype (MXFP4_MOE for MXFP4)
 
 
 def _write_table_type_pair(src, type_, quant_path, f32_path):
@@ -361,10 +361,10 @@ def _write_table_type_pair(src, type_, quant_path, f32_path):
     writers[1].add_key_value("general.file_type", 0, VT.UINT32)
     converted = []
     for t in r.tensors:
-        if (t.name.startswith("blk.") and len(t.shape) >= 2 and "_norm" not in t.name
-                and "gate_inp" not in t.name and t.shape[0] % block == 0):
+        if (t.name.startswith("blk.") and t.name.endswith(".weight") and len(t.shape) >= 2
+                and "_norm" not in t.name and "gate_inp" not in t.name and t.shape[0] % block == 0):
             x = gq.dequantize(t.data, t.tensor_type).astype(np.float32)
-            raw = gq.quantize(x, type_) if type_ == T.MXFP4 else _iq4_blocks(x, type_)
+            raw = gq.quantize(x, type_) if type_ in (T.MXFP4, T.Q8_0) else _iq4_blocks(x, type_)
             writers[0].add_tensor(t.name, raw, raw_dtype=type_)
             writers[1].add_tensor(t.name, gq.dequantize(raw, type_).astype(np.float32))
             converted.append((t.name, raw))
@@ -379,24 +379,63 @@ def _write_table_type_pair(src, type_, quant_path, f32_path):
     return converted
 
 
-@pytest.mark.parametrize("type_", [T.MXFP4, T.IQ4_NL, T.IQ4_XS])
-def test_a_file_of_table_type_weights_loads_and_computes(type_, tmp_path):
-    """Model::weight admits the type (2-D attention and 3-D expert tensors), the loaded
-    tensors dequantize to gguf-py's bits, and the logits at every ISA level are those of
-    the same weights stored as F32 (up to the 8-bit activations of the quantized path: the
-    same file with gguf-py's Q8_0 blocks measured 5.0e-4 against its F32 copy, the table
-    types 4.9e-4 to 5.5e-4, December 2026)."""
-    from ember.engine import Model, supported_isas
+# the mixture-of-experts families (3-D expert tensors) of tools/make_arch_models.py
+MOE_FAMILIES = ("qwen3moe", "gpt-oss")
+
+
+def _nmse(got, want):
+    c_got, c_want = got - got.mean(-1, keepdims=True), want - want.mean(-1, keepdims=True)
+    return float(((c_got - c_want) ** 2).sum() / (c_want ** 2).sum())
+
+
+def _family_case(family, tmp_path, type_):
+    """(quantized copy, F32 copy, converted tensors, token ids) for a family's synthetic file."""
     from tools import make_arch_models
     from tools.make_arch_golden import family_text
-    src = make_arch_models.build("qwen3moe")
-    qpath, fpath = tmp_path / "q.gguf", tmp_path / "f32.gguf"
+    if family not in make_arch_models.FAMILIES:
+        pytest.skip(f"no {family} family in this tree")
+    from ember.engine import Model
+    src = make_arch_models.build(family)
+    qpath, fpath = tmp_path / f"{type_.name}.gguf", tmp_path / f"{type_.name}-f32.gguf"
     converted = _write_table_type_pair(src, type_, qpath, fpath)
+    with Model(fpath, n_ctx=128, n_threads=2) as m:
+        ids = m.tokenize(family_text(family), add_special=True)[:48]
+    return qpath, fpath, converted, ids
+
+
+@pytest.fixture(scope="module")
+def q8_0_baseline(tmp_path_factory):
+    """Per family: the logits' NMSE between a Q8_0 copy (gguf-py's blocks) and its F32
+    copy: what the 8-bit activations of a supported quantized type cost on that file."""
+    from ember.engine import Model
+    cache = {}
+
+    def get(family):
+        if family not in cache:
+            qpath, fpath, _, ids = _family_case(family, tmp_path_factory.mktemp(family), T.Q8_0)
+            with Model(fpath, n_ctx=128, n_threads=2) as m:
+                want = m.eval_logits(ids)
+            with Model(qpath, n_ctx=128, n_threads=2) as m:
+                cache[family] = _nmse(m.eval_logits(ids), want)
+        return cache[family]
+    return get
+
+
+@pytest.mark.parametrize("family", MOE_FAMILIES)
+@pytest.mark.parametrize("type_", [T.MXFP4, T.IQ4_NL, T.IQ4_XS])
+def test_a_file_of_table_type_weights_loads_and_computes(type_, family, tmp_path, q8_0_baseline):
+    """Model::weight admits the type (2-D attention and 3-D expert tensors), the loaded
+    tensors dequantize to gguf-py's bits, and the logits at every ISA level are those of
+    the same weights stored as F32 up to the 8-bit activations of the quantized path: no
+    more than 3x what they cost a Q8_0 copy of the file (measured, December 2026: qwen3moe
+    Q8_0 5.0e-4, the table types 4.9e-4 to 5.5e-4; gpt-oss Q8_0 5.9e-4, MXFP4 1.1e-3)."""
+    from ember.engine import Model, supported_isas
+    qpath, fpath, converted, ids = _family_case(family, tmp_path, type_)
     names = [n for n, _ in converted]
     assert any("_exps" in n for n in names) and any("attn_q" in n for n in names), names
     with Model(fpath, n_ctx=128, n_threads=2) as m:
-        ids = m.tokenize(family_text("qwen3moe"), add_special=True)[:48]
         want = m.eval_logits(ids)
+    bound = 3 * q8_0_baseline(family)
     for isa in supported_isas():
         with Model(qpath, n_ctx=128, n_threads=2, isa=isa) as m:
             if isa == supported_isas()[0]:
@@ -405,7 +444,6 @@ def test_a_file_of_table_type_weights_loads_and_computes(type_, tmp_path):
                     got = m.dequantize_tensor(name)
                     assert _bits_equal(got.ravel(), gq.dequantize(raw, type_).astype(np.float32).ravel()), name
             got = m.eval_logits(ids)
-        c_want = want - want.mean(-1, keepdims=True)
-        c_got = got - got.mean(-1, keepdims=True)
-        nmse = float(((c_got - c_want) ** 2).sum() / (c_want ** 2).sum())
-        assert np.isfinite(got).all() and nmse < 1e-3, f"{type_.name} at {isa}: NMSE {nmse:.2e} vs F32"
+        nmse = _nmse(got, want)
+        assert np.isfinite(got).all() and nmse <= bound, \
+            f"{type_.name} {family} at {isa}: NMSE {nmse:.2e} vs F32 (bound {bound:.2e})"
