@@ -342,6 +342,71 @@ int check_extreme_sums(const Isa* levels) {
     return failures;
 }
 
+// MXFP4's E8M0 scales over their range, the subnormal halves (e = 0, 1) included: rows
+// whose blocks all share one exponent, every level's mul_mat (five columns: the prefill
+// tiles; one: the decode), on the rows as they are and on the four-row copy, against the
+// scalar reference. The SIMD levels turn the exponent bytes into floats by their bits.
+int check_mxfp4_exponents(const Isa* levels) {
+    int failures = 0, checked = 0;
+    const DType t = DType::MXFP4;
+    const int64_t K = 256, M = 8, N = 5;
+    const size_t wrow = (size_t)(K / QK * sizeof(BlockMXFP4));
+    for (int e : {0, 1, 2, 3, 100, 128, 200, 230}) {  // 2^(230-128) x 12 x the activations stays finite
+        std::vector<uint8_t> w(wrow * M);
+        for (auto& b : w) b = (uint8_t)(rng() & 0xff);
+        for (int64_t b = 0; b < M * K / QK; ++b) w[(size_t)b * sizeof(BlockMXFP4)] = (uint8_t)e;
+        std::vector<uint8_t> wx4(w.size());
+        const Tensor wt = tensor_2d(t, K, M, w.data());
+        four_row_layout(wt, wx4.data(), 0, M);
+        std::vector<float> xs;
+        for (int64_t c = 0; c < N; ++c) {
+            auto v = rand_acts(K);
+            xs.insert(xs.end(), v.begin(), v.end());
+        }
+        const DotKernels& ref = dot_kernels(t, Isa::SCALAR);
+        const size_t arow = (size_t)(K / QK * sizeof(BlockQ8_0));
+        std::vector<uint8_t> act(arow * N);
+        for (int64_t c = 0; c < N; ++c) ref.convert(xs.data() + c * K, act.data() + c * arow, K);
+        std::vector<float> wdq((size_t)(M * K)), adq((size_t)(N * K)), want((size_t)(M * N));
+        type_traits((uint32_t)t)->dequantize(w.data(), wdq.data(), M * K);
+        type_traits((uint32_t)DType::Q8_0)->dequantize(act.data(), adq.data(), N * K);
+        std::vector<double> mag((size_t)(M * N));
+        for (int64_t c = 0; c < N; ++c)
+            for (int64_t r = 0; r < M; ++r) {
+                ref.vec_dot(K, &want[c * M + r], w.data() + r * wrow, act.data() + c * arow);
+                for (int64_t i = 0; i < K; ++i) mag[c * M + r] += std::fabs((double)wdq[r * K + i] * adq[c * K + i]);
+            }
+        for (int li = 0; li < 4; ++li) {
+            const Isa isa = levels[li];
+            if (!isa_supported(isa)) continue;
+            for (int four = 0; four < 2; ++four) {
+                if (four && !four_row_layout_read(t, isa)) continue;
+                Tensor wl = wt;
+                const RowGroups groups{wx4.data(), nullptr};
+                if (four) wl.extra = &groups;
+                for (int64_t n : {N, (int64_t)1}) {
+                    std::vector<float> got((size_t)(M * n), NAN);
+                    Tensor x = tensor_2d(DType::Q8_0, K, n, act.data());
+                    Tensor o = tensor_2d(DType::F32, M, n, got.data());
+                    mul_mat(&wl, &x, &o, 0, 1, isa);
+                    bool bad = false;
+                    for (int64_t i = 0; i < M * n; ++i)
+                        bad |= !(std::fabs((double)got[i] - want[i]) <= 1e-5 * mag[i] + 1e-44);
+                    ++checked;
+                    if (bad) {
+                        ++failures;
+                        std::printf("MXFP4 e=%d at %s, N=%lld%s: differs from scalar  FAIL\n", e, isa_name(isa),
+                                    (long long)n, four ? " (four-row copy)" : "");
+                    }
+                }
+            }
+        }
+    }
+    std::printf("MXFP4 exponents 0..230 (subnormal halves included): %d cases, %s\n", checked,
+                failures ? "FAIL" : "ok");
+    return failures;
+}
+
 // The AVX-512 level's prefill tiles, without AMX (the 512-bit tiles: sixteen rows in the
 // lanes for the K-quants, the four-row groups after them as four rows) and, where the
 // CPU and OS have it, on the AMX tile unit: every output of a batched mul_mat has the
@@ -690,6 +755,7 @@ int main() {
     failures += check_attention_512();
     failures += check_extreme_sums(levels);
     failures += check_amx();
+    failures += check_mxfp4_exponents(levels);
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -463,11 +463,24 @@ inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
     // pinsrw straight from memory: five instructions, where shifting and or-ing pairs took ten
     return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
 }
+// e8m0_to_fp32_half of int32 lanes 0..255, by their bits (no float arithmetic, so no
+// flush of the subnormal halves e = 0, 1 whatever the MXCSR says)
+inline __m128 e8m0_half4(__m128i e) {
+    const __m128i normal = _mm_slli_epi32(_mm_sub_epi32(e, _mm_set1_epi32(1)), 23);
+    const __m128i sub = _mm_sllv_epi32(_mm_set1_epi32(0x00200000), e);
+    return _mm_castsi128_ps(_mm_blendv_epi8(normal, sub, _mm_cmpgt_epi32(_mm_set1_epi32(2), e)));
+}
+inline __m256 e8m0_half8(__m256i e) {
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+
 // Four rows' block scales, twice: [d0 d1 d2 d3 | d0 d1 d2 d3]
 template <class B>
 inline __m256 block_scales4(const B& b0, const B& b1, const B& b2, const B& b3) {
     if constexpr (HasE8M0<B>::value) {
-        const __m128 d = _mm_setr_ps(block_scale(b0), block_scale(b1), block_scale(b2), block_scale(b3));
+        const __m128 d = e8m0_half4(_mm_setr_epi32(b0.e, b1.e, b2.e, b3.e));
         return _mm256_set_m128(d, d);
     } else {
         const __m128i dh = pack_u16x4(b0.d, b1.d, b2.d, b3.d);
@@ -478,8 +491,7 @@ inline __m256 block_scales4(const B& b0, const B& b1, const B& b2, const B& b3) 
 template <class B>
 inline __m256 block_scales8(const B* const x[8]) {
     if constexpr (HasE8M0<B>::value)
-        return _mm256_setr_ps(block_scale(*x[0]), block_scale(*x[1]), block_scale(*x[2]), block_scale(*x[3]),
-                              block_scale(*x[4]), block_scale(*x[5]), block_scale(*x[6]), block_scale(*x[7]));
+        return e8m0_half8(_mm256_setr_epi32(x[0]->e, x[1]->e, x[2]->e, x[3]->e, x[4]->e, x[5]->e, x[6]->e, x[7]->e));
     else
         return _mm256_cvtph_ps(_mm_setr_epi16((short)x[0]->d, (short)x[1]->d, (short)x[2]->d, (short)x[3]->d,
                                               (short)x[4]->d, (short)x[5]->d, (short)x[6]->d, (short)x[7]->d));
