@@ -452,6 +452,66 @@ void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t w
                    });
 }
 
+// ---- MXFP4 decoding on the four-row copy (the plain interleave: a group block is the four
+// rows' 17-byte blocks, 68 bytes) ----
+// Two rows' codes share a register ([row 0 | row 1] of the low nibbles, the high ones
+// apart), the activation halves broadcast to match, so four rows take two loads, six logic
+// operations and four pshufb where decoding them one by one took twenty. The int16 pair
+// sums fold with hadd into the rows' 16-element sums (eight products of (u <= 24) x 127 fit
+// int16), permuted to legacy4_x4_col's lanes [r0 r1 r2 r3 lo | r0 r1 r2 r3 hi]; the
+// offset (u = w + 12) comes off in int32 as 12 x the activation halves' sums. The same
+// integers and float operations as legacy4_x4_col<DecMXFP4>, so the same bits.
+inline void mxfp4_prepare(int64_t nb, const BlockQ8_0* y, Q40Act* pre) {
+    q4_0_prepare(nb, y, pre);  // 8 x the halves' sums: 12 x them here
+    for (int64_t i = 0; i < nb; ++i)
+        for (int h = 0; h < 2; ++h) pre[i].off[h] = pre[i].off[h] / 8 * 12;
+}
+template <int S>
+inline void mxfp4_group_col(int64_t nb, const uint8_t* const* w, const Q40Act* pre, float* const* s) {
+    constexpr size_t kB = sizeof(BlockMXFP4), kG = 4 * sizeof(BlockMXFP4);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kValuesMXFP4Plus12)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i lanes = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256 acc[S];
+    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i av = loadu256(pre[i].qs);
+        const __m256i alo = _mm256_permute4x64_epi64(av, 0x44), ahi = _mm256_permute4x64_epi64(av, 0xee);
+        const __m256i off = q4_0_act_off(pre[i]);
+        const __m256 da = _mm256_broadcast_ss(&pre[i].d);
+#pragma GCC unroll 4
+        for (int j = 0; j < S; ++j) {
+            const uint8_t* gb = w[j] + (size_t)i * kG;
+            prefetch_span<kG>(gb);
+            const __m256i v01 = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(gb + kB + 1),
+                                                    reinterpret_cast<const __m128i*>(gb + 1));
+            const __m256i v23 = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(gb + 3 * kB + 1),
+                                                    reinterpret_cast<const __m128i*>(gb + 2 * kB + 1));
+            const __m256i l01 = _mm256_shuffle_epi8(table, _mm256_and_si256(v01, m4));
+            const __m256i h01 = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4));
+            const __m256i l23 = _mm256_shuffle_epi8(table, _mm256_and_si256(v23, m4));
+            const __m256i h23 = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4));
+            const __m256i lo = _mm256_hadd_epi16(_mm256_maddubs_epi16(l01, alo), _mm256_maddubs_epi16(l23, alo));
+            const __m256i hi = _mm256_hadd_epi16(_mm256_maddubs_epi16(h01, ahi), _mm256_maddubs_epi16(h23, ahi));
+            // [r0lo r2lo r0hi r2hi | r1lo r3lo r1hi r3hi] -> [r0..r3 lo | r0..r3 hi]
+            const __m256i t = _mm256_madd_epi16(_mm256_hadd_epi16(lo, hi), ones);
+            const __m256i h = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(t, lanes), off);
+            const __m128 d = e8m0_half4(_mm_setr_epi32(gb[0], gb[kB], gb[2 * kB], gb[3 * kB]));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(_mm256_set_m128(d, d), da), acc[j]);
+        }
+    }
+    store_rows4<S>(acc, s);
+}
+void mxfp4_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
+                       float* s, size_t lds) {
+    struct Site;
+    Q40Act* const pre = thread_scratch<Q40Act, Site>((size_t)nb);
+    decode_columns(groups, nc, W, ws, A, as, s, lds, [&](const BlockQ8_0* y) { mxfp4_prepare(nb, y, pre); },
+                   [&](auto streams, auto x, const BlockQ8_0*, float* const* o) {
+                       mxfp4_group_col<decltype(streams)::value>(nb, x, pre, o);
+                   });
+}
+
 // Prefill panels for the 4- and 5-bit types: four rows' blocks interleaved, with what
 // tile4_legacy gathers from the four rows on every block (the f16 scales, as F32 vectors)
 // converted once per panel instead of once per column tile.
@@ -614,6 +674,11 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
     if constexpr (X4 && std::is_same<D, DecQ4_0>::value) {  // re-encoded groups, nr a multiple of 4
         q4_0_groups_cols(nb, nr / 4, nc, static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(a), as, s,
                          lds);
+        return;
+    }
+    if constexpr (X4 && std::is_same<D, DecMXFP4>::value) {  // nr a multiple of 4
+        mxfp4_groups_cols(nb, nr / 4, nc, static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(a), as, s,
+                          lds);
         return;
     }
     // tile_driver's order of tiles, with the activation scales converted once per call
