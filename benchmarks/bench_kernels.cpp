@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     std::printf("%-6s %-7s %10s %10s %10s %10s\n", "type", "isa", "tile", "one-col", "x4 tile", "x4 col");
     const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                            DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K,
-                           DType::Q6_K};
+                           DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS};
     for (DType t : types) {
         const TypeTraits* tt = type_traits((uint32_t)t);
         if (K % tt->block_size || (only && std::strcmp(only, tt->name) != 0)) continue;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Make tests/golden/kquant_samples.npz: raw K-quant blocks made by llama.cpp's own
-quantizer from real weights (gguf-py can dequantize K-quants but not make them).
+"""Make tests/golden/kquant_samples.npz: raw K-quant, IQ4_NL, IQ4_XS and MXFP4 blocks made
+by llama.cpp's own quantizer from real weights (gguf-py can dequantize them but makes none
+but MXFP4).
 
 Dev-only, needs llama.cpp built as a shared library and the llama_cpp Python package
 of the llama-cpp-python 0.3.36 sdist (see tests/golden/README.md), e.g.:
@@ -9,7 +10,8 @@ of the llama-cpp-python 0.3.36 sdist (see tests/golden/README.md), e.g.:
     PYTHONPATH=/path/to/llama_cpp_python-0.3.36 python tools/make_kquant_samples.py
 
 It quantizes the F16 variant of the starter model (tools/make_variants.py) to each
-K-quant with params.pure, then keeps the first rows of two tensors per type.
+type with params.pure (MXFP4 through its file type MXFP4_MOE), then keeps the first rows
+of two tensors per type.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # llama_ftype values of llama.cpp
-FTYPES = {"Q2_K": 10, "Q3_K": 12, "Q4_K": 15, "Q5_K": 17, "Q6_K": 18}
+FTYPES = {"Q2_K": 10, "Q3_K": 12, "Q4_K": 15, "Q5_K": 17, "Q6_K": 18, "IQ4_NL": 25, "IQ4_XS": 30,
+          "MXFP4": 38}
 TENSORS = ["blk.2.ffn_down.weight", "blk.9.ffn_down.weight"]  # 1536 columns: K-quant rows need 256 | ncols
 ROWS = 48
 
@@ -55,8 +58,9 @@ def main() -> None:
                     assert t.tensor_type == GGMLQuantizationType[name], (t.name, t.tensor_type)
                     raws.append(np.ascontiguousarray(np.asarray(t.data)[:ROWS]))
             raw = np.concatenate(raws)
-            block_bytes = {"Q2_K": 84, "Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210}[name]
-            n_elems = raw.size // block_bytes * 256
+            from gguf import GGML_QUANT_SIZES
+            block_size, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[name]]
+            n_elems = raw.size // block_bytes * block_size
             out[f"{name}/raw"] = raw
             out[f"{name}/n"] = np.array(n_elems)
             print(f"{name}: {raw.nbytes} bytes, {n_elems} elements")

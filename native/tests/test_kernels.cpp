@@ -78,6 +78,8 @@ std::vector<uint8_t> rand_row(DType t, int64_t k) {
                 set(offsetof(BlockQ5_K, dmin), rand_half(0.0f, 0.003f));
                 break;
             case DType::Q6_K: set(offsetof(BlockQ6_K, d), rand_half(-0.001f, 0.001f)); break;
+            case DType::IQ4_NL: set(offsetof(BlockIQ4_NL, d), rand_half(-0.001f, 0.001f)); break;
+            case DType::IQ4_XS: set(offsetof(BlockIQ4_XS, d), rand_half(-0.0002f, 0.0002f)); break;
             default: break;
         }
     }
@@ -251,6 +253,11 @@ void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
         case DType::Q4_K: dmin_at = offsetof(BlockQ4_K, dmin); break;
         case DType::Q5_K: dmin_at = offsetof(BlockQ5_K, dmin); break;
         case DType::Q6_K: d_at = offsetof(BlockQ6_K, d); break;
+        case DType::MXFP4: {  // an E8M0 byte: 2^(e - 128) on the doubled values, d a power of two
+            const int e = (int)std::lround(std::log2(d)) + 128;
+            blk[offsetof(BlockMXFP4, e)] = (uint8_t)(e < 0 ? 0 : e > 255 ? 255 : e);
+            return;
+        }
         default: break;
     }
     const uint16_t hd = fp32_to_fp16(d), hm = fp32_to_fp16(dmin);
@@ -269,7 +276,7 @@ void set_block_scales(DType t, uint8_t* blk, float d, float dmin) {
 int check_extreme_sums(const Isa* levels) {
     int failures = 0;
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                    DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
         // K-quants: one super-block per row; M = 8 rows give the four-row tiles and N = 5
         // columns the four-column tile plus a single one
@@ -279,7 +286,7 @@ int check_extreme_sums(const Isa* levels) {
             uint8_t byte;
             int q6_scale;  // Q6_K's sub-block scales instead of `byte` (0: as filled)
         };
-        for (const Fill f : {Fill{0x00, 0}, Fill{0xff, 0}, Fill{0x81, 0}, Fill{0x00, 127}, Fill{0x00, -128}})
+        for (const Fill f : {Fill{0x00, 0}, Fill{0xff, 0}, Fill{0x81, 0}, Fill{0x77, 0}, Fill{0x00, 127}, Fill{0x00, -128}})
             for (float sign : {1.0f, -1.0f}) {
                 if (f.q6_scale && t != DType::Q6_K) continue;
                 const uint8_t fill = f.byte;
@@ -335,6 +342,71 @@ int check_extreme_sums(const Isa* levels) {
     return failures;
 }
 
+// MXFP4's E8M0 scales over their range, the subnormal halves (e = 0, 1) included: rows
+// whose blocks all share one exponent, every level's mul_mat (five columns: the prefill
+// tiles; one: the decode), on the rows as they are and on the four-row copy, against the
+// scalar reference. The SIMD levels turn the exponent bytes into floats by their bits.
+int check_mxfp4_exponents(const Isa* levels) {
+    int failures = 0, checked = 0;
+    const DType t = DType::MXFP4;
+    const int64_t K = 256, M = 8, N = 5;
+    const size_t wrow = (size_t)(K / QK * sizeof(BlockMXFP4));
+    for (int e : {0, 1, 2, 3, 100, 128, 200, 230}) {  // 2^(230-128) x 12 x the activations stays finite
+        std::vector<uint8_t> w(wrow * M);
+        for (auto& b : w) b = (uint8_t)(rng() & 0xff);
+        for (int64_t b = 0; b < M * K / QK; ++b) w[(size_t)b * sizeof(BlockMXFP4)] = (uint8_t)e;
+        std::vector<uint8_t> wx4(w.size());
+        const Tensor wt = tensor_2d(t, K, M, w.data());
+        four_row_layout(wt, wx4.data(), 0, M);
+        std::vector<float> xs;
+        for (int64_t c = 0; c < N; ++c) {
+            auto v = rand_acts(K);
+            xs.insert(xs.end(), v.begin(), v.end());
+        }
+        const DotKernels& ref = dot_kernels(t, Isa::SCALAR);
+        const size_t arow = (size_t)(K / QK * sizeof(BlockQ8_0));
+        std::vector<uint8_t> act(arow * N);
+        for (int64_t c = 0; c < N; ++c) ref.convert(xs.data() + c * K, act.data() + c * arow, K);
+        std::vector<float> wdq((size_t)(M * K)), adq((size_t)(N * K)), want((size_t)(M * N));
+        type_traits((uint32_t)t)->dequantize(w.data(), wdq.data(), M * K);
+        type_traits((uint32_t)DType::Q8_0)->dequantize(act.data(), adq.data(), N * K);
+        std::vector<double> mag((size_t)(M * N));
+        for (int64_t c = 0; c < N; ++c)
+            for (int64_t r = 0; r < M; ++r) {
+                ref.vec_dot(K, &want[c * M + r], w.data() + r * wrow, act.data() + c * arow);
+                for (int64_t i = 0; i < K; ++i) mag[c * M + r] += std::fabs((double)wdq[r * K + i] * adq[c * K + i]);
+            }
+        for (int li = 0; li < 4; ++li) {
+            const Isa isa = levels[li];
+            if (!isa_supported(isa)) continue;
+            for (int four = 0; four < 2; ++four) {
+                if (four && !four_row_layout_read(t, isa)) continue;
+                Tensor wl = wt;
+                const RowGroups groups{wx4.data(), nullptr};
+                if (four) wl.extra = &groups;
+                for (int64_t n : {N, (int64_t)1}) {
+                    std::vector<float> got((size_t)(M * n), NAN);
+                    Tensor x = tensor_2d(DType::Q8_0, K, n, act.data());
+                    Tensor o = tensor_2d(DType::F32, M, n, got.data());
+                    mul_mat(&wl, &x, &o, 0, 1, isa);
+                    bool bad = false;
+                    for (int64_t i = 0; i < M * n; ++i)
+                        bad |= !(std::fabs((double)got[i] - want[i]) <= 1e-5 * mag[i] + 1e-44);
+                    ++checked;
+                    if (bad) {
+                        ++failures;
+                        std::printf("MXFP4 e=%d at %s, N=%lld%s: differs from scalar  FAIL\n", e, isa_name(isa),
+                                    (long long)n, four ? " (four-row copy)" : "");
+                    }
+                }
+            }
+        }
+    }
+    std::printf("MXFP4 exponents 0..230 (subnormal halves included): %d cases, %s\n", checked,
+                failures ? "FAIL" : "ok");
+    return failures;
+}
+
 // The AVX-512 level's prefill tiles, without AMX (the 512-bit tiles: sixteen rows in the
 // lanes for the K-quants, the four-row groups after them as four rows) and, where the
 // CPU and OS have it, on the AMX tile unit: every output of a batched mul_mat has the
@@ -353,7 +425,7 @@ int check_amx() {
     int failures = 0, checked = 0;
     const bool was = amx_enabled();
     for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                    DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                    DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL, DType::IQ4_XS}) {
         const TypeTraits* tt = type_traits((uint32_t)t);
         const bool kq = tt->block_size == 256;
         // K: a whole panel block and part of one (8 super-blocks, 64 32-element blocks)
@@ -438,16 +510,17 @@ int check_amx() {
 }
 
 int main() {
-    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,  DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,  DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL,
+                           DType::IQ4_XS};
     const Isa levels[] = {Isa::SCALAR, Isa::AVX2, Isa::AVX512, Isa::NEON};
     int failures = 0;
 
     // The type table walked by id: every type a model may hold as a weight has kernels at
     // every level (and is checked below); every other id is refused, never handed another
     // type's kernel.
-    for (uint32_t id = 0; id < 32; ++id) {
+    for (uint32_t id = 0; id < kDTypeCount + 8; ++id) {
         const DType t = (DType)id;
         const bool listed = std::find(std::begin(types), std::end(types), t) != std::end(types);
         if (weight_type_supported(t) != listed) {
@@ -682,6 +755,7 @@ int main() {
     failures += check_attention_512();
     failures += check_extreme_sums(levels);
     failures += check_amx();
+    failures += check_mxfp4_exponents(levels);
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;
 }

@@ -75,6 +75,8 @@ std::vector<ScaleField> scale_fields(DType t) {
         case DType::Q5_K: return {{offsetof(BlockQ5_K, d), false}, {offsetof(BlockQ5_K, dmin), false}};
         case DType::Q6_K: return {{offsetof(BlockQ6_K, d), false}};
         case DType::Q8_K: return {{offsetof(BlockQ8_K, d), true}};
+        case DType::IQ4_NL: return {{offsetof(BlockIQ4_NL, d), false}};
+        case DType::IQ4_XS: return {{offsetof(BlockIQ4_XS, d), false}};
         default: return {};
     }
 }
@@ -126,6 +128,8 @@ std::vector<uint8_t> make_weights(DType t, int64_t n, int mode, Rng& rng) {
                 std::memcpy(blk + f.offset, &h, 2);
             }
         }
+        // MXFP4's E8M0 byte: any exponent is valid; kept near 1 (2^-10 .. 2^5) so sums stay finite
+        if (t == DType::MXFP4) blk[offsetof(BlockMXFP4, e)] = (uint8_t)(118 + rng.next() % 16);
     }
     return w;
 }
@@ -161,9 +165,10 @@ int main() {
                 (unsigned long long)seed, dotprod ? "yes" : "no", kRelTol);
     std::printf("%-5s %-5s %-13s %6s %12s  %s\n", "type", "act", "variant", "cases", "max rel err", "result");
 
-    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,  DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,  DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4, DType::IQ4_NL,
+                           DType::IQ4_XS};
     int failures = 0;
     for (DType t : types) {
         const char* name = type_name((uint32_t)t);

@@ -24,8 +24,11 @@ namespace ember {
     X(Q5_K, 13, 256, 176, true)     \
     X(Q6_K, 14, 256, 210, true)     \
     X(Q8_K, 15, 256, 292, true)     \
+    X(IQ4_NL, 20, 32, 18, true)     \
+    X(IQ4_XS, 23, 256, 136, true)   \
     X(I32, 26, 1, 4, false)         \
-    X(BF16, 30, 1, 2, false)
+    X(BF16, 30, 1, 2, false)        \
+    X(MXFP4, 39, 32, 17, true)
 
 enum class DType : uint32_t {
 #define EMBER_DTYPE_ENUM(name, id, block, bytes, quantized) name = id,

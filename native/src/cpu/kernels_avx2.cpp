@@ -144,14 +144,14 @@ void vec_dot_legacy(int64_t n, float* s, const void* w, const void* a) {
     int64_t i = 0;
     for (; i + 1 < nb; i += 2) {  // two chains hide the cvt/fma latency
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i], y[i])),
-                               _mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), acc0);
+                               _mm256_set1_ps(block_scale(x[i]) * f16(y[i].d)), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i + 1], y[i + 1])),
-                               _mm256_set1_ps(f16(x[i + 1].d) * f16(y[i + 1].d)), acc1);
+                               _mm256_set1_ps(block_scale(x[i + 1]) * f16(y[i + 1].d)), acc1);
         m += min_term<D>(x[i], y[i]) + min_term<D>(x[i + 1], y[i + 1]);
     }
     for (; i < nb; ++i) {
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot<D>(x[i], y[i])),
-                               _mm256_set1_ps(f16(x[i].d) * f16(y[i].d)), acc0);
+                               _mm256_set1_ps(block_scale(x[i]) * f16(y[i].d)), acc0);
         m += min_term<D>(x[i], y[i]);
     }
     *s = hsum(_mm256_add_ps(acc0, acc1)) + m;
@@ -178,7 +178,7 @@ inline void tile_legacy(int64_t nb, const uint8_t* w, size_t ws, const uint8_t* 
             const B& b = reinterpret_cast<const B*>(w + r * ws)[i];
             q[r] = D::dec(b);
             if constexpr (D::kSigned) qa[r] = _mm256_sign_epi8(q[r], q[r]);
-            wd[r] = f16(b.d);
+            wd[r] = block_scale(b);
             if constexpr (D::kMin) wm[r] = f16(b.m);
             else wm[r] = 0.0f;
         }
@@ -232,20 +232,22 @@ struct Legacy4 {
     static constexpr int64_t kS = X4 ? 4 : 1;  // X4: the group's blocks interleaved (four_row_layout)
     // q: the unsigned weights (offset types, Q4_1, Q5_1) or |w| (Q8_0, whose signs are
     // re-read from the block, in L1, in the column step): four registers, not eight
-    static void load(const B* const xr[4], int64_t i, __m256i q[4], __m256& wd, __m256& wm) {
+    // (the table types keep the signed values too, in q[4 + r]: decoding again per column
+    // costs more than four registers)
+    static void load(const B* const xr[4], int64_t i, __m256i q[8], __m256& wd, __m256& wm) {
         for (int r = 0; r < 4; ++r) {
             if constexpr (D::kOffset > 0) q[r] = D::dec_u(xr[r][kS * i]);
             else if constexpr (D::kSigned) {
                 const __m256i w8 = D::dec(xr[r][kS * i]);
                 q[r] = _mm256_sign_epi8(w8, w8);
+                if constexpr (IsTable<D>::value) q[4 + r] = w8;
             } else q[r] = D::dec(xr[r][kS * i]);
         }
-        const __m128i dh = pack_u16x4(xr[0][kS * i].d, xr[1][kS * i].d, xr[2][kS * i].d, xr[3][kS * i].d);
-        wd = _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));  // [d0..d3 | d0..d3]
+        wd = block_scales4(xr[0][kS * i], xr[1][kS * i], xr[2][kS * i], xr[3][kS * i]);  // [d0..d3 | d0..d3]
         wm = _mm256_setzero_ps();
         if constexpr (D::kMin) wm = _mm256_cvtph_ps(pack_u16x4(xr[0][kS * i].m, xr[1][kS * i].m, xr[2][kS * i].m, xr[3][kS * i].m));  // [m0..m3 | 0]
     }
-    static __m256i col(const __m256i q[4], const B* const xr[4], int64_t i, const A& y) {
+    static __m256i col(const __m256i q[8], const B* const xr[4], int64_t i, const A& y) {
         const __m256i av = loadu256(y.qs);
         if constexpr (D::kOffset > 0) {
             // sum (u - off) a = sum u a - off sum a, pair by pair in int16
@@ -255,9 +257,10 @@ struct Legacy4 {
             return fold4_i16(p[0], p[1], p[2], p[3]);
         } else if constexpr (D::kSigned) {
             __m256i p[4];
-            for (int r = 0; r < 4; ++r)
-                p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, D::dec(xr[r][kS * i]))),
-                                         _mm256_set1_epi16(1));
+            for (int r = 0; r < 4; ++r) {
+                const __m256i w8 = IsTable<D>::value ? q[4 + r] : D::dec(xr[r][kS * i]);
+                p[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[r], _mm256_sign_epi8(av, w8)), _mm256_set1_epi16(1));
+            }
             return _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
         } else {
             return fold4_i16(_mm256_maddubs_epi16(q[0], av), _mm256_maddubs_epi16(q[1], av),
@@ -291,7 +294,7 @@ inline void tile4_legacy_da(int64_t nb, const uint8_t* w, size_t ws, const uint8
     L::rows(w, ws, xr);
     for (int64_t i = 0; i < nb; ++i) {
         if constexpr (C == 1) prefetch_span<4 * sizeof(B)>(w + 4 * i * sizeof(B));
-        __m256i q[4];
+        __m256i q[8];
         __m256 wd, wm;
         L::load(xr, i, q, wd, wm);
         for (int c = 0; c < C; ++c) {
@@ -329,7 +332,7 @@ inline void legacy4_x4_col(int64_t nb, const uint8_t* const* w, const uint8_t* a
 #pragma GCC unroll 4
         for (int j = 0; j < S; ++j) {
             prefetch_span<4 * sizeof(B)>(w[j] + 4 * i * sizeof(B));
-            __m256i q[4];
+            __m256i q[8];
             __m256 wd, wm;
             L::load(xr[j], i, q, wd, wm);
             const __m256i h = L::col(q, xr[j], i, y);
@@ -374,10 +377,19 @@ void tile_driver(int64_t nb, int nr, int nc, const void* w, size_t ws, const voi
 // D::dec_u gives) with the block's scales. A row is unpacked once per call instead of
 // once per column tile; the tiles then read plain bytes. Same integers, same scale
 // operations: the results are those of the packed blocks, bit for bit.
+template <bool kE8M0>
+struct UnpackedHead {
+    uint16_t d, m;
+};
+template <>
+struct UnpackedHead<true> {  // MXFP4: its exponent byte
+    uint8_t e;
+    uint16_t m;
+};
 template <class D>
 struct Unpacked {
-    struct Block {
-        uint16_t d, m;
+    static constexpr bool kE8M0 = HasE8M0<typename D::Block>::value;
+    struct Block : UnpackedHead<kE8M0> {
         uint8_t qs[QK];
     };
     static constexpr bool kSigned = D::kSigned, kMin = D::kMin;
@@ -388,7 +400,8 @@ struct Unpacked {
         else return loadu256(b.qs);
     }
     static void unpack(const typename D::Block& x, Block& b) {
-        b.d = x.d;
+        if constexpr (kE8M0) b.e = x.e;
+        else b.d = x.d;
         if constexpr (kMin) b.m = x.m;
         else b.m = 0;
         if constexpr (kOffset > 0) _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.qs), D::dec_u(x));
@@ -436,6 +449,66 @@ void q4_0_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t w
     decode_columns(groups, nc, W, ws, A, as, s, lds, [&](const BlockQ8_0* y) { q4_0_prepare(nb, y, pre); },
                    [&](auto streams, auto x, const BlockQ8_0*, float* const* o) {
                        q4_0_group_col<decltype(streams)::value>(nb, x, pre, o);
+                   });
+}
+
+// ---- MXFP4 decoding on the four-row copy (the plain interleave: a group block is the four
+// rows' 17-byte blocks, 68 bytes) ----
+// Two rows' codes share a register ([row 0 | row 1] of the low nibbles, the high ones
+// apart), the activation halves broadcast to match, so four rows take two loads, six logic
+// operations and four pshufb where decoding them one by one took twenty. The int16 pair
+// sums fold with hadd into the rows' 16-element sums (eight products of (u <= 24) x 127 fit
+// int16), permuted to legacy4_x4_col's lanes [r0 r1 r2 r3 lo | r0 r1 r2 r3 hi]; the
+// offset (u = w + 12) comes off in int32 as 12 x the activation halves' sums. The same
+// integers and float operations as legacy4_x4_col<DecMXFP4>, so the same bits.
+inline void mxfp4_prepare(int64_t nb, const BlockQ8_0* y, Q40Act* pre) {
+    q4_0_prepare(nb, y, pre);  // 8 x the halves' sums: 12 x them here
+    for (int64_t i = 0; i < nb; ++i)
+        for (int h = 0; h < 2; ++h) pre[i].off[h] = pre[i].off[h] / 8 * 12;
+}
+template <int S>
+inline void mxfp4_group_col(int64_t nb, const uint8_t* const* w, const Q40Act* pre, float* const* s) {
+    constexpr size_t kB = sizeof(BlockMXFP4), kG = 4 * sizeof(BlockMXFP4);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(kValuesMXFP4Plus12)));
+    const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    const __m256i lanes = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256 acc[S];
+    for (int j = 0; j < S; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256i av = loadu256(pre[i].qs);
+        const __m256i alo = _mm256_permute4x64_epi64(av, 0x44), ahi = _mm256_permute4x64_epi64(av, 0xee);
+        const __m256i off = q4_0_act_off(pre[i]);
+        const __m256 da = _mm256_broadcast_ss(&pre[i].d);
+#pragma GCC unroll 4
+        for (int j = 0; j < S; ++j) {
+            const uint8_t* gb = w[j] + (size_t)i * kG;
+            prefetch_span<kG>(gb);
+            const __m256i v01 = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(gb + kB + 1),
+                                                    reinterpret_cast<const __m128i*>(gb + 1));
+            const __m256i v23 = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(gb + 3 * kB + 1),
+                                                    reinterpret_cast<const __m128i*>(gb + 2 * kB + 1));
+            const __m256i l01 = _mm256_shuffle_epi8(table, _mm256_and_si256(v01, m4));
+            const __m256i h01 = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v01, 4), m4));
+            const __m256i l23 = _mm256_shuffle_epi8(table, _mm256_and_si256(v23, m4));
+            const __m256i h23 = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(v23, 4), m4));
+            const __m256i lo = _mm256_hadd_epi16(_mm256_maddubs_epi16(l01, alo), _mm256_maddubs_epi16(l23, alo));
+            const __m256i hi = _mm256_hadd_epi16(_mm256_maddubs_epi16(h01, ahi), _mm256_maddubs_epi16(h23, ahi));
+            // [r0lo r2lo r0hi r2hi | r1lo r3lo r1hi r3hi] -> [r0..r3 lo | r0..r3 hi]
+            const __m256i t = _mm256_madd_epi16(_mm256_hadd_epi16(lo, hi), ones);
+            const __m256i h = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(t, lanes), off);
+            const __m128 d = e8m0_half4(_mm_setr_epi32(gb[0], gb[kB], gb[2 * kB], gb[3 * kB]));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h), _mm256_mul_ps(_mm256_set_m128(d, d), da), acc[j]);
+        }
+    }
+    store_rows4<S>(acc, s);
+}
+void mxfp4_groups_cols(int64_t nb, int groups, int nc, const uint8_t* W, size_t ws, const uint8_t* A, size_t as,
+                       float* s, size_t lds) {
+    struct Site;
+    Q40Act* const pre = thread_scratch<Q40Act, Site>((size_t)nb);
+    decode_columns(groups, nc, W, ws, A, as, s, lds, [&](const BlockQ8_0* y) { mxfp4_prepare(nb, y, pre); },
+                   [&](auto streams, auto x, const BlockQ8_0*, float* const* o) {
+                       mxfp4_group_col<decltype(streams)::value>(nb, x, pre, o);
                    });
 }
 
@@ -490,8 +563,7 @@ void pack_panel4(const uint8_t* w, size_t ws, int64_t nb, Panel4* out) {
     for (int64_t j = 0; j < nb; ++j) {
         const int64_t i = X4 ? 4 * j : j;  // the rows' blocks j
         Panel4& p = out[j];
-        const __m128i dh = pack_u16x4(x[0][i].d, x[1][i].d, x[2][i].d, x[3][i].d);
-        _mm256_store_ps(p.wd, _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh)));
+        _mm256_store_ps(p.wd, block_scales4(x[0][i], x[1][i], x[2][i], x[3][i]));
         if constexpr (D::kMin)
             _mm256_store_ps(p.wm, _mm256_cvtph_ps(pack_u16x4(x[0][i].m, x[1][i].m, x[2][i].m, x[3][i].m)));
         __m256i q[4];
@@ -566,7 +638,7 @@ template <class D, int C, bool X4>
 void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                       size_t lds) {
     const int64_t nb = n / QK;
-    if constexpr (!std::is_same<D, DecQ8_0>::value) {  // Q8_0's blocks are bytes already
+    if constexpr (!kWideSigned<D>) {  // Q8_0's blocks are bytes already; the table types' pshufb is cheap
         if (nc >= C) {
             const uint8_t* W = static_cast<const uint8_t*>(w);
             const uint8_t* Ac = static_cast<const uint8_t*>(a);
@@ -602,6 +674,11 @@ void gemm_legacy_rows(int64_t n, int nr, int nc, const void* w, size_t ws, const
     if constexpr (X4 && std::is_same<D, DecQ4_0>::value) {  // re-encoded groups, nr a multiple of 4
         q4_0_groups_cols(nb, nr / 4, nc, static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(a), as, s,
                          lds);
+        return;
+    }
+    if constexpr (X4 && std::is_same<D, DecMXFP4>::value) {  // nr a multiple of 4
+        mxfp4_groups_cols(nb, nr / 4, nc, static_cast<const uint8_t*>(w), ws, static_cast<const uint8_t*>(a), as, s,
+                          lds);
         return;
     }
     // tile_driver's order of tiles, with the activation scales converted once per call
@@ -1623,6 +1700,67 @@ void gemm_k_x4(int64_t n, int nr, int nc, const void* w, size_t ws, const void* 
     gemm_k_rows<B, true>(n, nr, nc, w, ws, a, as, s, lds);
 }
 
+// ---- IQ4_XS x Q8_K ----------------------------------------------------------------------
+// The IQ4_NL table's values (-127..113) by pshufb, the sign trick per 32-group (pairs of
+// |q| a stay within int16: 2 * 127 * 127), then madd by the group's scale (-32..31) into
+// int32 lanes: the scalar reference's integers, per super-block, in eight lanes. A row
+// streams past C columns, each group decoded once for all of them; vec_dot is the C = 1
+// tile, so a column gets the same float operations alone as in a batch.
+template <int C>
+inline void iq4_xs_row(int64_t nbk, const BlockIQ4_XS* x, const BlockQ8_K* const* y, float* out) {
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kValuesIQ4NL)));
+    __m256 acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nbk; ++i) {
+        const BlockIQ4_XS& b = x[i];
+        __m256i isum[C];
+        for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+            const __m256i q = _mm256_shuffle_epi8(table, nibbles32(b.qs + 16 * g));
+            const __m256i qa = _mm256_sign_epi8(q, q);
+            const __m256i sc = _mm256_set1_epi16((short)iq4_xs_scale(b, g));
+            for (int c = 0; c < C; ++c) {
+                const __m256i p = _mm256_maddubs_epi16(qa, _mm256_sign_epi8(loadu256(y[c][i].qs + 32 * g), q));
+                isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(p, sc));
+            }
+        }
+        const float d = f16(b.d);
+        for (int c = 0; c < C; ++c)
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_set1_ps(d * y[c][i].d), acc[c]);
+    }
+    for (int c = 0; c < C; ++c) out[c] = hsum(acc[c]);
+}
+
+void vec_dot_iq4_xs(int64_t n, float* s, const void* w, const void* a) {
+    const BlockQ8_K* y[1] = {static_cast<const BlockQ8_K*>(a)};
+    iq4_xs_row<1>(n / QK_K, static_cast<const BlockIQ4_XS*>(w), y, s);
+}
+
+void gemm_iq4_xs(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
+                 size_t lds) {
+    const int64_t nbk = n / QK_K;
+    const uint8_t* W = static_cast<const uint8_t*>(w);
+    const uint8_t* A = static_cast<const uint8_t*>(a);
+    auto col = [&](int c) { return reinterpret_cast<const BlockQ8_K*>(A + (size_t)c * as); };
+    int c = 0;
+    for (; c + 4 <= nc; c += 4) {
+        const BlockQ8_K* y[4] = {col(c), col(c + 1), col(c + 2), col(c + 3)};
+        for (int r = 0; r < nr; ++r) {
+            float out[4];
+            iq4_xs_row<4>(nbk, reinterpret_cast<const BlockIQ4_XS*>(W + (size_t)r * ws), y, out);
+            for (int j = 0; j < 4; ++j) s[(size_t)(c + j) * lds + (size_t)r] = out[j];
+        }
+    }
+    for (; c < nc; ++c) {
+        const BlockQ8_K* y[1] = {col(c)};
+        for (int r = 0; r < nr; ++r) {
+            const uint8_t* p = W + (size_t)r * ws;
+            if (nc == 1) prefetch_ahead(p, p + (size_t)nbk * sizeof(BlockIQ4_XS));
+            iq4_xs_row<1>(nbk, reinterpret_cast<const BlockIQ4_XS*>(p), y, s + (size_t)c * lds + (size_t)r);
+        }
+    }
+}
+
 // q . k over the F16 cache with F16C: 16 values per step in two accumulators.
 float dot_f32_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -1859,6 +1997,13 @@ void register_avx2_kernels(KernelTable& t) {
                           gemm_k_x4<BlockQ5_K>};
     t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k, vec_dot_k<BlockQ6_K>, gemm_k<BlockQ6_K>,
                           gemm_k_x4<BlockQ6_K>};
+    // the 4-bit table types, decoded by one pshufb: MXFP4 in Q4_0's offset form, IQ4_NL
+    // in Q8_0's sign trick
+    t[(int)DType::MXFP4] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecMXFP4>, gemm_legacy<DecMXFP4, 4>,
+                           gemm_legacy_x4<DecMXFP4, 4>};
+    t[(int)DType::IQ4_NL] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecIQ4_NL>, gemm_legacy<DecIQ4_NL, 4>,
+                            gemm_legacy_x4<DecIQ4_NL, 4>};
+    t[(int)DType::IQ4_XS] = {DType::Q8_K, quantize_row_q8_k, vec_dot_iq4_xs, gemm_iq4_xs};
 }
 
 }  // namespace ember

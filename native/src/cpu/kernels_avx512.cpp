@@ -964,9 +964,7 @@ void pack_panel8(const uint8_t* w, size_t ws, int64_t nb, Panel8* out) {
             if constexpr (!D::kMin) sums = _mm512_dpbusd_epi32(sums, ones, v);
         }
         _mm512_store_si512(p.corr, _mm512_slli_epi32(sums, 7));
-        const __m128i dh = _mm_setr_epi16((short)x[0]->d, (short)x[1]->d, (short)x[2]->d, (short)x[3]->d,
-                                          (short)x[4]->d, (short)x[5]->d, (short)x[6]->d, (short)x[7]->d);
-        _mm512_store_ps(p.wd, _mm512_broadcast_f32x8(_mm256_cvtph_ps(dh)));
+        _mm512_store_ps(p.wd, _mm512_broadcast_f32x8(block_scales8(x)));
         if constexpr (D::kMin) {
             const __m128i mh = _mm_setr_epi16((short)x[0]->m, (short)x[1]->m, (short)x[2]->m, (short)x[3]->m,
                                               (short)x[4]->m, (short)x[5]->m, (short)x[6]->m, (short)x[7]->m);
@@ -1064,7 +1062,7 @@ void amx_legacy_fill(const uint8_t* W, size_t ws, int rb, int64_t i, AmxLegacyPa
                         : reinterpret_cast<const B*>(W + (size_t)row * ws)[i];
         v[r] = _mm512_castsi256_si512(D::dec(x));  // signed values, or the min types' unsigned ones
         v[r] = _mm512_inserti64x4(v[r], _mm256_setzero_si256(), 1);
-        out.d[r] = f16(x.d);
+        out.d[r] = block_scale(x);
         if constexpr (D::kMin) out.m[r] = f16(x.m);
         else out.m[r] = 0.0f;
     }
@@ -1338,11 +1336,13 @@ void register_avx512_kernels(KernelTable& t) {
     tile(DType::Q5_0, gemm_legacy512<DecQ5_0, DType::Q5_0, false>, gemm_legacy512<DecQ5_0, DType::Q5_0, true>);
     tile(DType::Q5_1, gemm_legacy512<DecQ5_1, DType::Q5_1, false>, gemm_legacy512<DecQ5_1, DType::Q5_1, true>);
     tile(DType::Q8_0, gemm_legacy512<DecQ8_0, DType::Q8_0, false>, gemm_legacy512<DecQ8_0, DType::Q8_0, true>);
+    tile(DType::MXFP4, gemm_legacy512<DecMXFP4, DType::MXFP4, false>, gemm_legacy512<DecMXFP4, DType::MXFP4, true>);
+    tile(DType::IQ4_NL, gemm_legacy512<DecIQ4_NL, DType::IQ4_NL, false>, gemm_legacy512<DecIQ4_NL, DType::IQ4_NL, true>);
     // 64 rows a call: the AMX tiles read an activation block once per 64 rows, and the
     // K-quants' sixteen-column tiles transpose a column block once per 64 rows
     for (DType type : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) t[(int)type].batch_rows = [] { return 64; };
 #ifdef EMBER_AMX
-    for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0})
+    for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::MXFP4, DType::IQ4_NL})
         t[(int)type].batch_rows = [] { return amx_enabled() ? 64 : (int)kMulMatRowBlock; };
 #endif
 }

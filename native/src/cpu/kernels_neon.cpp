@@ -6,6 +6,7 @@
 //    summed exactly in int32, one float multiply per block (per super-block for K-quants),
 //    so the integer part equals the scalar reference's and only the float summation order
 //    differs.
+// The 4-bit table types (MXFP4, IQ4_NL, IQ4_XS) decode with one TBL per 16 codes.
 // Tile (gemm) kernels for prefill exist for the float and legacy types: they decode each
 // weight block once per four activation columns. K-quant tiles are not written yet
 // (mul_mat loops vec_dot for them).
@@ -664,6 +665,32 @@ struct DecQ5_1 {
     }
 };
 
+// The 4-bit table types: the nibbles as indices into the 16 int8 values (one TBL per half)
+template <const int8_t (&kValues)[16]>
+inline void table_dec(const uint8_t* qs, int8x16_t* lo, int8x16_t* hi) {
+    const int8x16_t t = vld1q_s8(kValues);
+    const uint8x16_t q = vld1q_u8(qs);
+    *lo = vqtbl1q_s8(t, vandq_u8(q, vdupq_n_u8(0x0f)));
+    *hi = vqtbl1q_s8(t, vshrq_n_u8(q, 4));
+}
+struct DecMXFP4 {
+    using Block = BlockMXFP4;
+    using Act = BlockQ8_0;
+    static constexpr bool kMin = false;
+    static void dec(const Block& b, int8x16_t* lo, int8x16_t* hi) { table_dec<kValuesMXFP4>(b.qs, lo, hi); }
+};
+struct DecIQ4_NL {
+    using Block = BlockIQ4_NL;
+    using Act = BlockQ8_0;
+    static constexpr bool kMin = false;
+    static void dec(const Block& b, int8x16_t* lo, int8x16_t* hi) { table_dec<kValuesIQ4NL>(b.qs, lo, hi); }
+};
+
+// a block's weight scale: its f16 d, or MXFP4's E8M0 half scale
+template <typename B>
+inline float block_scale(const B& b) { return fp16_to_fp32(b.d); }
+inline float block_scale(const BlockMXFP4& b) { return e8m0_to_fp32_half(b.e); }
+
 template <typename D>
 inline float block_min(const typename D::Block& b) {
     if constexpr (D::kMin) return fp16_to_fp32(b.m);
@@ -689,7 +716,7 @@ EMBER_NEON_TARGET void gemm_cols(int64_t nb, const typename D::Block* w, const t
     for (int64_t i = 0; i < nb; ++i) {
         int8x16_t lo, hi;
         D::dec(w[i], &lo, &hi);
-        const float dw = fp16_to_fp32(w[i].d), mw = block_min<D>(w[i]);
+        const float dw = block_scale(w[i]), mw = block_min<D>(w[i]);
         for (int j = 0; j < kCols; ++j) {
             const int32x4_t p = dot32(lo, hi, a[j][i].qs);
             acc[j] = vmlaq_n_f32(acc[j], vcvtq_f32_s32(p), dw * fp16_to_fp32(a[j][i].d));
@@ -723,11 +750,38 @@ EMBER_NEON_TARGET void gemm_legacy(int64_t n, int nr, int nc, const void* w, siz
     }
 }
 
+// IQ4_XS x Q8_K: the IQ4_NL table per 32-group, one integer per super-block (as the
+// K-quants: each group's int32 lanes times its scale, -32..31)
+EMBER_NEON_TARGET void vec_dot_iq4_xs_q8_k(int64_t n, float* s, const void* wv, const void* av) {
+    const BlockIQ4_XS* w = static_cast<const BlockIQ4_XS*>(wv);
+    const BlockQ8_K* a = static_cast<const BlockQ8_K*>(av);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int g = 0; g < 8; ++g) {
+            int8x16_t lo, hi;
+            table_dec<kValuesIQ4NL>(w[i].qs + 16 * g, &lo, &hi);
+            isum = vmlaq_n_s32(isum, dot32(lo, hi, a[i].qs + 32 * g), iq4_xs_scale(w[i], g));
+        }
+        sum += a[i].d * fp16_to_fp32(w[i].d) * (float)vaddvq_s32(isum);
+    }
+    *s = sum;
+}
+
+// one column of gemm_cols: the table types' dot product (the same operations as their tiles)
+template <typename D>
+EMBER_NEON_TARGET void vec_dot_cols(int64_t n, float* s, const void* wv, const void* av) {
+    const typename D::Act* cols[1] = {static_cast<const typename D::Act*>(av)};
+    gemm_cols<D, 1>(n / QK, static_cast<const typename D::Block*>(wv), cols, s);
+}
+
 GemmFn integer_gemm(DType weight, DType act) {
     if (act == DType::Q8_0) {
         if (weight == DType::Q4_0) return gemm_legacy<DecQ4_0>;
         if (weight == DType::Q5_0) return gemm_legacy<DecQ5_0>;
         if (weight == DType::Q8_0) return gemm_legacy<DecQ8_0>;
+        if (weight == DType::MXFP4) return gemm_legacy<DecMXFP4>;
+        if (weight == DType::IQ4_NL) return gemm_legacy<DecIQ4_NL>;
     } else if (act == DType::Q8_1) {
         if (weight == DType::Q4_1) return gemm_legacy<DecQ4_1>;
         if (weight == DType::Q5_1) return gemm_legacy<DecQ5_1>;
@@ -740,6 +794,8 @@ VecDotFn integer_kernel(DType weight, DType act) {
         if (weight == DType::Q4_0) return vec_dot_q4_0_q8_0;
         if (weight == DType::Q5_0) return vec_dot_q5_0_q8_0;
         if (weight == DType::Q8_0) return vec_dot_q8_0_q8_0;
+        if (weight == DType::MXFP4) return vec_dot_cols<DecMXFP4>;
+        if (weight == DType::IQ4_NL) return vec_dot_cols<DecIQ4_NL>;
     } else if (act == DType::Q8_1) {
         if (weight == DType::Q4_1) return vec_dot_q4_1_q8_1;
         if (weight == DType::Q5_1) return vec_dot_q5_1_q8_1;
@@ -750,6 +806,7 @@ VecDotFn integer_kernel(DType weight, DType act) {
             case DType::Q4_K: return vec_dot_q4_k_q8_k;
             case DType::Q5_K: return vec_dot_q5_k_q8_k;
             case DType::Q6_K: return vec_dot_q6_k_q8_k;
+            case DType::IQ4_XS: return vec_dot_iq4_xs_q8_k;
             default: break;
         }
     }

@@ -19,6 +19,12 @@ void unpack_q4_0(const void* blk, int8_t q[32]);
 void unpack_q4_1(const void* blk, int8_t q[32]);
 void unpack_q5_0(const void* blk, int8_t q[32]);
 void unpack_q5_1(const void* blk, int8_t q[32]);
+// The 4-bit table types: the codes' table values (MXFP4's doubled E2M1, IQ4_NL's grid);
+// w = scale * q with MXFP4's scale e8m0_to_fp32_half(e), IQ4_NL's d.
+void unpack_mxfp4(const void* blk, int8_t q[32]);
+void unpack_iq4_nl(const void* blk, int8_t q[32]);
+// IQ4_XS: w[e] = d * sc[g] * q[e], eight groups of 32
+void unpack_iq4_xs(const void* blk, int8_t q[256], int sc[8]);
 // K-quants: w[e] = d * sc[g] * q[e] - dmin * mn[g] (groups of 16, or 32 for Q4_K/Q5_K).
 void unpack_q2_k(const void* blk, int8_t q[256], int sc[16], int mn[16]);
 void unpack_q3_k(const void* blk, int8_t q[256], int sc[16]);

@@ -7,6 +7,9 @@
 //   Q4_0, Q5_0, Q8_0  x Q8_0  (32-blocks, fp16 scale)
 //   Q4_1, Q5_1        x Q8_1  (32-blocks, fp16 scale and fp16 d*sum for the min term)
 //   Q2_K..Q6_K        x Q8_K  (256-blocks, f32 scale, int16 sums of each 16)
+//   MXFP4, IQ4_NL     x Q8_0  (32-blocks of 4-bit codes into a table of int8 values;
+//                              MXFP4's scale a power of two, E8M0)
+//   IQ4_XS            x Q8_K  (256-blocks, the IQ4_NL table, eight 6-bit group scales)
 // The activation converters round to nearest even (as the SIMD converters do) and
 // are bit-exact across levels.
 #include <cmath>
@@ -107,6 +110,31 @@ void unpack_q5_1(const void* blk, int8_t q[32]) {
     for (int j = 0; j < 16; ++j) {
         q[j] = (int8_t)((b->qs[j] & 0x0f) | (((qh >> j) & 1u) << 4));
         q[j + 16] = (int8_t)((b->qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+    }
+}
+
+void unpack_mxfp4(const void* blk, int8_t q[32]) {
+    const BlockMXFP4* b = static_cast<const BlockMXFP4*>(blk);
+    for (int j = 0; j < 16; ++j) {
+        q[j] = kValuesMXFP4[b->qs[j] & 0x0f];
+        q[j + 16] = kValuesMXFP4[b->qs[j] >> 4];
+    }
+}
+void unpack_iq4_nl(const void* blk, int8_t q[32]) {
+    const BlockIQ4_NL* b = static_cast<const BlockIQ4_NL*>(blk);
+    for (int j = 0; j < 16; ++j) {
+        q[j] = kValuesIQ4NL[b->qs[j] & 0x0f];
+        q[j + 16] = kValuesIQ4NL[b->qs[j] >> 4];
+    }
+}
+void unpack_iq4_xs(const void* blk, int8_t q[256], int sc[8]) {
+    const BlockIQ4_XS* b = static_cast<const BlockIQ4_XS*>(blk);
+    for (int g = 0; g < 8; ++g) {
+        sc[g] = iq4_xs_scale(*b, g);
+        for (int j = 0; j < 16; ++j) {
+            q[32 * g + j] = kValuesIQ4NL[b->qs[16 * g + j] & 0x0f];
+            q[32 * g + j + 16] = kValuesIQ4NL[b->qs[16 * g + j] >> 4];
+        }
     }
 }
 
@@ -224,6 +252,20 @@ void vec_dot_sym(int64_t n, float* s, const void* w, const void* a) {
     *s = sum;
 }
 
+// MXFP4 x Q8_0: vec_dot_sym with the E8M0 half scale for the weights' f16 d (a power of
+// two, so the product of the two scales is exact in either order)
+void vec_dot_mxfp4(int64_t n, float* s, const void* w, const void* a) {
+    const BlockMXFP4* x = static_cast<const BlockMXFP4*>(w);
+    const BlockQ8_0* y = static_cast<const BlockQ8_0*>(a);
+    float sum = 0.0f;
+    int8_t q[QK];
+    for (int64_t i = 0; i < n / QK; ++i) {
+        unpack_mxfp4(&x[i], q);
+        sum += e8m0_to_fp32_half(x[i].e) * fp16_to_fp32(y[i].d) * (float)dot32(q, y[i].qs);
+    }
+    *s = sum;
+}
+
 void unpack_q8_0(const void* blk, int8_t q[32]) {
     std::memcpy(q, static_cast<const BlockQ8_0*>(blk)->qs, QK);
 }
@@ -318,6 +360,23 @@ void vec_dot_q6_k(int64_t n, float* s, const void* w, const void* a) {
     *s = sum;
 }
 
+// IQ4_XS x Q8_K: one integer per super-block (|sc| <= 32, |q a| <= 127 * 127: the
+// sum stays below 2^28), then the two scales, as the K-quants
+void vec_dot_iq4_xs(int64_t n, float* s, const void* w, const void* a) {
+    const BlockIQ4_XS* x = static_cast<const BlockIQ4_XS*>(w);
+    const BlockQ8_K* y = static_cast<const BlockQ8_K*>(a);
+    float sum = 0.0f;
+    int8_t q[QK_K];
+    int sc[8];
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        unpack_iq4_xs(&x[i], q, sc);
+        int isum = 0;
+        for (int g = 0; g < 8; ++g) isum += sc[g] * group_dot(q + g * 32, y[i].qs + g * 32, 32);
+        sum += y[i].d * fp16_to_fp32(x[i].d) * (float)isum;
+    }
+    *s = sum;
+}
+
 }  // namespace
 
 void register_scalar_kernels(KernelTable& t) {
@@ -334,6 +393,9 @@ void register_scalar_kernels(KernelTable& t) {
     t[(int)DType::Q4_K] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_q45_k<BlockQ4_K, unpack_q4_k>, nullptr};
     t[(int)DType::Q5_K] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_q45_k<BlockQ5_K, unpack_q5_k>, nullptr};
     t[(int)DType::Q6_K] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_q6_k, nullptr};
+    t[(int)DType::MXFP4] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_mxfp4, nullptr};
+    t[(int)DType::IQ4_NL] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockIQ4_NL, unpack_iq4_nl>, nullptr};
+    t[(int)DType::IQ4_XS] = {DType::Q8_K, quantize_row_q8_k_ref, vec_dot_iq4_xs, nullptr};
 }
 
 }  // namespace ember

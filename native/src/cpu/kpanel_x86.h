@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/kernels.h"
 #include "cpu/kernels_ref.h"
@@ -236,6 +237,55 @@ struct DecQ8_0 {
     static __m256i dec(const Block& b) { return loadu256(b.qs); }
 };
 
+// The 4-bit table types (MXFP4, IQ4_NL): the nibbles (element order) as indices into
+// 16 values, one pshufb.
+inline __m256i table32(const uint8_t* qs, const int8_t (&values)[16]) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+    return _mm256_shuffle_epi8(t, nibbles32(qs));
+}
+// MXFP4's doubled E2M1 values plus 12 (0..24): the offset form of Q4_0 (kOffset below),
+// whose sums fit int16 as Q4_0's do (|w| <= 12 < 16)
+alignas(16) inline constexpr int8_t kValuesMXFP4Plus12[16] = {12, 13, 14, 15, 16, 18, 20, 24,
+                                                              12, 11, 10, 9,  8,  6,  4,  0};
+struct DecMXFP4 {
+    using Block = BlockMXFP4;
+    static constexpr bool kSigned = true, kMin = false;
+    static constexpr int kOffset = 12;
+    static __m256i dec_u(const Block& b) { return table32(b.qs, kValuesMXFP4Plus12); }
+    static __m256i dec(const Block& b) { return table32(b.qs, kValuesMXFP4); }
+};
+// IQ4_NL's values span -127..113: an unsigned u + off times an activation would pass int16
+// in maddubs's pair sums, so its tiles take Q8_0's sign trick (kTable: the tiles keep the
+// decoded signs in registers rather than decode a block again per column)
+struct DecIQ4_NL {
+    using Block = BlockIQ4_NL;
+    static constexpr bool kSigned = true, kMin = false, kTable = true;
+    static constexpr int kOffset = 0;
+    static __m256i dec(const Block& b) { return table32(b.qs, kValuesIQ4NL); }
+};
+// Signed values over much of int8 (Q8_0, IQ4_NL): the sign trick in every tile, no prefill
+// panels of offset or unsigned values.
+template <class D>
+constexpr bool kWideSigned = D::kSigned && D::kOffset == 0;
+template <class D, class = void>
+struct IsTable : std::false_type {};
+template <class D>
+struct IsTable<D, std::void_t<decltype(D::kTable)>> : std::bool_constant<D::kTable> {};
+
+// Blocks scaled by an E8M0 byte `e` (MXFP4, and its unpacked form) instead of an f16 `d`
+template <class B, class = void>
+struct HasE8M0 : std::false_type {};
+template <class B>
+struct HasE8M0<B, std::void_t<decltype(std::declval<const B&>().e)>> : std::true_type {};
+
+// A 32-block's weight scale as a float: its f16 d, or MXFP4's E8M0 half scale (a power
+// of two, so its products with the activation scale are exact in any order).
+template <class B>
+inline float block_scale(const B& b) {
+    if constexpr (HasE8M0<B>::value) return e8m0_to_fp32_half(b.e);
+    else return f16(b.d);
+}
+
 // Bit k of every byte of h moved to bit 4 (0x10 or 0): Q5_K's fifth bits. Two
 // instructions: a 16-bit shift by |4 - k| cannot carry a neighbouring byte's bit into
 // bit 4 of either byte.
@@ -412,6 +462,39 @@ inline __m256i q4_k_min_sum(__m256i mb, const int16_t amin[2][16]) {
 inline __m128i pack_u16x4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
     // pinsrw straight from memory: five instructions, where shifting and or-ing pairs took ten
     return _mm_insert_epi16(_mm_insert_epi16(_mm_insert_epi16(_mm_cvtsi32_si128(a), b, 1), c, 2), d, 3);
+}
+// e8m0_to_fp32_half of int32 lanes 0..255, by their bits (no float arithmetic, so no
+// flush of the subnormal halves e = 0, 1 whatever the MXCSR says)
+inline __m128 e8m0_half4(__m128i e) {
+    const __m128i normal = _mm_slli_epi32(_mm_sub_epi32(e, _mm_set1_epi32(1)), 23);
+    const __m128i sub = _mm_sllv_epi32(_mm_set1_epi32(0x00200000), e);
+    return _mm_castsi128_ps(_mm_blendv_epi8(normal, sub, _mm_cmpgt_epi32(_mm_set1_epi32(2), e)));
+}
+inline __m256 e8m0_half8(__m256i e) {
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+
+// Four rows' block scales, twice: [d0 d1 d2 d3 | d0 d1 d2 d3]
+template <class B>
+inline __m256 block_scales4(const B& b0, const B& b1, const B& b2, const B& b3) {
+    if constexpr (HasE8M0<B>::value) {
+        const __m128 d = e8m0_half4(_mm_setr_epi32(b0.e, b1.e, b2.e, b3.e));
+        return _mm256_set_m128(d, d);
+    } else {
+        const __m128i dh = pack_u16x4(b0.d, b1.d, b2.d, b3.d);
+        return _mm256_cvtph_ps(_mm_unpacklo_epi64(dh, dh));
+    }
+}
+// Eight rows' block scales [d0 .. d7]
+template <class B>
+inline __m256 block_scales8(const B* const x[8]) {
+    if constexpr (HasE8M0<B>::value)
+        return e8m0_half8(_mm256_setr_epi32(x[0]->e, x[1]->e, x[2]->e, x[3]->e, x[4]->e, x[5]->e, x[6]->e, x[7]->e));
+    else
+        return _mm256_cvtph_ps(_mm_setr_epi16((short)x[0]->d, (short)x[1]->d, (short)x[2]->d, (short)x[3]->d,
+                                              (short)x[4]->d, (short)x[5]->d, (short)x[6]->d, (short)x[7]->d));
 }
 // [x0 x1 x2 x3 | x0 x1 x2 x3] from four f16 at p
 inline __m256 f16x4_twice(const uint8_t* p) {

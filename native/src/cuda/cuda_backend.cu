@@ -332,7 +332,8 @@ bool weight_type_ok(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
         case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K:
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return true;
+        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::MXFP4: case DType::IQ4_NL:
+        case DType::IQ4_XS: return true;
         default: return false;
     }
 }
@@ -340,7 +341,8 @@ bool weight_type_ok(DType t) {
 int64_t block_elems(DType t) {
     switch (t) {
         case DType::F32: case DType::F16: case DType::BF16: return 1;
-        case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return kQKK;
+        case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+        case DType::IQ4_XS: return kQKK;
         default: return kQK;
     }
 }
@@ -362,6 +364,9 @@ bool rows_contiguous_f32(const Tensor* t) { return t->type == DType::F32 && t->n
         case DType::Q4_K: KERNEL<(int)DType::Q4_K> __VA_ARGS__; break;                               \
         case DType::Q5_K: KERNEL<(int)DType::Q5_K> __VA_ARGS__; break;                               \
         case DType::Q6_K: KERNEL<(int)DType::Q6_K> __VA_ARGS__; break;                               \
+        case DType::MXFP4: KERNEL<(int)DType::MXFP4> __VA_ARGS__; break;                             \
+        case DType::IQ4_NL: KERNEL<(int)DType::IQ4_NL> __VA_ARGS__; break;                           \
+        case DType::IQ4_XS: KERNEL<(int)DType::IQ4_XS> __VA_ARGS__; break;                           \
         default: return false;                                                                       \
     }
 

@@ -193,5 +193,55 @@ EMBER_HD void dq<(int)DType::Q6_K>(const uint8_t* row, int64_t sub, int l0, int 
     }
 }
 
+// The 4-bit table types' values, code c's byte of two 64-bit words (no table in device
+// memory: quant/types.h's kValuesMXFP4 and kValuesIQ4NL, which test_cuda_dequant checks)
+EMBER_HD int table_value(uint64_t lo, uint64_t hi, int c) {
+    return (int)(int8_t)(uint8_t)(((c < 8 ? lo : hi) >> (8 * (c & 7))) & 0xff);
+}
+EMBER_HD int mxfp4_value(int c) { return table_value(0x0C08060403020100ull, 0xF4F8FAFCFDFEFF00ull, c); }
+EMBER_HD int iq4nl_value(int c) { return table_value(0xF6EADDCFBFAD9881ull, 0x7159453526190D01ull, c); }
+EMBER_HD float e8m0_half(uint8_t e) {  // quant/types.h's e8m0_to_fp32_half
+    const uint32_t u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+template <>
+EMBER_HD void dq<(int)DType::MXFP4>(const uint8_t* row, int64_t sub, int l0, int n, float* out) {
+    const uint8_t* b = row + sub * 17;
+    const float d = e8m0_half(b[0]);
+    const uint8_t* qs = b + 1;
+    for (int l = l0; l < l0 + n; ++l) {
+        const int c = l < 16 ? (qs[l] & 15) : (qs[l - 16] >> 4);
+        out[l - l0] = d * (float)mxfp4_value(c);
+    }
+}
+template <>
+EMBER_HD void dq<(int)DType::IQ4_NL>(const uint8_t* row, int64_t sub, int l0, int n, float* out) {
+    const uint8_t* b = row + sub * 18;
+    const float d = h2f(ld16(b));
+    const uint8_t* qs = b + 2;
+    for (int l = l0; l < l0 + n; ++l) {
+        const int c = l < 16 ? (qs[l] & 15) : (qs[l - 16] >> 4);
+        out[l - l0] = d * (float)iq4nl_value(c);
+    }
+}
+template <>
+EMBER_HD void dq<(int)DType::IQ4_XS>(const uint8_t* row, int64_t sub, int l0, int n, float* out) {
+    const uint8_t* b = row + (sub / 8) * 136;
+    const int g = (int)(sub % 8);
+    const int ls = ((b[4 + g / 2] >> (4 * (g % 2))) & 15) | (((ld16(b + 2) >> (2 * g)) & 3) << 4);
+    const float dl = h2f(ld16(b)) * (float)(ls - 32);
+    const uint8_t* qs = b + 8 + 16 * g;
+    for (int l = l0; l < l0 + n; ++l) {
+        const int c = l < 16 ? (qs[l] & 15) : (qs[l - 16] >> 4);
+        out[l - l0] = dl * (float)iq4nl_value(c);
+    }
+}
+
 }  // namespace cuda
 }  // namespace ember

@@ -428,4 +428,118 @@ void quantize_q6_k(const float* src, void* dst, int64_t n) {
     }
 }
 
+// ---- IQ4_NL / IQ4_XS: the non-linear grid (llama-quantize without a matrix) ----------
+
+namespace {
+
+// Index of the grid value nearest x; between two neighbours a tie goes to the upper one,
+// and values past either end take the end (the grid is sorted).
+int nearest_grid_index(float x) {
+    const int8_t* v = kValuesIQ4NL;
+    if (x <= (float)v[0]) return 0;
+    if (x >= (float)v[15]) return 15;
+    int lo = 0, hi = 15;  // v[lo] <= x < v[hi]
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        if (x < (float)v[mid]) hi = mid;
+        else lo = mid;
+    }
+    return x - (float)v[hi - 1] < (float)v[hi] - x ? hi - 1 : hi;
+}
+
+// One group of 32: the weighted least-squares scale (weights x^2) over 15 candidate
+// inverse scales around the one that puts the largest magnitude on the grid's end (-127),
+// as ggml's quantize_row_iq4_nl_impl with ntry = 7. Returns the scale (0 for a group of
+// near-zeros) and leaves the codes of the first pass in L.
+float iq4_group_scale(const float* x, uint8_t* L) {
+    float w[32];
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        w[j] = x[j] * x[j];
+        const float ax = std::fabs(x[j]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[j];
+        }
+    }
+    if (amax < kGroupMaxEps) return 0.0f;
+    const float v0 = (float)kValuesIQ4NL[0];
+    float d = -max / v0;
+    float id = 1.0f / d;
+    float sumqx = 0.0f, sumq2 = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        const int l = nearest_grid_index(id * x[j]);
+        L[j] = (uint8_t)l;
+        const float q = (float)kValuesIQ4NL[l];
+        sumqx += w[j] * q * x[j];
+        sumq2 += w[j] * q * q;
+    }
+    d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+    float best = d * sumqx;
+    for (int t = -7; t <= 7; ++t) {
+        id = (float)(t + kValuesIQ4NL[0]) / max;
+        sumqx = sumq2 = 0.0f;
+        for (int j = 0; j < 32; ++j) {
+            const float q = (float)kValuesIQ4NL[nearest_grid_index(id * x[j])];
+            sumqx += w[j] * q * x[j];
+            sumq2 += w[j] * q * q;
+        }
+        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
+        }
+    }
+    return d;
+}
+
+void pack_nibbles(const uint8_t* L, int n, uint8_t* qs) {
+    for (int g = 0; g < n / 32; ++g)
+        for (int j = 0; j < 16; ++j) qs[16 * g + j] = (uint8_t)(L[32 * g + j] | (L[32 * g + 16 + j] << 4));
+}
+
+}  // namespace
+
+void quantize_iq4_nl(const float* src, void* dst, int64_t n) {
+    BlockIQ4_NL* y = static_cast<BlockIQ4_NL*>(dst);
+    uint8_t L[32];
+    for (int64_t b = 0; b < n / QK; ++b, src += QK) {
+        const float d = iq4_group_scale(src, L);
+        y[b].d = fp32_to_fp16(d);
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;  // the codes again, for the final scale
+        for (int j = 0; j < 32; ++j) L[j] = (uint8_t)nearest_grid_index(id * src[j]);
+        pack_nibbles(L, 32, y[b].qs);
+    }
+}
+
+void quantize_iq4_xs(const float* src, void* dst, int64_t n) {
+    BlockIQ4_XS* y = static_cast<BlockIQ4_XS*>(dst);
+    uint8_t L[QK_K];
+    for (int64_t b = 0; b < n / QK_K; ++b, src += QK_K) {
+        float scales[8], max_scale = 0.0f, amax_scale = 0.0f;
+        for (int g = 0; g < 8; ++g) {
+            scales[g] = iq4_group_scale(src + 32 * g, L + 32 * g);
+            if (std::fabs(scales[g]) > amax_scale) {
+                amax_scale = std::fabs(scales[g]);
+                max_scale = scales[g];
+            }
+        }
+        // the super-block scale maps the largest group scale to -32 (its sign kept in d)
+        const float d = -max_scale / 32.0f;
+        y[b].d = fp32_to_fp16(d);
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].scales_h = 0;
+        for (int g = 0; g < 8; ++g) {
+            const int l = clamp_int(round_nearest(id * scales[g]), -32, 31);
+            const float dl = d * (float)l;
+            const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
+            for (int j = 0; j < 32; ++j) L[32 * g + j] = (uint8_t)nearest_grid_index(idl * src[32 * g + j]);
+            const int u = l + 32;
+            if (g % 2 == 0) y[b].scales_l[g / 2] = (uint8_t)(u & 0x0f);
+            else y[b].scales_l[g / 2] |= (uint8_t)((u & 0x0f) << 4);
+            y[b].scales_h |= (uint16_t)((u >> 4) << (2 * g));
+        }
+        pack_nibbles(L, QK_K, y[b].qs);
+    }
+}
+
 }  // namespace ember

@@ -209,6 +209,46 @@ void dequantize_q8_k(const void* src, float* dst, int64_t n) {
         for (int j = 0; j < QK_K; ++j) dst[j] = b[i].d * (float)b[i].qs[j];
 }
 
+// The 4-bit table types: the codes' values times the block scale. Every product is
+// exact (MXFP4's scale is a power of two, its values at most 12; IQ4's are float32
+// products of an f16 and a small integer rounded once), so any order gives gguf-py's bits.
+void dequantize_mxfp4(const void* src, float* dst, int64_t n) {
+    const BlockMXFP4* b = static_cast<const BlockMXFP4*>(src);
+    for (int64_t i = 0; i < n / QK; ++i, dst += QK) {
+        const float d = e8m0_to_fp32_half(b[i].e);
+        for (int j = 0; j < QK / 2; ++j) {
+            dst[j] = d * (float)kValuesMXFP4[b[i].qs[j] & 0x0f];
+            dst[j + QK / 2] = d * (float)kValuesMXFP4[b[i].qs[j] >> 4];
+        }
+    }
+}
+
+void dequantize_iq4_nl(const void* src, float* dst, int64_t n) {
+    const BlockIQ4_NL* b = static_cast<const BlockIQ4_NL*>(src);
+    for (int64_t i = 0; i < n / QK; ++i, dst += QK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int j = 0; j < QK / 2; ++j) {
+            dst[j] = d * (float)kValuesIQ4NL[b[i].qs[j] & 0x0f];
+            dst[j + QK / 2] = d * (float)kValuesIQ4NL[b[i].qs[j] >> 4];
+        }
+    }
+}
+
+void dequantize_iq4_xs(const void* src, float* dst, int64_t n) {
+    const BlockIQ4_XS* b = static_cast<const BlockIQ4_XS*>(src);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int g = 0; g < QK_K / 32; ++g, dst += 32) {
+            const float dl = d * (float)iq4_xs_scale(b[i], g);  // rounded once, as gguf-py
+            const uint8_t* qs = b[i].qs + 16 * g;
+            for (int j = 0; j < 16; ++j) {
+                dst[j] = dl * (float)kValuesIQ4NL[qs[j] & 0x0f];
+                dst[j + 16] = dl * (float)kValuesIQ4NL[qs[j] >> 4];
+            }
+        }
+    }
+}
+
 // ---- quantize (reference, as ggml's *_ref and gguf-py) -----------------------
 
 void quantize_f32(const float* src, void* dst, int64_t n) {
@@ -341,6 +381,37 @@ void quantize_q8_0(const float* src, void* dst, int64_t n) {
     }
 }
 
+// MXFP4 as ggml's quantize_row_mxfp4_ref (and gguf-py): the exponent puts the block's
+// largest magnitude in [4, 8) x the half scale, i.e. in the top binade of E2M1 (6 is its
+// largest value, so values above 6 x scale saturate to +-6), then each value takes the
+// nearest code, the first on ties (+0 before -0).
+void quantize_mxfp4(const float* src, void* dst, int64_t n) {
+    BlockMXFP4* y = static_cast<BlockMXFP4*>(dst);
+    for (int64_t i = 0; i < n / QK; ++i, src += QK) {
+        float amax = 0.0f;
+        for (int j = 0; j < QK; ++j)
+            if (amax < std::fabs(src[j])) amax = std::fabs(src[j]);
+        // int first: below 2^-25 the exponent is negative, and gguf-py's uint8 cast wraps it
+        const uint8_t e = amax > 0.0f ? (uint8_t)(int)(std::floor(std::log2(amax)) - 2 + 127) : 0;
+        const float d = e8m0_to_fp32_half(e);
+        y[i].e = e;
+        auto best = [d](float x) {
+            int bi = 0;
+            float be = std::fabs((float)kValuesMXFP4[0] * d - x);
+            for (int k = 1; k < 16; ++k) {
+                const float err = std::fabs((float)kValuesMXFP4[k] * d - x);
+                if (err < be) {
+                    bi = k;
+                    be = err;
+                }
+            }
+            return bi;
+        };
+        for (int j = 0; j < QK / 2; ++j)
+            y[i].qs[j] = (uint8_t)(best(src[j]) | (best(src[j + QK / 2]) << 4));
+    }
+}
+
 void dequantize_i32(const void* src, float* dst, int64_t n) {
     const int32_t* x = static_cast<const int32_t*>(src);
     for (int64_t i = 0; i < n; ++i) dst[i] = (float)x[i];
@@ -367,8 +438,11 @@ constexpr Codec kCodecs[] = {
     {DType::Q5_K, dequantize_q5_k, quantize_q5_k},
     {DType::Q6_K, dequantize_q6_k, quantize_q6_k},
     {DType::Q8_K, dequantize_q8_k, nullptr},
+    {DType::IQ4_NL, dequantize_iq4_nl, quantize_iq4_nl},
+    {DType::IQ4_XS, dequantize_iq4_xs, quantize_iq4_xs},
     {DType::I32, dequantize_i32, nullptr},
     {DType::BF16, dequantize_bf16, quantize_bf16},
+    {DType::MXFP4, dequantize_mxfp4, quantize_mxfp4},
 };
 
 constexpr const Codec* codec_of(uint32_t id) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "core/dtype.h"
 
@@ -45,6 +46,14 @@ struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; }
 struct BlockQ5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; };
 struct BlockQ6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; uint16_t d; };
 struct BlockQ8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
+// MXFP4 (OCP microscaling): an E8M0 exponent e and 4-bit E2M1 codes, w = 2^(e-127) x
+// e2m1(code); kept as ggml keeps it, the codes' values doubled (kValuesMXFP4) and the
+// scale halved (e8m0_to_fp32_half), so the values are integers.
+struct BlockMXFP4 { uint8_t e; uint8_t qs[QK / 2]; };
+// IQ4_NL / IQ4_XS: 4-bit indices into one non-linear table (kValuesIQ4NL); IQ4_XS has
+// eight 32-groups with 6-bit scales (low 4 bits in scales_l, top 2 in scales_h), ls - 32.
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[QK / 2]; };
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[QK_K / 64]; uint8_t qs[QK_K / 2]; };
 #pragma pack(pop)
 
 static_assert(sizeof(BlockQ4_0) == dtype_info(DType::Q4_0)->block_bytes, "Q4_0 block");
@@ -59,5 +68,30 @@ static_assert(sizeof(BlockQ4_K) == dtype_info(DType::Q4_K)->block_bytes, "Q4_K b
 static_assert(sizeof(BlockQ5_K) == dtype_info(DType::Q5_K)->block_bytes, "Q5_K block");
 static_assert(sizeof(BlockQ6_K) == dtype_info(DType::Q6_K)->block_bytes, "Q6_K block");
 static_assert(sizeof(BlockQ8_K) == dtype_info(DType::Q8_K)->block_bytes, "Q8_K block");
+static_assert(sizeof(BlockMXFP4) == dtype_info(DType::MXFP4)->block_bytes, "MXFP4 block");
+static_assert(sizeof(BlockIQ4_NL) == dtype_info(DType::IQ4_NL)->block_bytes, "IQ4_NL block");
+static_assert(sizeof(BlockIQ4_XS) == dtype_info(DType::IQ4_XS)->block_bytes, "IQ4_XS block");
+
+// The 4-bit codes' values: E2M1 doubled (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives,
+// times two), and IQ4_NL's non-linear grid (ggml's kvalues_mxfp4, kvalues_iq4nl).
+inline constexpr int8_t kValuesMXFP4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+inline constexpr int8_t kValuesIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+// An E8M0 exponent byte as the float 2^(e - 128): half the scale, since the values are
+// doubled. Every byte is a finite power of two (e = 0 and 1 are subnormal; 255 is 2^127,
+// not the spec's NaN: ggml and gguf-py read it so).
+inline float e8m0_to_fp32_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+// IQ4_XS's scale of 32-group g (0..7), ls - 32 in -32..31
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int g) {
+    const int lo = (b.scales_l[g / 2] >> (4 * (g % 2))) & 0x0f;
+    const int hi = (b.scales_h >> (2 * g)) & 0x03;
+    return (lo | (hi << 4)) - 32;
+}
 
 }  // namespace ember
