@@ -27,10 +27,11 @@ __all__ = ["FTYPES", "CancelledError", "Choice", "QuantizePlan", "RequantizeErro
 # GGUF element type ids
 F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 = 0, 1, 2, 3, 6, 7, 8
 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, BF16 = 10, 11, 12, 13, 14, 30
+IQ4_NL, IQ4_XS, MXFP4 = 20, 23, 39
 TYPE_NAMES = {F32: "F32", F16: "F16", Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1",
               Q8_0: "Q8_0", Q2_K: "Q2_K", Q3_K: "Q3_K", Q4_K: "Q4_K", Q5_K: "Q5_K",
-              Q6_K: "Q6_K", BF16: "BF16"}
-QUANTIZED = {Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K}
+              Q6_K: "Q6_K", BF16: "BF16", IQ4_NL: "IQ4_NL", IQ4_XS: "IQ4_XS", MXFP4: "MXFP4"}
+QUANTIZED = {Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4}
 
 # llama.cpp's file types (general.file_type): name -> (ftype id, default tensor type).
 # Q3_K, Q4_K and Q5_K are llama-quantize's aliases for the _M mixes.
@@ -39,12 +40,14 @@ FTYPES: dict[str, tuple[int, int]] = {
     "Q4_0": (2, Q4_0), "Q4_1": (3, Q4_1), "Q5_0": (8, Q5_0), "Q5_1": (9, Q5_1), "Q8_0": (7, Q8_0),
     "Q2_K": (10, Q2_K), "Q3_K_S": (11, Q3_K), "Q3_K_M": (12, Q3_K), "Q3_K_L": (13, Q3_K),
     "Q4_K_S": (14, Q4_K), "Q4_K_M": (15, Q4_K), "Q5_K_S": (16, Q5_K), "Q5_K_M": (17, Q5_K),
-    "Q6_K": (18, Q6_K),
+    "Q6_K": (18, Q6_K), "IQ4_NL": (25, IQ4_NL), "IQ4_XS": (30, IQ4_XS),
+    # gpt-oss's type: the experts (3-D tensors) MXFP4, every other weight Q8_0
+    "MXFP4_MOE": (38, MXFP4),
 }
 ALIASES = {"Q3_K": "Q3_K_M", "Q4_K": "Q4_K_M", "Q5_K": "Q5_K_M"}
 QUANTIZATION_VERSION = 2  # ggml's GGML_QNT_VERSION: bumped when a block format changes
 # the K-quants' fallback when a row is not a whole number of 256-element blocks
-_FALLBACK = {Q2_K: Q4_0, Q3_K: Q4_0, Q4_K: Q5_0, Q5_K: Q5_1, Q6_K: Q8_0}
+_FALLBACK = {Q2_K: Q4_0, Q3_K: Q4_0, Q4_K: Q5_0, Q5_K: Q5_1, Q6_K: Q8_0, IQ4_XS: IQ4_NL}
 _NOT_QUANTIZED = ("_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup",
                   "laurel", "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight",
                   "indexer.k_proj.weight", "indexer.q_proj.weight", "time_mix_first.weight",
@@ -156,8 +159,9 @@ def _use_more_bits(i: int, n: int) -> bool:
 
 
 class _Rules:
-    """llama.cpp's per-tensor choice for a mix (llama_tensor_get_type), K-quant and legacy
-    mixes only; counters advance in the order tensors are visited, as there."""
+    """llama.cpp's per-tensor choice for a mix (llama_tensor_get_type): the K-quant, legacy,
+    IQ4_NL / IQ4_XS (without an importance matrix) and MXFP4_MOE mixes; counters advance in
+    the order tensors are visited, as there."""
 
     def __init__(self, hp: _Hparams, ftype: str, tied: bool, n_attn_v: int):
         self.hp, self.ftype, self.tied = hp, ftype, tied
@@ -166,12 +170,15 @@ class _Rules:
     def choose(self, t: TensorInfo, new: int) -> int:
         hp, f, cat = self.hp, self.ftype, _category(t.name)
         falcon = hp.arch == "falcon"
+        iq4 = f in ("IQ4_NL", "IQ4_XS")
         if cat == "output" or (self.tied and cat == "token_embd"):
             bs, _ = engine.type_block(new)
-            if falcon or t.shape[0] % bs:
+            if f == "MXFP4_MOE" or falcon or t.shape[0] % bs:
                 new = Q8_0
             elif new != Q8_0:
                 new = Q6_K
+        elif f == "MXFP4_MOE":
+            new = MXFP4 if len(t.shape) > 2 and t.shape[2] > 1 else Q8_0
         elif cat == "token_embd":
             pass
         elif cat in ("attn_v", "attn_qkv", "attn_kv_b"):
@@ -180,6 +187,8 @@ class _Rules:
             elif f == "Q3_K_M":
                 new = Q5_K if self.i_attn_v < 2 else Q4_K
             elif f == "Q3_K_L":
+                new = Q5_K
+            elif iq4 and hp.n_gqa >= 4:
                 new = Q5_K
             elif f in ("Q4_K_M", "Q5_K_M") and _use_more_bits(self.i_attn_v, self.n_attn_v):
                 new = Q6_K
@@ -207,6 +216,8 @@ class _Rules:
                     new = Q6_K if i < n // 16 else Q5_K if _use_more_bits(i, n) else Q4_K
                 elif _use_more_bits(i, n):
                     new = Q6_K
+            elif iq4 and i < n // 8:  # no importance matrix
+                new = Q5_K
             elif f == "Q5_K_M" and _use_more_bits(i, n):
                 new = Q6_K
             elif f == "Q4_K_S" and not falcon and i < n // 8:
@@ -215,7 +226,7 @@ class _Rules:
         elif cat == "attn_output":
             if not falcon:
                 if hp.n_expert == 8:
-                    if f in ("Q2_K", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M"):
+                    if f in ("Q2_K", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M", "IQ4_NL", "IQ4_XS"):
                         new = Q5_K
                 else:
                     new = {"Q2_K": Q3_K, "Q3_K_M": Q4_K, "Q3_K_L": Q5_K}.get(f, new)
