@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QShortcut, QTextCursor
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -139,6 +139,7 @@ class MainWindow(QMainWindow):
                 pass
         self._build()
         self._menus()
+        self._fill_preset_menu()
         self._undo_timer = QTimer(self)
         self._undo_timer.setSingleShot(True)
         self._undo_timer.timeout.connect(self._expire_undo)
@@ -203,6 +204,15 @@ class MainWindow(QMainWindow):
         self.system_button.setToolTip("Instructions the model sees before this chat")
         self.system_button.setCheckable(True)
         hl.addWidget(self.system_button)
+        # the chat's preset (a system prompt with sampling settings): chosen from its menu
+        self.preset_button = QToolButton()
+        self.preset_button.setObjectName("presetButton")
+        self.preset_button.setText("Preset")
+        self.preset_button.setPopupMode(QToolButton.InstantPopup)
+        self.preset_menu = QMenu(self.preset_button)
+        self.preset_menu.setObjectName("presetMenu")
+        self.preset_button.setMenu(self.preset_menu)
+        hl.addWidget(self.preset_button)
         self.card_button = QToolButton()
         self.card_button.setObjectName("modelPanelButton")
         self.card_button.setText("Model")
@@ -395,6 +405,8 @@ class MainWindow(QMainWindow):
         self.continue_action = act(c, "Continue reply", self.continue_last, None,
                                    "actionContinue")
         act(c, "Stop", self.stop_current, None, "actionStop")
+        c.addSeparator()
+        act(c, "Presets…", self.edit_presets, None, "actionPresets")
         c.addSeparator()
         act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
             "F2")
@@ -666,6 +678,7 @@ class MainWindow(QMainWindow):
         self.system_edit.setPlainText(conv.system_prompt)
         self.system_edit.blockSignals(False)
         self.system_button.setChecked(bool(conv.system_prompt))
+        self._fill_preset_menu()
         self.notice_banner.hide()
         self._render_conversation()
         self._show_chat_status()
@@ -815,6 +828,63 @@ class MainWindow(QMainWindow):
     def focus_search(self) -> None:
         self.sidebar.search.setFocus()
         self.sidebar.search.selectAll()
+
+    # ---- presets -----------------------------------------------------------------------------
+    PRESET_NAME_CHARS = 18  # the header's button shortens a longer name (whole in its tooltip)
+
+    def _fill_preset_menu(self) -> None:
+        """The Preset button's menu: No preset, each preset (the chat's ticked), the
+        editor; the button names the chat's preset."""
+        m = self.preset_menu
+        m.clear()
+        conv = self.store.conversation(self.current_conv) if self.current_conv else None
+        current = self.store.preset(conv.preset_id) if conv is not None else None
+        group = QActionGroup(m)
+        for pid, name in [(None, "No preset")] + [(p.id, p.name) for p in self.store.presets()]:
+            a = m.addAction(name)
+            a.setCheckable(True)
+            a.setChecked(pid == (current.id if current else None))
+            group.addAction(a)
+            a.triggered.connect(lambda _=False, pid=pid: self.choose_preset(pid))
+        m.addSeparator()
+        m.addAction("Edit presets…", self.edit_presets)
+        if current is None:
+            self.preset_button.setText("Preset")
+            self.preset_button.setToolTip("Choose a preset for this chat: a system prompt "
+                                          "with sampling settings")
+        else:
+            fm = self.preset_button.fontMetrics()
+            short = fm.elidedText(current.name, Qt.ElideRight,
+                                  self.PRESET_NAME_CHARS * fm.averageCharWidth())
+            self.preset_button.setText(f"Preset: {short}")
+            self.preset_button.setToolTip(f"This chat's preset: {current.name}")
+
+    def choose_preset(self, preset_id: int | None) -> None:
+        """The chat on screen uses preset_id from its next reply (a new chat when none is
+        open); the preset's system prompt becomes the chat's."""
+        if self.current_conv is None:
+            self.new_chat()
+        if self._system_timer.isActive():  # typed just now: saved before the preset's
+            self._system_timer.stop()
+            self._save_system_prompt()
+        prompt = self.chat.set_preset(self.current_conv, preset_id)
+        self.system_edit.blockSignals(True)
+        self.system_edit.setPlainText(prompt)
+        self.system_edit.blockSignals(False)
+        if prompt:
+            self.system_button.setChecked(True)
+        self._fill_preset_menu()
+
+    def edit_presets(self) -> None:
+        from .preset_dialog import PresetDialog  # imported when first opened
+        conv = self.store.conversation(self.current_conv) if self.current_conv else None
+        dlg = PresetDialog(self.chat, self.settings.preset_params(), self,
+                           select=conv.preset_id if conv else None)
+        try:
+            dlg.exec()
+        finally:
+            dlg.deleteLater()
+        self._fill_preset_menu()
 
     def _save_system_prompt(self) -> None:
         if self.current_conv is not None:
