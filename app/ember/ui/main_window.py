@@ -216,7 +216,8 @@ class MainWindow(QMainWindow):
         self.card_button = QToolButton()
         self.card_button.setObjectName("modelPanelButton")
         self.card_button.setText("Model")
-        self.card_button.setToolTip("Show or hide the model panel (View > Model panel)")
+        self.card_button.setToolTip("Show or hide the model panel (View > Model panel, "
+                                    "Ctrl+Shift+I)")
         self.card_button.setCheckable(True)
         self.card_button.clicked.connect(self.toggle_model_panel)
         hl.addWidget(self.card_button)
@@ -413,7 +414,7 @@ class MainWindow(QMainWindow):
         act(c, "Delete chat", lambda: self.current_conv and self.delete_conversation(
             self.current_conv))
         v = mb.addMenu("&View")
-        self.card_action = act(v, "Model panel", self.toggle_model_panel, None,
+        self.card_action = act(v, "Model panel", self.toggle_model_panel, "Ctrl+Shift+I",
                                "actionModelPanel")
         self.card_action.setCheckable(True)
         h = mb.addMenu("&Help")
@@ -528,9 +529,14 @@ class MainWindow(QMainWindow):
         """The chat column's least width: CHAT_MIN_CHARS of the font, with the margins."""
         return CHAT_MIN_CHARS * self.chat_view.fontMetrics().averageCharWidth() + CHAT_CHROME
 
+    def chat_least_width(self) -> int:
+        """What the chat column keeps beside the card: its least width (chat_min_width), and
+        at least half the window (issue 45, bug 2: the card had 40% of a small window)."""
+        return max(self.chat_min_width(), self.width() // 2)
+
     def _card_fits(self) -> bool:
         room = self.width() - self.sidebar.minimumWidth()
-        return room - self.card.minimumWidth() >= self.chat_min_width()
+        return room - self.card.minimumWidth() >= self.chat_least_width()
 
     def _update_card(self) -> None:
         """The model card beside the chat: shown while there is a model, unless the user
@@ -549,7 +555,7 @@ class MainWindow(QMainWindow):
             self.card.setVisible(show)
         # the sidebar gives way first (down to its minimum) where the card is beside the chat
         docked = self.card.minimumWidth() if show and fits else 0
-        self.sidebar.limit_width(self.width() - docked - self.chat_min_width())
+        self.sidebar.limit_width(self.width() - docked - self.chat_least_width())
         # the window's least width is the sidebar's and the chat's: the card never holds
         # a narrower window open (it folds instead)
         self.setMinimumWidth(self.sidebar.minimumWidth()
