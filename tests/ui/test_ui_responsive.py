@@ -377,3 +377,24 @@ def test_a_long_reply_has_its_actions_at_its_end_too(qtbot, data_dir, starter_mo
     assert new.height() < view.viewport().height()
     assert [b.text() for b in new.findChildren(type(new.copy_button))
             if b.isVisible() and b.text() == "Copy"] == ["Copy"]
+
+
+@pytest.mark.parametrize("size,font_size", [((900, 600), 10), ((900, 600), 13),
+                                            ((900, 600), 16), ((1240, 800), 13)])
+def test_the_last_replys_actions_stay_on_its_first_row(qtbot, data_dir, starter_model_path,
+                                                       size, font_size):
+    win = window_at(qtbot, data_dir, starter_model_path, size, font_size)
+    reply = win.chat_view.messages()[-1]
+    assert reply.role == "assistant"
+    name = reply.role_label
+    buttons = [reply.regenerate_button, reply.continue_button, reply.copy_button]
+    assert all(b.isVisible() for b in buttons)
+    row = rect_in(name, reply)
+    for b in buttons:
+        r = rect_in(b, reply)
+        # on the name's row (a long name shortened for them), inside the message
+        assert r.top() < row.bottom() and r.bottom() > row.top(), (b.objectName(), r, row)
+        assert reply.rect().contains(r) and not r.intersects(row)
+        assert r.width() >= b.sizeHint().width()
+    if name.elided():
+        assert name.toolTip() == name.full_text() == "SmolLM2-135M-Instruct"
