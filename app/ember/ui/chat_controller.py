@@ -347,7 +347,8 @@ class ChatController(QObject):
         conv = self.store.conversation(conv_id)
         if title and conv.title == "New chat":
             self.store.rename_conversation(conv_id, title)
-        if not conv.model_path and self.model_info:
+        if self.model_info and conv.model_path != self.model_info["path"]:
+            # the chat remembers the model it goes on with, offered when it is opened again
             self.store.update_conversation(conv_id, model_path=self.model_info["path"])
         mid = self.store.add_message(conv_id, "user", text)
         self.message_added.emit(conv_id, mid)

@@ -41,7 +41,19 @@ from . import crash, theme
 from .chat_controller import ChatController
 from .downloads import StarterDownload
 from .format import human_bytes
-from .widgets import Banner, ChatView, Composer, ElidedLabel, MessageWidget, ModelCard, NoModelBar, QueueBar, Sidebar, WelcomeView
+from .widgets import (
+    Banner,
+    ChatModelBar,
+    ChatView,
+    Composer,
+    ElidedLabel,
+    MessageWidget,
+    ModelCard,
+    NoModelBar,
+    QueueBar,
+    Sidebar,
+    WelcomeView,
+)
 
 log = logging.getLogger("ember.ui")
 
@@ -258,6 +270,14 @@ class MainWindow(QMainWindow):
         qrow.addWidget(self.queue_bar, 100)
         qrow.addStretch(1)
         cw.addLayout(qrow)
+        self.chat_model_bar = ChatModelBar()
+        self.chat_model_bar.setMaximumWidth(860)
+        mrow = QHBoxLayout()
+        mrow.addStretch(1)
+        mrow.addWidget(self.chat_model_bar, 100)
+        mrow.addStretch(1)
+        cw.addLayout(mrow)
+        self._offers_dismissed: set[int] = set()  # chats whose model offer the user closed
         crow = QHBoxLayout()
         crow.addStretch(1)
         self.composer = Composer()
@@ -335,6 +355,8 @@ class MainWindow(QMainWindow):
         self.composer.send_button.clicked.connect(lambda: self.send())
         self.composer.stop_button.clicked.connect(self.stop)
         self.queue_bar.cancel.connect(lambda: self.chat.unqueue(self.current_conv))
+        self.chat_model_bar.load.connect(self.open_model_path)
+        self.chat_model_bar.dismissed.connect(self._dismiss_model_offer)
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.use_starter.connect(self.use_starter)
         self.welcome.open_recent.connect(self.open_model_path)
@@ -511,7 +533,8 @@ class MainWindow(QMainWindow):
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
         self._update_card()
-        self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
+        self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading
+                                     and self.chat_model_bar.isHidden())
         self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading
         here = self._generating_here()
@@ -685,6 +708,7 @@ class MainWindow(QMainWindow):
         self.system_edit.blockSignals(False)
         self.system_button.setChecked(bool(conv.system_prompt))
         self._fill_preset_menu()
+        self._offer_chat_model(conv)
         self.notice_banner.hide()
         self._render_conversation()
         self._show_chat_status()
@@ -892,6 +916,25 @@ class MainWindow(QMainWindow):
             dlg.deleteLater()
         self._fill_preset_menu()
 
+    # ---- the chat's own model ----------------------------------------------------------------
+    def _offer_chat_model(self, conv) -> None:
+        """A chat opened while another model (or none) is loaded offers the model it was
+        written with, where that file is still there."""
+        path = conv.model_path if conv is not None else None
+        info = self.model_info
+        loading = self.chat.load_job.path if self.chat.load_job is not None else None
+        if (path and Path(path).is_file() and conv.id not in self._offers_dismissed
+                and not (info and info.get("path") == path) and loading != path):
+            self.chat_model_bar.offer(path, display_name(path), info["name"] if info else None)
+        else:
+            self.chat_model_bar.hide()
+
+    def _dismiss_model_offer(self) -> None:
+        if self.current_conv is not None:
+            self._offers_dismissed.add(self.current_conv)
+        self.chat_model_bar.hide()
+        self._update_view()
+
     def _save_system_prompt(self) -> None:
         if self.current_conv is not None:
             self.chat.set_system_prompt(self.current_conv, self.system_edit.toPlainText())
@@ -1073,6 +1116,8 @@ class MainWindow(QMainWindow):
     def open_model_path(self, path: str) -> None:
         self.error_banner.hide()
         self.chat.open_model(str(path))
+        if self.chat_model_bar.path == str(path):  # the chat's own model, coming
+            self.chat_model_bar.hide()
 
     def _on_load_started(self, path: str) -> None:
         self.card.set_loading(True, f"Opening {Path(path).name}…")
@@ -1196,6 +1241,7 @@ class MainWindow(QMainWindow):
             return False
         conv = self.store.conversation(conv_id)
         self.chat_title.setText(conv.title)
+        self.chat_model_bar.hide()  # the chat goes on with the model loaded now
         self.refresh_conversations()
         self._update_view()
         return True
