@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
                                    self)
         self._local_server = None  # made when the Settings switch first asks for it
         self._models_view = None  # made when the Models page is first shown
+        self._hub_dialog = None  # File > Find models on Hugging Face…, while open
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
         self.starter_worker: StarterDownload | None = None
@@ -396,6 +397,7 @@ class MainWindow(QMainWindow):
         act(f, "New chat", self.new_chat, "Ctrl+N", "actionNewChat")
         act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
         act(f, "Models", self.show_models, "Ctrl+Shift+M", "actionModels")
+        act(f, "Find models on Hugging Face…", self.open_hub, None, "actionHub")
         act(f, "Add an OpenAI-compatible endpoint…", self.choose_endpoint, None,
             "actionAddEndpoint")
         f.addSeparator()
@@ -460,6 +462,7 @@ class MainWindow(QMainWindow):
             v.forget_model.connect(self.forget_model)
             v.folder_changed.connect(self._refresh_models)
             v.add_endpoint.connect(self.choose_endpoint)
+            v.find_on_hub.connect(self.open_hub)
             v.open_endpoint.connect(
                 lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
             v.remove_endpoint.connect(self.remove_endpoint)
@@ -1012,6 +1015,25 @@ class MainWindow(QMainWindow):
     def _open_from_models(self, path: str) -> None:
         self.hide_models()
         self.open_model_path(path)
+
+    def open_hub(self) -> None:
+        """The Hugging Face catalog (ui/hub_dialog.py); what it downloads lands in the models
+        folder, which the Models page shows."""
+        from .hub_dialog import HubDialog  # imported when first opened
+        if self._hub_dialog is not None:
+            self._hub_dialog.raise_()
+            return
+        dlg = HubDialog(self.models_folder, self.settings.n_ctx, self)
+        dlg.downloaded.connect(lambda _path: self._refresh_models())
+        dlg.open_model.connect(self.open_model_path)
+        dlg.finished.connect(self._hub_closed)
+        self._hub_dialog = dlg
+        dlg.open()
+
+    def _hub_closed(self) -> None:
+        dlg, self._hub_dialog = self._hub_dialog, None
+        if dlg is not None:
+            dlg.deleteLater()
 
     def add_endpoint(self, url: str, model_id: str = "", api_key: str | None = None) -> bool:
         """Uses an OpenAI-compatible endpoint's model (a bad address is an error banner;
@@ -1652,6 +1674,8 @@ class MainWindow(QMainWindow):
             self.starter_worker.wait(10000)
         for w in list(self._old_workers):
             w.wait(10000)
+        if self._hub_dialog is not None:  # its download stops, its part kept for next time
+            self._hub_dialog.reject()
         for t in (self._mem_timer, self._undo_timer, self._status_timer, self._system_timer):
             t.stop()  # none may fire after the store below is closed
         self._save_system_prompt()
