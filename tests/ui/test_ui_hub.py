@@ -86,7 +86,7 @@ def test_find_download_cancel_resume_and_open(qtbot, data_dir, fake, starter_mod
     qtbot.waitUntil(lambda: dlg.download is None, timeout=WAIT_MS)
     part = data_dir / "models" / (NAME + ".part")
     kept = part.stat().st_size
-    assert FIRST_PART <= kept < size
+    assert 0 < kept <= FIRST_PART + (1 << 18) and kept < size  # Cancel came mid-file
     assert dlg.status.text().startswith("Download cancelled; ")
     assert dlg.download_button.text() == "Resume download"
 

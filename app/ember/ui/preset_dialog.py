@@ -134,7 +134,12 @@ class PresetDialog(QDialog):
         self.name.setText(name)
         self.system_prompt.setPlainText(system_prompt)
         for field, w in self.spins.items():
-            w.setValue(params.get(field, self.defaults.get(field, w.minimum())))
+            value = params.get(field, self.defaults.get(field, w.minimum()))
+            try:  # a hand-edited database may hold anything
+                value = float(value) if isinstance(w, QDoubleSpinBox) else int(value)
+            except (TypeError, ValueError):
+                value = self.defaults.get(field, w.minimum())
+            w.setValue(value)
         self.error.hide()
 
     def new_preset(self) -> None:
