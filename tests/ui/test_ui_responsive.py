@@ -149,7 +149,7 @@ def test_window_fits_its_size_and_font(qtbot, data_dir, starter_model_path, size
     check_labels(win)
     # the card is beside the chat where both fit, folded where the chat would be squeezed
     fits = (win.width() - win.sidebar.minimumWidth() - win.card.minimumWidth()
-            >= win.chat_min_width())
+            >= max(win.chat_min_width(), win.width() // 2))
     assert win.card.isVisible() == fits
     assert win.card_button.isVisible() and win.card_button.isChecked() == fits
     if fits:
@@ -186,6 +186,33 @@ def test_model_panel_folds_and_opens_by_its_toggle(qtbot, data_dir, starter_mode
     assert win.card.isVisible() and action.isChecked() and win.card_button.isChecked()
     assert Settings.load(data_dir / "settings.json").model_panel is True
     check_status_bar(win)
+
+
+@pytest.mark.parametrize("font_size", [10, 13, 16])
+def test_a_900x600_window_keeps_half_its_width_for_the_chat(qtbot, data_dir,
+                                                             starter_model_path, font_size):
+    from PySide6.QtGui import QKeySequence
+    win = window_at(qtbot, data_dir, starter_model_path, (900, 600), font_size)
+    # the card beside the chat never leaves it under half the window (it folds instead)
+    assert win.chat_page.width() >= win.width() // 2, (win.chat_page.width(), font_size)
+    if win.card.isVisible():
+        assert not rect_in(win.card, win).intersects(rect_in(win.chat_view, win))
+    check_status_bar(win)
+    check_chat_column(win)
+    # the panel opens and hides by a click on its toggle, and by View > Model panel's keys
+    if not win.card.isVisible():
+        qtbot.mouseClick(win.card_button, Qt.LeftButton)
+        settle(qtbot)
+        assert win.card.isVisible()
+    qtbot.mouseClick(win.card_button, Qt.LeftButton)
+    settle(qtbot)
+    assert not win.card.isVisible() and not win.card_button.isChecked()
+    action = find(win, QAction, "actionModelPanel")
+    assert action.shortcut() == QKeySequence("Ctrl+Shift+I")
+    win.activateWindow()
+    qtbot.keyClick(win.chat_view, Qt.Key_I, Qt.ControlModifier | Qt.ShiftModifier)
+    settle(qtbot)
+    assert win.card.isVisible() and action.isChecked()
 
 
 def test_narrow_window_folds_the_card_and_opens_it_over_the_chat(qtbot, data_dir,
@@ -350,3 +377,24 @@ def test_a_long_reply_has_its_actions_at_its_end_too(qtbot, data_dir, starter_mo
     assert new.height() < view.viewport().height()
     assert [b.text() for b in new.findChildren(type(new.copy_button))
             if b.isVisible() and b.text() == "Copy"] == ["Copy"]
+
+
+@pytest.mark.parametrize("size,font_size", [((900, 600), 10), ((900, 600), 13),
+                                            ((900, 600), 16), ((1240, 800), 13)])
+def test_the_last_replys_actions_stay_on_its_first_row(qtbot, data_dir, starter_model_path,
+                                                       size, font_size):
+    win = window_at(qtbot, data_dir, starter_model_path, size, font_size)
+    reply = win.chat_view.messages()[-1]
+    assert reply.role == "assistant"
+    name = reply.role_label
+    buttons = [reply.regenerate_button, reply.continue_button, reply.copy_button]
+    assert all(b.isVisible() for b in buttons)
+    row = rect_in(name, reply)
+    for b in buttons:
+        r = rect_in(b, reply)
+        # on the name's row (a long name shortened for them), inside the message
+        assert r.top() < row.bottom() and r.bottom() > row.top(), (b.objectName(), r, row)
+        assert reply.rect().contains(r) and not r.intersects(row)
+        assert r.width() >= b.sizeHint().width()
+    if name.elided():
+        assert name.toolTip() == name.full_text() == "SmolLM2-135M-Instruct"

@@ -15,6 +15,8 @@ from ..placement import SELECTOR
 THEMES = ("system", "light", "dark")
 CONTEXT_POLICIES = ("drop_oldest", "stop")
 PROMPT_MODES = ("auto", "chat", "raw")
+# what a preset may set beside its system prompt (the replies' sampling and length)
+PRESET_FIELDS = ("temperature", "top_k", "top_p", "min_p", "repeat_penalty", "max_new_tokens")
 
 _LIMITS = {  # name: (min, max)
     "temperature": (0.0, 5.0),
@@ -199,6 +201,19 @@ class Settings:
         self.recent_models = [m for m in self.recent_models if m != path]
         if self.last_model == path:
             self.last_model = None
+
+    def with_preset(self, params: dict | None) -> Settings:
+        """A copy whose sampling and reply length are a preset's where it sets them
+        (clamped as Settings' own are); everything else stays."""
+        out = Settings(**{f.name: getattr(self, f.name) for f in fields(self)})
+        for name, value in (params or {}).items():
+            if name in PRESET_FIELDS:
+                setattr(out, name, value)
+        return out.validate()
+
+    def preset_params(self) -> dict:
+        """These settings' values of the fields a preset holds (a new preset's start)."""
+        return {name: getattr(self, name) for name in PRESET_FIELDS}
 
     def sampling_params(self):
         from ..engine import SamplingParams

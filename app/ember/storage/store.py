@@ -12,7 +12,10 @@ Messages form a tree (schema 3): each has a ``parent_id`` (NULL for a chat's fir
 message), and Edit and Regenerate add a sibling beside the message they replace instead of
 deleting it, so every earlier version stays. Among siblings one is ``active``; following the
 active child from the root gives the conversation as shown and as sent to the model, which is
-what ``messages()`` returns. ``versions()`` and ``select_version()`` move between siblings."""
+what ``messages()`` returns. ``versions()`` and ``select_version()`` move between siblings.
+
+Presets (schema 4) are named system prompts with sampling settings; a chat may point at one
+(``conversations.preset_id``), and its replies then use the preset's settings."""
 from __future__ import annotations
 
 import hashlib
@@ -68,6 +71,18 @@ MIGRATIONS: list[str] = [
                                      WHERE p.conversation_id = messages.conversation_id
                                        AND p.id < messages.id);
     CREATE INDEX messages_by_parent ON messages(parent_id);
+    """,
+    # 4: presets (a named system prompt and sampling settings), chosen per chat
+    """
+    CREATE TABLE presets (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        name          TEXT NOT NULL UNIQUE,
+        system_prompt TEXT NOT NULL DEFAULT '',
+        params        TEXT NOT NULL DEFAULT '{}',
+        created       REAL NOT NULL
+    );
+    ALTER TABLE conversations ADD COLUMN preset_id INTEGER
+        REFERENCES presets(id) ON DELETE SET NULL;
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -127,6 +142,15 @@ class Conversation:
     created: float
     updated: float
     deleted_at: float | None = None
+    preset_id: int | None = None
+
+
+@dataclass
+class Preset:
+    id: int
+    name: str
+    system_prompt: str = ""
+    params: dict = field(default_factory=dict)  # sampling settings by Settings' field names
 
 
 def default_path() -> Path:
@@ -240,6 +264,49 @@ class Store:
         cur = self.db.execute("DELETE FROM conversations WHERE deleted_at IS NOT NULL "
                               "AND deleted_at < ?", (cutoff,))
         return cur.rowcount
+
+    # ---- presets ----------------------------------------------------------------------
+    def presets(self) -> list[Preset]:
+        """By name (case-insensitive)."""
+        return [_preset(r) for r in self.db.execute(
+            "SELECT * FROM presets ORDER BY name COLLATE NOCASE, id")]
+
+    def preset(self, preset_id: int | None) -> Preset | None:
+        if preset_id is None:
+            return None
+        row = self.db.execute("SELECT * FROM presets WHERE id = ?", (preset_id,)).fetchone()
+        return _preset(row) if row else None
+
+    @_writes
+    def save_preset(self, name: str, system_prompt: str = "", params: dict | None = None,
+                    preset_id: int | None = None) -> int:
+        """Adds a preset, or changes preset_id's; a name another preset has is a
+        StoreError."""
+        name = name.strip()
+        if not name:
+            raise StoreError("a preset needs a name")
+        clash = self.db.execute("SELECT id FROM presets WHERE name = ? COLLATE NOCASE "
+                                "AND id IS NOT ?", (name, preset_id)).fetchone()
+        if clash:
+            raise StoreError(f"there is already a preset named {name!r}")
+        body = json.dumps(params or {})
+        if preset_id is None:
+            cur = self.db.execute("INSERT INTO presets(name, system_prompt, params, created) "
+                                  "VALUES (?, ?, ?, ?)", (name, system_prompt, body, time.time()))
+            return int(cur.lastrowid)
+        self.db.execute("UPDATE presets SET name = ?, system_prompt = ?, params = ? "
+                        "WHERE id = ?", (name, system_prompt, body, preset_id))
+        return preset_id
+
+    @_writes
+    def delete_preset(self, preset_id: int) -> None:
+        """The chats that used it keep their system prompt and use Settings' sampling."""
+        self.db.execute("DELETE FROM presets WHERE id = ?", (preset_id,))
+
+    @_writes
+    def set_conversation_preset(self, conv_id: int, preset_id: int | None) -> None:
+        self.db.execute("UPDATE conversations SET preset_id = ? WHERE id = ?",
+                        (preset_id, conv_id))
 
     # ---- messages -------------------------------------------------------------------
     _TAIL = object()
@@ -570,7 +637,16 @@ def _statements(script: str) -> list[str]:
 
 def _conversation(row) -> Conversation:
     return Conversation(row["id"], row["title"], row["system_prompt"], row["model_path"],
-                        row["created"], row["updated"], row["deleted_at"])
+                        row["created"], row["updated"], row["deleted_at"], row["preset_id"])
+
+
+def _preset(row) -> Preset:
+    try:
+        params = json.loads(row["params"] or "{}")
+    except ValueError:
+        params = {}
+    return Preset(row["id"], row["name"], row["system_prompt"],
+                  params if isinstance(params, dict) else {})
 
 
 def _message(row) -> Message:

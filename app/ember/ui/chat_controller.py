@@ -43,6 +43,7 @@ class ActiveReply:
     error: str | None = None
     job_id: int = 0
     live: dict | None = None  # the engine's counts and times so far, while it streams
+    preset: str | None = None  # the name of the chat's preset it was written with
 
 
 def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None,
@@ -67,6 +68,8 @@ def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None,
             "model_file": model_info["file_name"] if model_info else None}
     if reply.notice:
         meta["notice"] = reply.notice
+    if reply.preset:
+        meta["preset"] = reply.preset
     return meta
 
 
@@ -282,6 +285,34 @@ class ChatController(QObject):
     def set_system_prompt(self, conv_id: int, text: str) -> None:
         self.store.update_conversation(conv_id, system_prompt=text.strip())
 
+    # ---- presets ---------------------------------------------------------------------------
+    def set_preset(self, conv_id: int, preset_id: int | None) -> str:
+        """The chat's replies use preset_id's sampling from now on (None: Settings'); a
+        preset with a system prompt also becomes the chat's. Returns the chat's system
+        prompt."""
+        self.store.set_conversation_preset(conv_id, preset_id)
+        preset = self.store.preset(preset_id)
+        if preset is not None and preset.system_prompt:
+            self.store.update_conversation(conv_id, system_prompt=preset.system_prompt)
+        conv = self.store.conversation(conv_id)
+        return conv.system_prompt if conv else ""
+
+    def save_preset(self, name: str, system_prompt: str, params: dict,
+                    preset_id: int | None = None) -> int:
+        return self.store.save_preset(name, system_prompt.strip(), params, preset_id)
+
+    def delete_preset(self, preset_id: int) -> None:
+        self.store.delete_preset(preset_id)
+
+    def reply_settings(self, conv_id: int) -> tuple[Settings, str | None]:
+        """The settings a reply in conv_id is written with (its preset's sampling over
+        Settings'), and the preset's name."""
+        conv = self.store.conversation(conv_id)
+        preset = self.store.preset(conv.preset_id) if conv is not None else None
+        if preset is None:
+            return self.settings, None
+        return self.settings.with_preset(preset.params), preset.name
+
     def select_version(self, msg_id: int) -> None:
         self.store.select_version(msg_id)
 
@@ -316,7 +347,8 @@ class ChatController(QObject):
         conv = self.store.conversation(conv_id)
         if title and conv.title == "New chat":
             self.store.rename_conversation(conv_id, title)
-        if not conv.model_path and self.model_info:
+        if self.model_info and conv.model_path != self.model_info["path"]:
+            # the chat remembers the model it goes on with, offered when it is opened again
             self.store.update_conversation(conv_id, model_path=self.model_info["path"])
         mid = self.store.add_message(conv_id, "user", text)
         self.message_added.emit(conv_id, mid)
@@ -377,7 +409,7 @@ class ChatController(QObject):
                     parent_id: int | None = None) -> ActiveReply:
         """A reply after the chat's last message, or after parent_id (a new version beside
         the replies already there), or more of continue_id's text."""
-        s = self.settings
+        s, preset = self.reply_settings(conv_id)
         if continue_id is not None:
             msg = self.store.message(continue_id)
             history = self.history(conv_id, upto=continue_id)
@@ -394,7 +426,7 @@ class ChatController(QObject):
             mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
             history = self.history(conv_id, upto=mid)
         reply = ActiveReply(conv_id, mid, text=prefix, base_tokens=base_tokens,
-                            continued=continue_id is not None)
+                            continued=continue_id is not None, preset=preset)
         req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
                          params=s.sampling_params(), raw=self.raw_mode(),
                          policy=s.context_policy)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QShortcut, QTextCursor
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
@@ -41,7 +41,19 @@ from . import crash, theme
 from .chat_controller import ChatController
 from .downloads import StarterDownload
 from .format import human_bytes
-from .widgets import Banner, ChatView, Composer, ElidedLabel, MessageWidget, ModelCard, NoModelBar, QueueBar, Sidebar, WelcomeView
+from .widgets import (
+    Banner,
+    ChatModelBar,
+    ChatView,
+    Composer,
+    ElidedLabel,
+    MessageWidget,
+    ModelCard,
+    NoModelBar,
+    QueueBar,
+    Sidebar,
+    WelcomeView,
+)
 
 log = logging.getLogger("ember.ui")
 
@@ -114,6 +126,7 @@ class MainWindow(QMainWindow):
                                    self)
         self._local_server = None  # made when the Settings switch first asks for it
         self._models_view = None  # made when the Models page is first shown
+        self._hub_dialog = None  # File > Find models on Hugging Face…, while open
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
         self.starter_worker: StarterDownload | None = None
@@ -139,6 +152,7 @@ class MainWindow(QMainWindow):
                 pass
         self._build()
         self._menus()
+        self._fill_preset_menu()
         self._undo_timer = QTimer(self)
         self._undo_timer.setSingleShot(True)
         self._undo_timer.timeout.connect(self._expire_undo)
@@ -203,10 +217,20 @@ class MainWindow(QMainWindow):
         self.system_button.setToolTip("Instructions the model sees before this chat")
         self.system_button.setCheckable(True)
         hl.addWidget(self.system_button)
+        # the chat's preset (a system prompt with sampling settings): chosen from its menu
+        self.preset_button = QToolButton()
+        self.preset_button.setObjectName("presetButton")
+        self.preset_button.setText("Preset")
+        self.preset_button.setPopupMode(QToolButton.InstantPopup)
+        self.preset_menu = QMenu(self.preset_button)
+        self.preset_menu.setObjectName("presetMenu")
+        self.preset_button.setMenu(self.preset_menu)
+        hl.addWidget(self.preset_button)
         self.card_button = QToolButton()
         self.card_button.setObjectName("modelPanelButton")
         self.card_button.setText("Model")
-        self.card_button.setToolTip("Show or hide the model panel (View > Model panel)")
+        self.card_button.setToolTip("Show or hide the model panel (View > Model panel, "
+                                    "Ctrl+Shift+I)")
         self.card_button.setCheckable(True)
         self.card_button.clicked.connect(self.toggle_model_panel)
         hl.addWidget(self.card_button)
@@ -247,6 +271,14 @@ class MainWindow(QMainWindow):
         qrow.addWidget(self.queue_bar, 100)
         qrow.addStretch(1)
         cw.addLayout(qrow)
+        self.chat_model_bar = ChatModelBar()
+        self.chat_model_bar.setMaximumWidth(860)
+        mrow = QHBoxLayout()
+        mrow.addStretch(1)
+        mrow.addWidget(self.chat_model_bar, 100)
+        mrow.addStretch(1)
+        cw.addLayout(mrow)
+        self._offers_dismissed: set[int] = set()  # chats whose model offer the user closed
         crow = QHBoxLayout()
         crow.addStretch(1)
         self.composer = Composer()
@@ -324,6 +356,8 @@ class MainWindow(QMainWindow):
         self.composer.send_button.clicked.connect(lambda: self.send())
         self.composer.stop_button.clicked.connect(self.stop)
         self.queue_bar.cancel.connect(lambda: self.chat.unqueue(self.current_conv))
+        self.chat_model_bar.load.connect(self.open_model_path)
+        self.chat_model_bar.dismissed.connect(self._dismiss_model_offer)
         self.welcome.open_model.connect(self.choose_model)
         self.welcome.use_starter.connect(self.use_starter)
         self.welcome.open_recent.connect(self.open_model_path)
@@ -363,6 +397,7 @@ class MainWindow(QMainWindow):
         act(f, "New chat", self.new_chat, "Ctrl+N", "actionNewChat")
         act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
         act(f, "Models", self.show_models, "Ctrl+Shift+M", "actionModels")
+        act(f, "Find models on Hugging Face…", self.open_hub, None, "actionHub")
         act(f, "Add an OpenAI-compatible endpoint…", self.choose_endpoint, None,
             "actionAddEndpoint")
         f.addSeparator()
@@ -396,12 +431,14 @@ class MainWindow(QMainWindow):
                                    "actionContinue")
         act(c, "Stop", self.stop_current, None, "actionStop")
         c.addSeparator()
+        act(c, "Presets…", self.edit_presets, None, "actionPresets")
+        c.addSeparator()
         act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
             "F2")
         act(c, "Delete chat", lambda: self.current_conv and self.delete_conversation(
             self.current_conv))
         v = mb.addMenu("&View")
-        self.card_action = act(v, "Model panel", self.toggle_model_panel, None,
+        self.card_action = act(v, "Model panel", self.toggle_model_panel, "Ctrl+Shift+I",
                                "actionModelPanel")
         self.card_action.setCheckable(True)
         h = mb.addMenu("&Help")
@@ -425,6 +462,7 @@ class MainWindow(QMainWindow):
             v.forget_model.connect(self.forget_model)
             v.folder_changed.connect(self._refresh_models)
             v.add_endpoint.connect(self.choose_endpoint)
+            v.find_on_hub.connect(self.open_hub)
             v.open_endpoint.connect(
                 lambda e: self.add_endpoint(e["url"], e["model"], e.get("api_key")))
             v.remove_endpoint.connect(self.remove_endpoint)
@@ -498,7 +536,8 @@ class MainWindow(QMainWindow):
             policy = QSizePolicy.Preferred if w is page else QSizePolicy.Ignored
             w.setSizePolicy(policy, policy)
         self._update_card()
-        self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading)
+        self.no_model_bar.setVisible(show_chat and self.model is None and not self.loading
+                                     and self.chat_model_bar.isHidden())
         self.sidebar.models_button.setChecked(self._models_shown)
         ready = self.model is not None and not self.loading
         here = self._generating_here()
@@ -516,9 +555,14 @@ class MainWindow(QMainWindow):
         """The chat column's least width: CHAT_MIN_CHARS of the font, with the margins."""
         return CHAT_MIN_CHARS * self.chat_view.fontMetrics().averageCharWidth() + CHAT_CHROME
 
+    def chat_least_width(self) -> int:
+        """What the chat column keeps beside the card: its least width (chat_min_width), and
+        at least half the window (issue 45, bug 2: the card had 40% of a small window)."""
+        return max(self.chat_min_width(), self.width() // 2)
+
     def _card_fits(self) -> bool:
         room = self.width() - self.sidebar.minimumWidth()
-        return room - self.card.minimumWidth() >= self.chat_min_width()
+        return room - self.card.minimumWidth() >= self.chat_least_width()
 
     def _update_card(self) -> None:
         """The model card beside the chat: shown while there is a model, unless the user
@@ -537,7 +581,7 @@ class MainWindow(QMainWindow):
             self.card.setVisible(show)
         # the sidebar gives way first (down to its minimum) where the card is beside the chat
         docked = self.card.minimumWidth() if show and fits else 0
-        self.sidebar.limit_width(self.width() - docked - self.chat_min_width())
+        self.sidebar.limit_width(self.width() - docked - self.chat_least_width())
         # the window's least width is the sidebar's and the chat's: the card never holds
         # a narrower window open (it folds instead)
         self.setMinimumWidth(self.sidebar.minimumWidth()
@@ -666,6 +710,8 @@ class MainWindow(QMainWindow):
         self.system_edit.setPlainText(conv.system_prompt)
         self.system_edit.blockSignals(False)
         self.system_button.setChecked(bool(conv.system_prompt))
+        self._fill_preset_menu()
+        self._offer_chat_model(conv)
         self.notice_banner.hide()
         self._render_conversation()
         self._show_chat_status()
@@ -816,6 +862,82 @@ class MainWindow(QMainWindow):
         self.sidebar.search.setFocus()
         self.sidebar.search.selectAll()
 
+    # ---- presets -----------------------------------------------------------------------------
+    PRESET_NAME_CHARS = 18  # the header's button shortens a longer name (whole in its tooltip)
+
+    def _fill_preset_menu(self) -> None:
+        """The Preset button's menu: No preset, each preset (the chat's ticked), the
+        editor; the button names the chat's preset."""
+        m = self.preset_menu
+        m.clear()
+        conv = self.store.conversation(self.current_conv) if self.current_conv else None
+        current = self.store.preset(conv.preset_id) if conv is not None else None
+        group = QActionGroup(m)
+        for pid, name in [(None, "No preset")] + [(p.id, p.name) for p in self.store.presets()]:
+            a = m.addAction(name)
+            a.setCheckable(True)
+            a.setChecked(pid == (current.id if current else None))
+            group.addAction(a)
+            a.triggered.connect(lambda _=False, pid=pid: self.choose_preset(pid))
+        m.addSeparator()
+        m.addAction("Edit presets…", self.edit_presets)
+        if current is None:
+            self.preset_button.setText("Preset")
+            self.preset_button.setToolTip("Choose a preset for this chat: a system prompt "
+                                          "with sampling settings")
+        else:
+            fm = self.preset_button.fontMetrics()
+            short = fm.elidedText(current.name, Qt.ElideRight,
+                                  self.PRESET_NAME_CHARS * fm.averageCharWidth())
+            self.preset_button.setText(f"Preset: {short}")
+            self.preset_button.setToolTip(f"This chat's preset: {current.name}")
+
+    def choose_preset(self, preset_id: int | None) -> None:
+        """The chat on screen uses preset_id from its next reply (a new chat when none is
+        open); the preset's system prompt becomes the chat's."""
+        if self.current_conv is None:
+            self.new_chat()
+        if self._system_timer.isActive():  # typed just now: saved before the preset's
+            self._system_timer.stop()
+            self._save_system_prompt()
+        prompt = self.chat.set_preset(self.current_conv, preset_id)
+        self.system_edit.blockSignals(True)
+        self.system_edit.setPlainText(prompt)
+        self.system_edit.blockSignals(False)
+        if prompt:
+            self.system_button.setChecked(True)
+        self._fill_preset_menu()
+
+    def edit_presets(self) -> None:
+        from .preset_dialog import PresetDialog  # imported when first opened
+        conv = self.store.conversation(self.current_conv) if self.current_conv else None
+        dlg = PresetDialog(self.chat, self.settings.preset_params(), self,
+                           select=conv.preset_id if conv else None)
+        try:
+            dlg.exec()
+        finally:
+            dlg.deleteLater()
+        self._fill_preset_menu()
+
+    # ---- the chat's own model ----------------------------------------------------------------
+    def _offer_chat_model(self, conv) -> None:
+        """A chat opened while another model (or none) is loaded offers the model it was
+        written with, where that file is still there."""
+        path = conv.model_path if conv is not None else None
+        info = self.model_info
+        loading = self.chat.load_job.path if self.chat.load_job is not None else None
+        if (path and Path(path).is_file() and conv.id not in self._offers_dismissed
+                and not (info and info.get("path") == path) and loading != path):
+            self.chat_model_bar.offer(path, display_name(path), info["name"] if info else None)
+        else:
+            self.chat_model_bar.hide()
+
+    def _dismiss_model_offer(self) -> None:
+        if self.current_conv is not None:
+            self._offers_dismissed.add(self.current_conv)
+        self.chat_model_bar.hide()
+        self._update_view()
+
     def _save_system_prompt(self) -> None:
         if self.current_conv is not None:
             self.chat.set_system_prompt(self.current_conv, self.system_edit.toPlainText())
@@ -893,6 +1015,25 @@ class MainWindow(QMainWindow):
     def _open_from_models(self, path: str) -> None:
         self.hide_models()
         self.open_model_path(path)
+
+    def open_hub(self) -> None:
+        """The Hugging Face catalog (ui/hub_dialog.py); what it downloads lands in the models
+        folder, which the Models page shows."""
+        from .hub_dialog import HubDialog  # imported when first opened
+        if self._hub_dialog is not None:
+            self._hub_dialog.raise_()
+            return
+        dlg = HubDialog(self.models_folder, self.settings.n_ctx, self)
+        dlg.downloaded.connect(lambda _path: self._refresh_models())
+        dlg.open_model.connect(self.open_model_path)
+        dlg.finished.connect(self._hub_closed)
+        self._hub_dialog = dlg
+        dlg.open()
+
+    def _hub_closed(self) -> None:
+        dlg, self._hub_dialog = self._hub_dialog, None
+        if dlg is not None:
+            dlg.deleteLater()
 
     def add_endpoint(self, url: str, model_id: str = "", api_key: str | None = None) -> bool:
         """Uses an OpenAI-compatible endpoint's model (a bad address is an error banner;
@@ -997,6 +1138,8 @@ class MainWindow(QMainWindow):
     def open_model_path(self, path: str) -> None:
         self.error_banner.hide()
         self.chat.open_model(str(path))
+        if self.chat_model_bar.path == str(path):  # the chat's own model, coming
+            self.chat_model_bar.hide()
 
     def _on_load_started(self, path: str) -> None:
         self.card.set_loading(True, f"Opening {Path(path).name}…")
@@ -1120,6 +1263,7 @@ class MainWindow(QMainWindow):
             return False
         conv = self.store.conversation(conv_id)
         self.chat_title.setText(conv.title)
+        self.chat_model_bar.hide()  # the chat goes on with the model loaded now
         self.refresh_conversations()
         self._update_view()
         return True
@@ -1530,6 +1674,8 @@ class MainWindow(QMainWindow):
             self.starter_worker.wait(10000)
         for w in list(self._old_workers):
             w.wait(10000)
+        if self._hub_dialog is not None:  # its download stops, its part kept for next time
+            self._hub_dialog.reject()
         for t in (self._mem_timer, self._undo_timer, self._status_timer, self._system_timer):
             t.stop()  # none may fire after the store below is closed
         self._save_system_prompt()

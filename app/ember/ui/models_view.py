@@ -189,6 +189,7 @@ class ModelsView(QFrame):
     open_endpoint = Signal(dict)
     remove_endpoint = Signal(dict)
     add_endpoint = Signal()
+    find_on_hub = Signal()
     back = Signal()
 
     def __init__(self, parent=None):
@@ -210,6 +211,12 @@ class ModelsView(QFrame):
         self.folder_button.setObjectName("modelsFolderButton")
         self.folder_button.clicked.connect(self._show_folder)
         head.addWidget(self.folder_button)
+        self.hub_button = QPushButton("Find on Hugging Face…")
+        self.hub_button.setObjectName("modelsHubButton")
+        self.hub_button.setToolTip("Search Hugging Face's GGUF models and download one into "
+                                   "this folder")
+        self.hub_button.clicked.connect(self.find_on_hub)
+        head.addWidget(self.hub_button)
         self.back_button = QPushButton("Back to chat")
         self.back_button.setObjectName("modelsBackButton")
         self.back_button.clicked.connect(self.back)

@@ -13,12 +13,13 @@ from .basics import (
            text_area_width,
 )
 from .chat_view import ChatView
-from .composer import ChatInput, Composer, QueueBar
+from .composer import ChatInput, ChatModelBar, Composer, QueueBar
 from .message import MessageWidget
 from .model_card import ModelCard
 from .sidebar import ConversationDelegate, Sidebar
 from .welcome import NoModelBar, WelcomeView
 
-__all__ = ["AutoTextBrowser", "Banner", "CONTENT_MAX_WIDTH", "ChatInput", "ChatView", "Composer",
-           "ConversationDelegate", "ElidedLabel", "HeaderLayout", "MessageWidget", "ModelCard",
-           "NoModelBar", "QueueBar", "Sidebar", "WelcomeView", "fitted_text", "text_area_width"]
+__all__ = ["AutoTextBrowser", "Banner", "CONTENT_MAX_WIDTH", "ChatInput", "ChatModelBar",
+           "ChatView", "Composer", "ConversationDelegate", "ElidedLabel", "HeaderLayout",
+           "MessageWidget", "ModelCard", "NoModelBar", "QueueBar", "Sidebar", "WelcomeView",
+           "fitted_text", "text_area_width"]

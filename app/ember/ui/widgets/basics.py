@@ -104,26 +104,47 @@ class HeaderLayout(QLayout):
         super().setGeometry(rect)
         self._arrange(rect, apply=True)
 
+    # a name shortened with "…" keeps this many average characters before the actions wrap
+    NAME_FLOOR_CHARS = 6
+
+    def _one_line(self, items, hints, width: int) -> list[int] | None:
+        """The items' widths on one line, the left group's elided labels (the model's
+        name) shortened down to NAME_FLOOR_CHARS first; None when even that does not fit
+        (the actions then wrap: issue 45, bug 16, they went to a second row for the sake
+        of a long name)."""
+        widths = [h.width() for h in hints]
+        excess = sum(widths) + self.spacing() * max(len(items) - 1, 0) - width
+        for k, (i, it) in enumerate(items):
+            if excess <= 0:
+                break
+            w = it.widget()
+            if i < self._split and isinstance(w, ElidedLabel):
+                floor = min(widths[k], self.NAME_FLOOR_CHARS * w.fontMetrics().averageCharWidth())
+                take = min(excess, widths[k] - floor)
+                widths[k] -= take
+                excess -= take
+        return widths if excess <= 0 else None
+
     def _arrange(self, rect: QRect, apply: bool) -> int:
         m = self.contentsMargins()
         r = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
         items = self._visible()
         sp = self.spacing()
         hints = [it.sizeHint() for _, it in items]
-        total = sum(h.width() for h in hints) + sp * max(len(items) - 1, 0)
         line_h = max((h.height() for h in hints), default=0)
-        if total <= r.width():  # one line: left group at the left, the actions at the right
+        widths = self._one_line(items, hints, r.width())
+        if widths is not None:  # one line: left group at the left, the actions at the right
             if apply:
                 x = r.x()
                 right = [k for k, (i, _) in enumerate(items) if i >= self._split]
                 for k, (i, it) in enumerate(items):
                     if right and k == right[0]:
-                        x = r.right() + 1 - (sum(hints[j].width() for j in right)
+                        x = r.right() + 1 - (sum(widths[j] for j in right)
                                              + sp * (len(right) - 1))
                     h = hints[k]
-                    it.setGeometry(QRect(x, r.y() + (line_h - h.height()) // 2, h.width(),
+                    it.setGeometry(QRect(x, r.y() + (line_h - h.height()) // 2, widths[k],
                                          h.height()))
-                    x += h.width() + sp
+                    x += widths[k] + sp
             return line_h + m.top() + m.bottom()
         # more lines: who and when first, then the actions on lines of their own, at the right
         y = r.y()

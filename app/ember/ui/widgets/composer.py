@@ -1,4 +1,5 @@
-"""Where the user writes: the message box, Send / Stop, and the queue bar."""
+"""Where the user writes: the message box, Send / Stop, the queue bar and the offer of the
+chat's own model."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
@@ -10,7 +11,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
 )
 
-from .basics import _button, fitted_text, text_area_width
+from .basics import _button, _tool, fitted_text, text_area_width
 
 SHORT_PLACEHOLDERS = {"Message Ember…": "Message…", "Loading the model…": "Loading…",
                       "Open a model to continue this chat": "Open a model first"}
@@ -120,6 +121,40 @@ class QueueBar(QFrame):
         ahead = "" if place == 1 else f", after {place - 1} other chat{'s' if place > 2 else ''}"
         self.text.setText(f"Queued ({place} in line): the reply starts when the one in "
                           f"“{busy_title}” finishes{ahead}.")
+        self.show()
+
+
+class ChatModelBar(QFrame):
+    """Above the message box of a chat opened while another model (or none) is loaded:
+    names the model the chat was written with and offers to load it."""
+
+    load = Signal(str)  # the chat's model's path
+    dismissed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("chatModelBar")
+        self.path: str | None = None
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(14, 6, 8, 6)
+        self.text = QLabel("")
+        self.text.setObjectName("chatModelText")
+        self.text.setWordWrap(True)
+        lay.addWidget(self.text, 1)
+        self.load_button = _button("Load it", "chatModelLoadButton", primary=True)
+        self.load_button.clicked.connect(lambda: self.path and self.load.emit(self.path))
+        lay.addWidget(self.load_button)
+        close = _tool("✕", "chatModelDismiss", "Keep the model loaded now for this chat")
+        close.clicked.connect(self.dismissed)
+        lay.addWidget(close)
+        self.hide()
+
+    def offer(self, path: str, name: str, loaded: str | None) -> None:
+        self.path = path
+        now = f"; {loaded} is loaded now" if loaded else ""
+        self.text.setText(f"This chat was written with {name}{now}.")
+        self.load_button.setText(f"Load {name}")
+        self.load_button.setToolTip(path)
         self.show()
 
 
