@@ -94,11 +94,11 @@ class FileDialogs:
         monkeypatch.setattr(QFileDialog, "getOpenFileName", self._open)
         monkeypatch.setattr(QFileDialog, "getSaveFileName", self._save)
 
-    def _open(self, parent, title, start="", filters=""):
+    def _open(self, parent, title, start="", filters="", **_options):
         self.asked.append(("open", title, start))
         return self.open_path, filters
 
-    def _save(self, parent, title, suggested="", filters=""):
+    def _save(self, parent, title, suggested="", filters="", **_options):
         self.asked.append(("save", title, suggested))
         return self.save_path, filters
 

@@ -84,6 +84,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE conversations ADD COLUMN preset_id INTEGER
         REFERENCES presets(id) ON DELETE SET NULL;
     """,
+    # 5: pins: a pinned chat is listed first; when it was pinned (NULL: not pinned)
+    """
+    ALTER TABLE conversations ADD COLUMN pinned_at REAL;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -143,6 +147,11 @@ class Conversation:
     updated: float
     deleted_at: float | None = None
     preset_id: int | None = None
+    pinned_at: float | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return self.pinned_at is not None
 
 
 @dataclass
@@ -216,7 +225,8 @@ class Store:
         return _conversation(row) if row else None
 
     def conversations(self, query: str = "", include_deleted: bool = False) -> list[Conversation]:
-        """Newest first; query matches the title or any message (case-insensitive)."""
+        """Pinned chats first, then the rest, each newest first; query matches the title or
+        any message (case-insensitive)."""
         sql = "SELECT * FROM conversations c WHERE 1"
         args: list = []
         if not include_deleted:
@@ -227,7 +237,7 @@ class Store:
             sql += (" AND (title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
                     "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\'))")
             args += [like, like]
-        sql += " ORDER BY updated DESC, id DESC"
+        sql += " ORDER BY pinned_at IS NULL, updated DESC, id DESC"
         return [_conversation(r) for r in self.db.execute(sql, args)]
 
     @_writes
@@ -249,6 +259,16 @@ class Store:
 
     def rename_conversation(self, conv_id: int, title: str) -> None:
         self.update_conversation(conv_id, title=title.strip() or "Untitled")
+
+    @_writes
+    def set_pinned(self, conv_id: int, pinned: bool) -> None:
+        """Pins (listed first) or unpins a chat; pinning a pinned chat keeps its time."""
+        if pinned:
+            self.db.execute("UPDATE conversations SET pinned_at = COALESCE(pinned_at, ?) "
+                            "WHERE id = ?", (time.time(), conv_id))
+        else:
+            self.db.execute("UPDATE conversations SET pinned_at = NULL WHERE id = ?",
+                            (conv_id,))
 
     def delete_conversation(self, conv_id: int) -> None:
         """Soft delete: hidden from lists until restore_conversation or purge_deleted."""
@@ -637,7 +657,8 @@ def _statements(script: str) -> list[str]:
 
 def _conversation(row) -> Conversation:
     return Conversation(row["id"], row["title"], row["system_prompt"], row["model_path"],
-                        row["created"], row["updated"], row["deleted_at"], row["preset_id"])
+                        row["created"], row["updated"], row["deleted_at"], row["preset_id"],
+                        row["pinned_at"])
 
 
 def _preset(row) -> Preset:

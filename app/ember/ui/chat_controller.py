@@ -269,6 +269,9 @@ class ChatController(QObject):
         self.store.rename_conversation(conv_id, title)
         return title
 
+    def set_pinned(self, conv_id: int, pinned: bool) -> None:
+        self.store.set_pinned(conv_id, pinned)
+
     def delete(self, conv_id: int) -> None:
         """Soft delete (undo brings it back): its reply stops, it leaves the queue."""
         if self.replying_in(conv_id):

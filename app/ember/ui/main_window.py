@@ -947,7 +947,8 @@ class MainWindow(QMainWindow):
         start = str(Path(self.settings.last_model).parent) if self.settings.last_model else \
             str(paths.models_dir())
         path, _ = QFileDialog.getOpenFileName(self, "Open a model", start,
-                                              "GGUF models (*.gguf);;All files (*)")
+                                              "GGUF models (*.gguf);;All files (*)",
+                                              options=theme.FILE_DIALOG_OPTIONS)
         if path:
             self.open_model_path(path)
 
@@ -1522,13 +1523,15 @@ class MainWindow(QMainWindow):
         ext = "md" if fmt == "md" else "json"
         path, _ = QFileDialog.getSaveFileName(self, "Export", str(Path(self._docs_dir()) /
                                                                   f"{safe}.{ext}"),
-                                              "Markdown (*.md)" if ext == "md" else "JSON (*.json)")
+                                              "Markdown (*.md)" if ext == "md" else "JSON (*.json)",
+                                              options=theme.FILE_DIALOG_OPTIONS)
         if path:
             self.export_conversation(path, fmt, cid)
 
     def choose_import(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import chats", self._docs_dir(),
-                                              "Ember export (*.json)")
+                                              "Ember export (*.json)",
+                                              options=theme.FILE_DIALOG_OPTIONS)
         if path:
             self.import_chats(path)
 

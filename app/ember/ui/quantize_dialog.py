@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..commands import quantize
+from . import theme
 from .format import human_bytes
 
 # what each choice is for, in a few words (llama-quantize's own table gives the trade-offs)
@@ -111,6 +112,7 @@ class QuantizeDialog(QDialog):
         self.save_button = QPushButton("Save as…")
         self.save_button.setObjectName("quantizeSave")
         self.save_button.setEnabled(bool(self.sizes))
+        self.save_button.setDefault(True)  # drawn as the window's primary button
         self.save_button.clicked.connect(self._choose_and_start)
         self.cancel_button = QPushButton("Close")
         self.cancel_button.setObjectName("quantizeCancel")
@@ -167,7 +169,8 @@ class QuantizeDialog(QDialog):
         stem = self.src.stem.rsplit(".", 1)[0] if "." in self.src.stem else self.src.stem
         suggested = str(self.src.with_name(f"{stem}.{name}.gguf"))
         dst, _ = QFileDialog.getSaveFileName(self, "Save the quantized copy", suggested,
-                                             "GGUF models (*.gguf)")
+                                             "GGUF models (*.gguf)",
+                                             options=theme.FILE_DIALOG_OPTIONS)
         if dst:
             self.start(dst, name)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QFileDialog
 
 LIGHT = {
     "name": "light",
@@ -34,6 +34,13 @@ DARK = {
     "syn_keyword": "#c678dd", "syn_string": "#98c379", "syn_comment": "#7f848e",
     "syn_number": "#d19a66", "syn_func": "#61afef",
 }
+
+# a dialog's default button (what Enter does) drawn as the window's primary button, in
+# every dialog, Qt's own (file, message box) included: QDialog QPushButton:default below
+
+# Qt's own file dialog, not the platform's: the platform's (GTK, a portal) is drawn in the
+# system's theme, beside a window drawn in Ember's
+FILE_DIALOG_OPTIONS = QFileDialog.Option.DontUseNativeDialog
 
 
 def resolve(theme: str) -> dict:
@@ -92,11 +99,12 @@ QPushButton {{ background: {c['surface']}; color: {c['text']}; border: 1px solid
 QPushButton:hover {{ border-color: {c['accent']}; }}
 QPushButton:disabled {{ color: {c['muted']}; }}
 QPushButton:checked {{ border-color: {c['accent']}; color: {c['accent']}; }}
-QPushButton[primary="true"] {{ background: {c['accent']}; color: {c['accent_text']};
-    border: 1px solid {c['accent']}; font-weight: 600; }}
-QPushButton[primary="true"]:hover {{ background: {c['accent_hover']}; }}
-QPushButton[primary="true"]:disabled {{ background: {c['border']}; border-color: {c['border']};
-    color: {c['muted']}; }}
+QPushButton[primary="true"], QDialog QPushButton:default {{ background: {c['accent']};
+    color: {c['accent_text']}; border: 1px solid {c['accent']}; font-weight: 600; }}
+QPushButton[primary="true"]:hover, QDialog QPushButton:default:hover {{
+    background: {c['accent_hover']}; }}
+QPushButton[primary="true"]:disabled, QDialog QPushButton:default:disabled {{
+    background: {c['border']}; border-color: {c['border']}; color: {c['muted']}; }}
 QToolButton {{ background: transparent; color: {c['muted']}; border: none; border-radius: 6px;
     padding: 2px 6px; }}
 QToolButton:hover {{ background: {c['sidebar_sel']}; color: {c['text']}; }}
@@ -157,6 +165,17 @@ QLineEdit, QPlainTextEdit, QComboBox {{
     background: {c['surface']}; border: 1px solid {c['border']}; border-radius: 6px;
     padding: 4px 6px; color: {c['text']}; }}
 #conversationList QLineEdit {{ padding: 1px 6px; border-color: {c['accent']}; }}
+QTabWidget::pane {{ background: {c['surface']}; border: 1px solid {c['border']};
+    border-radius: 8px; top: -1px; }}
+QTabBar::tab {{ background: transparent; color: {c['muted']}; padding: 6px 14px;
+    border: none; border-bottom: 2px solid transparent; }}
+QTabBar::tab:selected {{ color: {c['text']}; border-bottom-color: {c['accent']}; }}
+QTabBar::tab:hover:!selected {{ color: {c['text']}; }}
+QDialog QListView, QDialog QTreeView {{ background: {c['surface']}; color: {c['text']};
+    border: 1px solid {c['border']}; border-radius: 6px; }}
+QDialog QListView::item:selected, QDialog QTreeView::item:selected {{
+    background: {c['accent_soft']}; color: {c['text']}; }}
+QDialog QLabel[field="true"] {{ color: {c['muted']}; }}
 QMenu {{ background: {c['surface']}; border: 1px solid {c['border']}; }}
 QMenu::item {{ padding: 5px 22px; }}
 QMenu::item:selected {{ background: {c['accent_soft']}; color: {c['text']}; }}
