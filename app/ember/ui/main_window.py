@@ -435,6 +435,7 @@ class MainWindow(QMainWindow):
         c.addSeparator()
         act(c, "Rename chat", lambda: self.current_conv and self.sidebar.rename(self.current_conv),
             "F2")
+        act(c, "Pin or unpin chat", self.toggle_pin_current, "Ctrl+Shift+P", "actionPinChat")
         act(c, "Delete chat", lambda: self.current_conv and self.delete_conversation(
             self.current_conv))
         v = mb.addMenu("&View")
@@ -800,6 +801,15 @@ class MainWindow(QMainWindow):
         if conv_id == self.current_conv:
             self.chat_title.setText(title)
 
+    def set_pinned(self, conv_id: int, pinned: bool) -> None:
+        """Pins a chat (listed first, under "Pinned") or unpins it; kept in the database."""
+        self.chat.set_pinned(conv_id, pinned)
+        self.refresh_conversations()
+
+    def toggle_pin_current(self) -> None:
+        if self.current_conv is not None:
+            self.set_pinned(self.current_conv, not self.sidebar.model.pinned(self.current_conv))
+
     def delete_conversation(self, conv_id: int) -> None:
         conv = self.store.conversation(conv_id)
         if conv is None:
@@ -839,6 +849,9 @@ class MainWindow(QMainWindow):
 
     def _conversation_menu(self, conv_id: int, pos) -> None:
         m = QMenu(self)
+        m.setObjectName("conversationMenu")
+        pinned = self.sidebar.model.pinned(conv_id)
+        m.addAction("Unpin" if pinned else "Pin", lambda: self.set_pinned(conv_id, not pinned))
         m.addAction("Rename", lambda: self.sidebar.rename(conv_id))
         m.addAction("Export as Markdown…", lambda: self.choose_export("md", conv_id))
         m.addAction("Export as JSON…", lambda: self.choose_export("json", conv_id))

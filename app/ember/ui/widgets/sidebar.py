@@ -1,4 +1,5 @@
-"""The chat list: search, new chat, rename, delete with Undo, and how a row is drawn."""
+"""The chat list: search, new chat, rename, pin, delete with Undo, and how a row is
+drawn."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
@@ -14,7 +15,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from ..conversation_model import BADGE_ROLE, DATE_ROLE, NOTE_ROLE, ConversationListModel, RowLayout
+from ..conversation_model import (
+    BADGE_ROLE,
+    DATE_ROLE,
+    HEADER_ROLE,
+    NOTE_ROLE,
+    ConversationListModel,
+    RowLayout,
+)
 from .basics import _button, fitted_text, text_area_width
 
 
@@ -22,11 +30,14 @@ class ConversationDelegate(QStyledItemDelegate):
     """Rows as tall as the font needs, and the inline rename editor over the whole row
     (the style would squeeze it into the item's padded text area and clip its text). A date
     that tells equal titles apart goes on a second line, so the title keeps the row's width;
-    a short badge ("replying", "queued 2") sits at the right of the title."""
+    a short badge ("replying", "queued 2") sits at the right of the title. A group's header
+    ("Pinned", "Chats") is a short muted line of its own."""
 
     def sizeHint(self, option, index) -> QSize:
         # no width of its own: a long title is elided to the list's width, never scrolled
         line = option.fontMetrics.height()
+        if index.data(HEADER_ROLE):
+            return QSize(0, line + 10)
         if index.data(DATE_ROLE):
             return QSize(0, max(36, 2 * line + 16))
         return QSize(0, max(36, line + 18))
@@ -60,7 +71,21 @@ class ConversationDelegate(QStyledItemDelegate):
                               max(title_rect.width(), 20))
         return RowLayout(title, title_rect, badge, badge_rect, date, date_rect)
 
+    def header_rect(self, option) -> QRect:
+        return option.rect.adjusted(10, 4, -10, 0)
+
     def paint(self, painter, option, index) -> None:
+        if index.data(HEADER_ROLE):
+            from PySide6.QtGui import QPalette
+            painter.save()
+            font = painter.font()
+            font.setBold(True)
+            painter.setFont(font)
+            painter.setPen(option.palette.color(QPalette.PlaceholderText))
+            painter.drawText(self.header_rect(option), Qt.AlignLeft | Qt.AlignVCenter,
+                             str(index.data(HEADER_ROLE)))
+            painter.restore()
+            return None
         if not index.data(NOTE_ROLE):
             return super().paint(painter, option, index)
         # these Qt classes are looked up here, on the first note drawn, not at start-up
@@ -254,13 +279,15 @@ class Sidebar(QFrame):
             self.list.edit(index)
 
     def _current(self, index, _prev) -> None:
-        if index.isValid() and not self._filling:
-            self.selected.emit(self.model.id_at(index.row()))
+        cid = self.model.id_at(index.row()) if index.isValid() else None
+        if cid is not None and not self._filling:
+            self.selected.emit(cid)
 
     def _menu(self, pos) -> None:
         index = self.list.indexAt(pos)
-        if index.isValid():
-            self.context_menu.emit(self.model.id_at(index.row()), self.list.mapToGlobal(pos))
+        cid = self.model.id_at(index.row()) if index.isValid() else None
+        if cid is not None:  # a chat's row, not a header
+            self.context_menu.emit(cid, self.list.mapToGlobal(pos))
 
     def show_undo(self, text: str) -> None:
         self.undo_text.setText(text)
