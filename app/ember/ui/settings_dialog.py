@@ -121,12 +121,11 @@ class SettingsDialog(QDialog):
         self.setMinimumWidth(460)
         self.original = settings
         s = settings
-        tabs = QTabWidget()
+        self.tabs = tabs = QTabWidget()
 
         # generation
         gen = QWidget()
-        f = QFormLayout(gen)
-        f.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        f = self._form(gen)
         self.temperature = self._dspin("temperature", 0, 5, 0.05, s.temperature, 2)
         self.top_k = self._spin("topK", 0, 1000, s.top_k)
         self.top_p = self._dspin("topP", 0, 1, 0.01, s.top_p, 2)
@@ -158,7 +157,7 @@ class SettingsDialog(QDialog):
 
         # model
         mod = QWidget()
-        f = QFormLayout(mod)
+        f = self._form(mod)
         self.n_ctx = self._spin("contextLength", 128, 131072, s.n_ctx)
         self.n_ctx.setSingleStep(512)
         self.n_ctx.setSuffix(" tokens")
@@ -221,7 +220,7 @@ class SettingsDialog(QDialog):
 
         # appearance
         app = QWidget()
-        f = QFormLayout(app)
+        f = self._form(app)
         self.theme = QComboBox()
         self.theme.setObjectName("theme")
         for key, label in (("system", "System"), ("light", "Light"), ("dark", "Dark")):
@@ -243,6 +242,26 @@ class SettingsDialog(QDialog):
         lay.addWidget(tabs)
         lay.addWidget(buttons)
 
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        self._fit_wrapped_text()
+
+    def _fit_wrapped_text(self) -> None:
+        """As wide as its widest page needs (Qt holds a new window to two thirds of the
+        screen, under that at a large font), and each page as tall as its wrapped notes
+        need at that width: a form's size hint counts one line per note, so at a large
+        font they were cut off below."""
+        screen = self.screen().availableGeometry()
+        self.resize(min(max(self.width(), self.minimumSizeHint().width()), screen.width()),
+                    self.height())
+        self.layout().activate()
+        width = self.tabs.currentWidget().width()
+        for i in range(self.tabs.count()):
+            lay = self.tabs.widget(i).layout()
+            if lay.hasHeightForWidth():
+                self.tabs.widget(i).setMinimumHeight(lay.totalHeightForWidth(width))
+        self.resize(self.width(), max(self.height(), self.sizeHint().height()))
+
     def _add_run_on_choices(self, saved: str) -> None:
         model: QStandardItemModel = self.backend.model()
         for choice in run_on_choices(self.devices, saved):
@@ -256,6 +275,15 @@ class SettingsDialog(QDialog):
 
     def _update_gpu_layers(self) -> None:
         self.gpu_layers.setEnabled(self.backend.currentData() != "cpu")
+
+    @staticmethod
+    def _form(page: QWidget) -> QFormLayout:
+        f = QFormLayout(page)
+        # a label above its field where the two do not fit side by side (a large font in a
+        # dialog held to the screen's width), never cut off beside it
+        f.setRowWrapPolicy(QFormLayout.WrapLongRows)
+        f.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        return f
 
     def _spin(self, name, lo, hi, value) -> QSpinBox:
         w = QSpinBox()
