@@ -59,6 +59,8 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     app.setOrganizationName("Ember")
     app.setDesktopFileName("ember")
     app.setWindowIcon(app_icon())
+    from .fonts import install_emoji_fallback  # here: fonts.py reads RESOURCES from this file
+    install_emoji_fallback(app)
     return app
 
 
