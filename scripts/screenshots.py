@@ -8,6 +8,8 @@ change from run to run.
 
     python scripts/screenshots.py [--model PATH] [--out docs/screenshots]
     python scripts/screenshots.py --check /tmp/shots   # fonts 10-16 at 900x600, to look at
+    python scripts/screenshots.py --matrix /tmp/shots  # fonts 10, 13, 16 x 900x600, 1440x900
+                                                       # x light, dark: the chat, to look at
 """
 from __future__ import annotations
 
@@ -59,31 +61,16 @@ Each chunk holds 100,000 rows, so peak memory is set by the chunk size, not the 
 OTHER_CHATS = ["Plan a three-day trip to Lisbon", "Explain Rust lifetimes simply",
                "Regex for ISO dates", "Summarise the meeting notes"]
 
+# --matrix: every font size by every window size by both themes
+MATRIX_FONTS = (10, 13, 16)
+MATRIX_SIZES = ((900, 600), (1440, 900))
+MATRIX_THEMES = ("light", "dark")
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None, help="model for the card (default: starter)")
-    ap.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
-    ap.add_argument("--check", metavar="DIR", default=None,
-                    help="instead: every view at font sizes 10-16 in a 900x600 window, into DIR")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    model = args.model
-    if model is None:
-        from tools import fetch_assets
-        model = str(fetch_assets.starter_model())
 
-    data = Path(tempfile.mkdtemp(prefix="ember-shots-"))
-    os.environ["EMBER_DATA_DIR"] = str(data)
-    from ember.storage.settings import Settings
+def write_example(data: Path, model: str) -> int:
+    """The example chats in data's history and the model in its models folder; returns the
+    shown chat's id."""
     from ember.storage.store import Store
-    from ember.ui.app import create_application
-    from ember.ui.main_window import MainWindow
-    from PySide6.QtCore import QEventLoop, QTimer
-    from PySide6.QtWidgets import QApplication
-
-    create_application()
     store = Store(data / "history.sqlite3")
     for i, title in enumerate(OTHER_CHATS):
         c = store.create_conversation(title, created=1_700_000_000 + i)
@@ -98,24 +85,94 @@ def main() -> int:
     store.add_message(cid, "assistant", ANSWER_2, created=t + 63,
                       meta=dict(meta, generated_tokens=94))
     store.close()
-
-    def wait_for(signal, ms=120_000):
-        loop = QEventLoop()
-        signal.connect(loop.quit)
-        QTimer.singleShot(ms, loop.quit)
-        loop.exec()
-
-    def settle(ms=150):
-        loop = QEventLoop()
-        QTimer.singleShot(ms, loop.quit)
-        loop.exec()
-
-    shots = []
     models_dir = data / "models"
     models_dir.mkdir(exist_ok=True)
     link = models_dir / Path(model).name
     if not link.exists():
         link.symlink_to(Path(model).resolve())
+    return cid
+
+
+def wait_for(signal, ms=120_000):
+    from PySide6.QtCore import QEventLoop, QTimer
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def settle(ms=150):
+    from PySide6.QtCore import QEventLoop, QTimer
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def render_matrix(data: Path, model: str, cid: int, out: Path, check=None) -> list[Path]:
+    """The example chat at every font, window size and theme of the matrix, one PNG each
+    (chat-<theme>-<font>pt-<w>x<h>.png) into out; check(window, name), where given, runs on
+    each render before it is saved."""
+    from ember.storage.settings import Settings
+    from ember.ui.main_window import MainWindow
+    out.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for theme in MATRIX_THEMES:
+        for font in MATRIX_FONTS:
+            Settings(theme=theme, n_ctx=4096, font_size=font).save(data / "settings.json")
+            w = MainWindow(data, open_model=model)
+            w.show()
+            if w.model is None:
+                wait_for(w.model_loaded)
+            w.select_conversation(cid)
+            w.composer.input.setPlainText("")
+            for width, height in MATRIX_SIZES:
+                w.resize(width, height)
+                settle(300)
+                w.chat_view.verticalScrollBar().setValue(0)
+                settle(100)
+                name = f"chat-{theme}-{font}pt-{width}x{height}.png"
+                if check is not None:
+                    check(w, name)
+                w.grab().save(str(out / name))
+                saved.append(out / name)
+            w.close()
+            w.deleteLater()
+    return saved
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="model for the card (default: starter)")
+    ap.add_argument("--out", default=str(REPO / "docs" / "screenshots"))
+    ap.add_argument("--check", metavar="DIR", default=None,
+                    help="instead: every view at font sizes 10-16 in a 900x600 window, into DIR")
+    ap.add_argument("--matrix", metavar="DIR", default=None,
+                    help="instead: the chat at fonts 10, 13, 16, 900x600 and 1440x900, light "
+                         "and dark, into DIR")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if model is None:
+        from tools import fetch_assets
+        model = str(fetch_assets.starter_model())
+
+    data = Path(tempfile.mkdtemp(prefix="ember-shots-"))
+    os.environ["EMBER_DATA_DIR"] = str(data)
+    from ember.storage.settings import Settings
+    from ember.ui.app import create_application
+    from ember.ui.main_window import MainWindow
+    from PySide6.QtWidgets import QApplication
+
+    create_application()
+    cid = write_example(data, model)
+    shots = []
+
+    if args.matrix:
+        for path in render_matrix(data, model, cid, Path(args.matrix)):
+            print(path)
+        QApplication.processEvents()
+        return 0
 
     if args.check:
         check = Path(args.check)

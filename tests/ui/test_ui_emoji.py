@@ -3,7 +3,7 @@ font after start-up, the font a message is drawn in has U+1F600, and the message
 in colour rather than as a box."""
 from __future__ import annotations
 
-from PySide6.QtGui import QColor, QFontMetrics
+from PySide6.QtGui import QColor, QFont, QFontInfo, QFontMetrics
 from PySide6.QtWidgets import QApplication
 
 from tests.ui.test_ui_layout import settle
@@ -37,7 +37,14 @@ def test_a_message_with_emoji_is_drawn_with_the_emoji_font(qtbot, data_dir):
     settle(qtbot)
     app_font = QApplication.instance().font()
     assert EMOJI_FAMILY in app_font.families()
-    assert app_font.families()[0] != EMOJI_FAMILY  # letters keep the interface font
+    # letters keep the interface font (and its widths: the sidebar counts characters)
+    assert QFontInfo(app_font).family() != EMOJI_FAMILY
+    plain = QFont(app_font)
+    plain.setFamilies([app_font.families()[0]])
+    assert QFontMetrics(app_font).averageCharWidth() == QFontMetrics(plain).averageCharWidth()
+    assert QFontMetrics(app_font).horizontalAdvance("Ember") == \
+        QFontMetrics(plain).horizontalAdvance("Ember")
+    assert win.sidebar.width() <= max(260, 30 * QFontMetrics(plain).averageCharWidth())
     messages = win.chat_view.messages()
     assert [m.role for m in messages] == ["user", "assistant"]
     for m in messages:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtGui import QFont, QFontDatabase, QFontInfo
 from PySide6.QtWidgets import QApplication
 
 from .app import RESOURCES
@@ -44,11 +44,16 @@ def load_emoji_font() -> str | None:
 
 
 def with_emoji_fallback(font: QFont, family: str) -> QFont:
-    """font with family after its own families: its letters unchanged, emoji from family."""
+    """font with family after its own families: its letters unchanged, emoji from family.
+    The family the font resolves to goes first by its real name: a family list skips a name
+    that is only an alias (Linux's default "Sans Serif"), which would leave the emoji font
+    drawing the letters, its huge average width setting every width counted in characters."""
     families = list(font.families()) or [font.family()]
-    if family not in families:
-        font = QFont(font)
-        font.setFamilies([*families, family])
+    if family in families:
+        return font
+    primary = QFontInfo(font).family()
+    font = QFont(font)
+    font.setFamilies([primary, *(f for f in families if f != primary), family])
     return font
 
 
