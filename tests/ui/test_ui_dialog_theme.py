@@ -5,7 +5,7 @@ the window's primary button and the others as its plain ones, and no text cut of
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QTimer, Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QPalette
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QTabBar,
 )
 
-from tests.ui.test_ui_layout import inside, settle
 from tests.support.ui import LOAD_TIMEOUT_MS, data_dir, find, make_window, write_settings  # noqa: F401
+from tests.ui.test_ui_layout import inside, settle
 
 pytestmark = pytest.mark.native
 
@@ -50,7 +50,7 @@ def check_themed(dlg: QDialog, win) -> None:
     assert len(default) == 1, [(b.text(), b.isDefault()) for b in buttons]
     assert close(button_fill(default[0]), QColor(c["accent"])), \
         (default[0].text(), button_fill(default[0]).name(), c["accent"])
-    # the window's own primary button has the same fill
+    # the others as the window's plain buttons
     others = [b for b in buttons if not b.isDefault()]
     assert others
     for b in others:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from PySide6.QtGui import QColor, QFont, QFontInfo, QFontMetrics
 from PySide6.QtWidgets import QApplication
 
-from tests.ui.test_ui_layout import settle
 from tests.support.ui import data_dir, make_window  # noqa: F401
+from tests.ui.test_ui_layout import settle
 
 GRIN = 0x1F600
 

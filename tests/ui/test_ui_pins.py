@@ -6,8 +6,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QContextMenuEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QMenu
 
-from tests.ui.test_ui_layout import settle
 from tests.support.ui import data_dir, find, make_window  # noqa: F401
+from tests.ui.test_ui_layout import settle
 
 
 def three_chats(data_dir) -> dict[str, int]:
@@ -60,7 +60,8 @@ def test_a_chat_pinned_by_its_menu_is_first_after_a_relaunch_and_unpins(qtbot, d
     assert not header.flags() & Qt.ItemIsSelectable
     # in the database
     store = Store(data_dir / "history.sqlite3")
-    assert [(c.title, c.pinned) for c in store.conversations()][0] == ("Apples", True)
+    first = store.conversations()[0]
+    assert (first.title, first.pinned) == ("Apples", True)
     store.close()
     win.close()
     # relaunched on the same file: still pinned, still on top, the menu offers Unpin

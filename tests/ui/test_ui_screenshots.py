@@ -11,8 +11,8 @@ import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel, QLayout, QWidget
 
-from tests.ui.test_ui_responsive import check_chat_column, check_labels, check_status_bar
 from tests.support.ui import data_dir  # noqa: F401
+from tests.ui.test_ui_responsive import check_chat_column, check_labels, check_status_bar
 
 pytestmark = pytest.mark.native
 
