@@ -1,5 +1,5 @@
-"""Every dialog in the window's look (issue 45): Settings, the endpoint dialog, the quantize
-dialog and the file dialogs, opened by their menu actions and buttons in light and dark at
+"""Every dialog in the window's look (issue 45): Settings, the endpoint, presets, Hugging
+Face and quantize dialogs and the file dialogs, opened by their menu actions and buttons in light and dark at
 font 16, have the window's palette, font and background, their default button drawn as
 the window's primary button and the others as its plain ones, and no text cut off."""
 from __future__ import annotations
@@ -103,7 +103,8 @@ def open_modal(qtbot, trigger, inspect) -> list:
             dlg.reject()
 
     QTimer.singleShot(100, handle)
-    trigger()
+    trigger()  # exec() returns once the dialog is closed; open() (the catalog's) at once
+    qtbot.waitUntil(lambda: bool(seen))
     return seen
 
 
@@ -119,6 +120,7 @@ def themed_window(request, qtbot, data_dir):
 
 @pytest.mark.parametrize("action,kind", [
     ("actionSettings", "settingsDialog"), ("actionAddEndpoint", "EndpointDialog"),
+    ("actionPresets", "presetDialog"), ("actionHub", "hubDialog"),
     ("actionOpenModel", "QFileDialog"), ("actionImport", "QFileDialog")])
 def test_a_dialog_opened_by_its_menu_action_has_the_windows_look(qtbot, themed_window,
                                                                    tmp_path, action, kind):
