@@ -34,6 +34,7 @@ struct DraftRule {
     std::string name;
     bool defined = false;
     size_t first_use = 0;  // where an undefined rule was first referenced
+    size_t defined_at = 0;  // where its definition starts (a generated rule: its group's)
     std::vector<std::vector<Symbol>> alts;
 };
 
@@ -113,7 +114,7 @@ private:
         const auto it = ids_.find(name);
         if (it != ids_.end()) return it->second;
         const uint32_t id = (uint32_t)rules_.size();
-        rules_.push_back(DraftRule{name, false, used_at, {}});
+        rules_.push_back(DraftRule{name, false, used_at, 0, {}});
         ids_.emplace(name, id);
         return id;
     }
@@ -125,6 +126,7 @@ private:
         } while (ids_.count(name));
         const uint32_t id = rule_id(name, pos_);
         rules_[id].defined = true;
+        rules_[id].defined_at = group_at_;
         rules_[id].alts = std::move(alts);
         return id;
     }
@@ -141,6 +143,7 @@ private:
         const uint32_t id = rule_id(name, start);
         if (rules_[id].defined) error_at(start, "rule '" + name + "' is defined twice");
         current_ = name;
+        rules_[id].defined_at = start;
         auto alts = parse_alternatives(0);
         rules_[id].defined = true;
         rules_[id].alts = std::move(alts);
@@ -163,8 +166,10 @@ private:
             const char c = peek();
             if (at_end() || c == '|' || c == ')') break;
             if (depth == 0 && at_rule_start()) break;
+            const size_t at = pos_;
             std::vector<Symbol> element = parse_element(depth);
             skip_space();
+            group_at_ = at;
             if (peek() == '*' || peek() == '+' || peek() == '?' || peek() == '{') element = parse_repetition(std::move(element));
             seq.insert(seq.end(), element.begin(), element.end());
             n_symbols_ += element.size();
@@ -229,6 +234,7 @@ private:
             auto alts = parse_alternatives(depth + 1);
             if (peek() != ')') error_at(start, "'(' is not closed");
             ++pos_;
+            group_at_ = start;
             return {Symbol{SymbolKind::Rule, new_rule(current_, std::move(alts))}};
         }
         if (is_name_char(c)) {
@@ -420,7 +426,7 @@ private:
                         if (on) cycle += g.rule_names[step.first] + " -> ";
                     }
                     cycle += g.rule_names[s];
-                    fail(EMBER_ERR_INVALID_ARGUMENT,
+                    error_at(rules_[s].defined_at,
                          "rule '" + g.rule_names[s] + "' is left-recursive (" + cycle +
                              ", before any character is matched); rewrite it with repetition, "
                              "e.g. list ::= item (\",\" item)*, and make sure no repeated group "
@@ -442,6 +448,7 @@ private:
     std::string current_ = "rule";  // the rule being parsed: generated rules are named after it
     uint32_t generated_ = 0;
     size_t n_symbols_ = 0;
+    size_t group_at_ = 0;  // where the element being parsed starts
 };
 
 }  // namespace
