@@ -417,6 +417,9 @@ def _implied_type(schema: dict) -> Any:
     return list(_TYPES[:-1]) + ["null"]
 
 
+_PATTERN_CLASSES = {"d": "0-9", "w": "a-zA-Z0-9_", "s": " "}  # a tab would need an escape
+
+
 class _Pattern:
     """The simple regular expressions a pattern may be: literal characters, classes
     ([a-z], [^,], \\d \\w \\s), '.', groups with '|', and * + ? {m,n}. The value is written
@@ -520,16 +523,14 @@ class _Pattern:
             return f'"\\\\u{ord(c):04x}"'
         return gbnf_literal(c)
 
-    _CLASSES = {"d": "0-9", "w": "a-zA-Z0-9_", "s": " "}  # a tab would need an escape
-
     def escape(self, in_class: bool) -> str:
         self.i += 1
         if self.i >= len(self.p):
             self.fail("a trailing backslash")
         c = self.p[self.i]
         self.i += 1
-        if c in self._CLASSES:
-            return self._CLASSES[c] if in_class else f"[{self._CLASSES[c]}]"
+        if c in _PATTERN_CLASSES:
+            return _PATTERN_CLASSES[c] if in_class else f"[{_PATTERN_CLASSES[c]}]"
         if c in "DWS":
             self.fail(f"\\{c}")
         if c in ".^$*+?()[]{}|/-\\":

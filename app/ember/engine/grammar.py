@@ -6,7 +6,7 @@ import ctypes
 from typing import TYPE_CHECKING
 
 from . import native
-from .errors import _check
+from .errors import EmberError, _check
 from .native import c_int32
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class Grammar:
         try:
             self.accept_text(text)
             return self.can_end
-        except Exception:
+        except EmberError:
             return False
         finally:
             self.reset()

@@ -8,6 +8,7 @@ import secrets
 import time
 from typing import Any
 
+from .constraints import response_format
 from .errors import bad_request, error_body
 from .jobs import Finish
 from .protocol import GenerationRequest, check_reasoning_effort, parse_chat
@@ -119,9 +120,7 @@ def parse_responses(body: dict, model_ids: tuple[str, ...], strict: bool,
     if body.get("background") is True:
         raise unsupported("background", "responses are answered in the request")
     fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
-    if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
-        raise unsupported("text", f"format '{fmt.get('type')}': no constrained decoding yet, "
-                                  "the reply would be free text")
+    constraint = response_format(fmt, "text.format")
     if body.get("top_logprobs"):
         raise unsupported("top_logprobs", "log-probabilities come with /v1/chat/completions")
     chat = {"messages": _messages(body), **_tools(body)}
@@ -134,6 +133,7 @@ def parse_responses(body: dict, model_ids: tuple[str, ...], strict: bool,
             raise bad_request("'max_output_tokens' must be at least 1.", "max_output_tokens",
                               "invalid_value")
     req = parse_chat(chat, model_ids, strict, n_vocab)
+    req.constraint = constraint
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
     if effort is not None:
