@@ -136,7 +136,11 @@ void GrammarMatcher::advance(const State& in, uint32_t cp, State& out) {
 
 bool GrammarMatcher::partial_possible(const State& s) const {
     const uint32_t shift = 6u * s.utf8.need;
-    const uint32_t lo = s.utf8.cp << shift, hi = lo | ((1u << shift) - 1u);
+    // the smallest character of each length: a shorter one written longer is invalid
+    static constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+    const uint32_t lo = std::max(s.utf8.cp << shift, kMinOfLength[std::min<uint32_t>(s.utf8.len, 4u)]);
+    const uint32_t hi = std::min((s.utf8.cp << shift) | ((1u << shift) - 1u), 0x10FFFFu);
+    if (lo > hi) return false;
     for (uint32_t i = s.begin; i < s.end; ++i)
         if (grammar_->charsets[grammar_->symbols[frames_[tops_[i]].pos].index].intersects(lo, hi)) return true;
     return false;
