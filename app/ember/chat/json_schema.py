@@ -219,6 +219,11 @@ class _Converter:
         if not isinstance(parts, list) or not parts:
             raise SchemaError(_join(path, "allOf"), "must be a non-empty array of schemas")
         merged: dict = {k: v for k, v in schema.items() if k != "allOf"}
+        # additionalProperties only sees its own schema's properties: each schema that has
+        # it (the outer one too) must name every property of the merge, or none is allowed
+        closed = []
+        if merged.get("additionalProperties", True) is not True:
+            closed.append((path, set(merged.get("properties", {}))))
         for i, part in enumerate(parts):
             where = f"{_join(path, 'allOf')}[{i}]"
             while isinstance(part, dict) and "$ref" in part:
@@ -226,6 +231,8 @@ class _Converter:
                 part = {**self.resolve(part["$ref"], where), **extra}
             if not isinstance(part, dict):
                 raise SchemaError(where, "must be a schema object")
+            if part.get("additionalProperties", True) is not True:
+                closed.append((where, set(part.get("properties", {}))))
             for key, value in part.items():
                 if key in _ANNOTATIONS:
                     continue
@@ -236,6 +243,12 @@ class _Converter:
                                                             list(value)))
                 elif key == "allOf":
                     merged = self.merge_all_of({**merged, "allOf": value}, where)
+                elif key == "additionalProperties" and key in merged:
+                    if value is False or merged[key] is False:
+                        merged[key] = False
+                    elif merged[key] != value:
+                        raise SchemaError(where, "allOf: the parts' additionalProperties "
+                                                 "differ")
                 elif key in merged and merged[key] != value:
                     raise SchemaError(where, f"allOf: '{key}' differs between the parts; only "
                                              f"object parts that add properties are merged")
@@ -243,6 +256,12 @@ class _Converter:
                     merged[key] = value
         if merged.get("type", "object") != "object":
             raise SchemaError(_join(path, "allOf"), "only allOf of object schemas is supported")
+        names = set(merged.get("properties", {}))
+        for where, own in closed:
+            if names - own:
+                raise SchemaError(_join(where, "additionalProperties"),
+                                  f"beside allOf it refuses '{sorted(names - own)[0]}', which "
+                                  f"another part of the allOf defines: no object could match")
         merged["type"] = "object"
         return merged
 
