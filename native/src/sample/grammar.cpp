@@ -146,14 +146,58 @@ bool GrammarMatcher::partial_possible(const State& s) const {
     return false;
 }
 
+bool GrammarMatcher::same_parses(const State& a, const State& b) const {
+    if (a.accepting != b.accepting || a.end - a.begin != b.end - b.begin) return false;
+    for (uint32_t i = b.begin; i < b.end; ++i) {
+        const Frame& t = frames_[tops_[i]];
+        bool found = false;
+        for (uint32_t j = a.begin; j < a.end && !found; ++j) {
+            const Frame& s = frames_[tops_[j]];
+            found = s.pos == t.pos && same_stack(s.below, t.below);
+        }
+        if (!found) return false;
+    }
+    return true;  // as many parses, each of b's among a's (both sets hold no duplicates)
+}
+
 // One byte of text: a character's last byte advances the parses, an earlier one only
 // checks that some parse may take a character that starts so. False: the text is dead.
-bool GrammarMatcher::step_byte(const State& in, uint8_t b, State& out) {
+// memo (the mask's walk): an ASCII character that left these parses as they were before
+// is answered from loops_.
+bool GrammarMatcher::step_byte(const State& in, uint8_t b, State& out, bool memo) {
     Utf8 u = in.utf8;
     uint32_t cp;
     if (u.need == 0) {
         if (b < 0x80) {
-            cp = b;
+            if (!memo) {
+                advance(in, b, out);
+                return out.begin != out.end || out.accepting;
+            }
+            Loops* slot = nullptr;
+            for (size_t i = 0; i < n_loops_ && !slot; ++i)
+                if (loops_[i].begin == in.begin && loops_[i].end == in.end) slot = &loops_[i];
+            const uint64_t bit = uint64_t(1) << (b & 63);
+            if (slot && (slot->known[b >> 6] & bit) && (slot->same[b >> 6] & bit)) {
+                out = in;
+                return true;
+            }
+            const size_t frames_before = frames_.size();
+            advance(in, b, out);
+            if (!slot && in.begin != in.end) {
+                slot = &loops_[n_loops_ < kLoopSlots ? n_loops_++ : (size_t)(b % kLoopSlots)];
+                *slot = Loops{in.begin, in.end, {0, 0}, {0, 0}};
+            }
+            if (slot) {
+                slot->known[b >> 6] |= bit;
+                if (same_parses(in, out)) {
+                    slot->same[b >> 6] |= bit;
+                    frames_.resize(frames_before);
+                    tops_.resize(out.begin);
+                    out = in;
+                    return true;
+                }
+            }
+            return out.begin != out.end || out.accepting;
         } else {
             if (b >= 0xC2 && b <= 0xDF) u = Utf8{b & 0x1Fu, 1, 2};
             else if (b >= 0xE0 && b <= 0xEF) u = Utf8{b & 0x0Fu, 2, 3};
@@ -191,6 +235,7 @@ size_t GrammarMatcher::apply(float* logits, int32_t n_vocab) {
         marks_.resize((size_t)v.max_depth + 1);
         walk_[0] = current_;
         marks_[0] = {(uint32_t)base_frames, (uint32_t)base_tops};
+        n_loops_ = 0;
         try {
             const size_t n_nodes = v.nodes.size();
             for (size_t i = 1; i < n_nodes;) {
@@ -198,8 +243,12 @@ size_t GrammarMatcher::apply(float* logits, int32_t n_vocab) {
                 const uint32_t d = node.depth;
                 frames_.resize(marks_[d - 1].first);  // the scratch of the parent's siblings goes
                 tops_.resize(marks_[d - 1].second);
+                for (size_t k = 0; k < n_loops_;) {  // states whose parses were just dropped
+                    if (loops_[k].end > tops_.size()) loops_[k] = loops_[--n_loops_];
+                    else ++k;
+                }
                 State& s = walk_[d];
-                if (!step_byte(walk_[d - 1], node.byte, s)) {
+                if (!step_byte(walk_[d - 1], node.byte, s, true)) {
                     i = node.end;  // no text that starts so can continue
                     continue;
                 }

@@ -77,7 +77,18 @@ private:
         Utf8 utf8;
     };
 
-    bool step_byte(const State& in, uint8_t byte, State& out);
+    // Within one apply(): which ASCII characters leave a state's parses as they were (in a
+    // JSON string, nearly all do), so the walk reuses the state instead of expanding it
+    // again at every node below. Keyed by the state's range of tops_, dropped when the walk
+    // truncates that range.
+    struct Loops {
+        uint32_t begin = 0, end = 0;
+        uint64_t known[2] = {0, 0}, same[2] = {0, 0};
+    };
+    static constexpr size_t kLoopSlots = 8;
+
+    bool step_byte(const State& in, uint8_t byte, State& out, bool memo = false);
+    bool same_parses(const State& a, const State& b) const;
     void advance(const State& in, uint32_t cp, State& out);
     void expand(uint32_t pos, uint32_t below, State& out, uint32_t depth);
     bool same_stack(uint32_t a, uint32_t b) const;
@@ -95,6 +106,8 @@ private:
     std::vector<std::pair<uint32_t, uint32_t>> marks_;  // frames_/tops_ sizes per depth
     std::vector<uint8_t> allowed_;
     std::vector<uint32_t> remap_;
+    Loops loops_[kLoopSlots];
+    size_t n_loops_ = 0;
 };
 
 }  // namespace ember
