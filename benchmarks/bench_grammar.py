@@ -54,7 +54,8 @@ def main() -> None:
         n = model.n_vocab
         t0 = time.perf_counter()
         Grammar(grammars["json_object"], model)  # the first grammar indexes the vocabulary
-        print(f"{path.name}: {n} tokens, vocabulary index {1e3 * (time.perf_counter() - t0):.0f} ms")
+        index_ms = 1e3 * (time.perf_counter() - t0)
+        print(f"{path.name}: {n} tokens, vocabulary index {index_ms:.0f} ms")
         row = np.zeros(n, dtype=np.float32)
         ptr = row.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
         for name, label, text in STATES:
