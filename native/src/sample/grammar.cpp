@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "core/error.h"
@@ -160,44 +161,51 @@ bool GrammarMatcher::same_parses(const State& a, const State& b) const {
     return true;  // as many parses, each of b's among a's (both sets hold no duplicates)
 }
 
+// Advances in by cp as advance() does; within the mask's walk a character that left the
+// same parses as they were (the same tops, the same stacks under them) is remembered per
+// state, and the next time the state itself is the answer: no expansion, no new frames.
+bool GrammarMatcher::advance_remembered(const State& in, uint32_t cp, State& out) {
+    Loops* slot = nullptr;
+    for (size_t i = 0; i < n_loops_ && !slot; ++i)
+        if (loops_[i].begin == in.begin && loops_[i].end == in.end) slot = &loops_[i];
+    const size_t wide = (size_t)((cp * 2654435761u) >> (32 - kWideBits));
+    if (slot) {
+        const bool same = cp < 128 ? (slot->same[cp >> 6] >> (cp & 63)) & 1u : slot->wide[wide] == cp;
+        if (same) {
+            out = in;
+            out.utf8 = Utf8{};
+            return true;
+        }
+    }
+    const size_t frames_before = frames_.size();
+    advance(in, cp, out);
+    if (in.begin == in.end) return out.begin != out.end || out.accepting;
+    if (!same_parses(in, out)) return out.begin != out.end || out.accepting;
+    if (!slot) {
+        slot = &loops_[n_loops_ < kLoopSlots ? n_loops_++ : (size_t)(cp % kLoopSlots)];
+        slot->begin = in.begin;
+        slot->end = in.end;
+        slot->same[0] = slot->same[1] = 0;
+        std::fill(std::begin(slot->wide), std::end(slot->wide), 0u);  // 0: no character is ASCII here
+    }
+    if (cp < 128) slot->same[cp >> 6] |= uint64_t(1) << (cp & 63);
+    else slot->wide[wide] = cp;
+    frames_.resize(frames_before);
+    tops_.resize(out.begin);
+    out = in;
+    out.utf8 = Utf8{};
+    return true;
+}
+
 // One byte of text: a character's last byte advances the parses, an earlier one only
 // checks that some parse may take a character that starts so. False: the text is dead.
-// memo (the mask's walk): an ASCII character that left these parses as they were before
-// is answered from loops_.
-bool GrammarMatcher::step_byte(const State& in, uint8_t b, State& out, bool memo) {
+// remember: the mask's walk (advance_remembered).
+bool GrammarMatcher::step_byte(const State& in, uint8_t b, State& out, bool remember) {
     Utf8 u = in.utf8;
     uint32_t cp;
     if (u.need == 0) {
         if (b < 0x80) {
-            if (!memo) {
-                advance(in, b, out);
-                return out.begin != out.end || out.accepting;
-            }
-            Loops* slot = nullptr;
-            for (size_t i = 0; i < n_loops_ && !slot; ++i)
-                if (loops_[i].begin == in.begin && loops_[i].end == in.end) slot = &loops_[i];
-            const uint64_t bit = uint64_t(1) << (b & 63);
-            if (slot && (slot->known[b >> 6] & bit) && (slot->same[b >> 6] & bit)) {
-                out = in;
-                return true;
-            }
-            const size_t frames_before = frames_.size();
-            advance(in, b, out);
-            if (!slot && in.begin != in.end) {
-                slot = &loops_[n_loops_ < kLoopSlots ? n_loops_++ : (size_t)(b % kLoopSlots)];
-                *slot = Loops{in.begin, in.end, {0, 0}, {0, 0}};
-            }
-            if (slot) {
-                slot->known[b >> 6] |= bit;
-                if (same_parses(in, out)) {
-                    slot->same[b >> 6] |= bit;
-                    frames_.resize(frames_before);
-                    tops_.resize(out.begin);
-                    out = in;
-                    return true;
-                }
-            }
-            return out.begin != out.end || out.accepting;
+            cp = b;
         } else {
             if (b >= 0xC2 && b <= 0xDF) u = Utf8{b & 0x1Fu, 1, 2};
             else if (b >= 0xE0 && b <= 0xEF) u = Utf8{b & 0x0Fu, 2, 3};
@@ -221,6 +229,7 @@ bool GrammarMatcher::step_byte(const State& in, uint8_t b, State& out, bool memo
                            (u.len == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
         if (!valid) return false;
     }
+    if (remember) return advance_remembered(in, cp, out);
     advance(in, cp, out);
     return out.begin != out.end || out.accepting;
 }

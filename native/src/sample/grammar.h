@@ -77,17 +77,20 @@ private:
         Utf8 utf8;
     };
 
-    // Within one apply(): which ASCII characters leave a state's parses as they were (in a
+    // Within one apply(): the characters that leave a state's parses as they were (in a
     // JSON string, nearly all do), so the walk reuses the state instead of expanding it
     // again at every node below. Keyed by the state's range of tops_, dropped when the walk
-    // truncates that range.
+    // truncates that range. Non-ASCII characters sit in a small table, one per slot.
+    static constexpr uint32_t kWideBits = 8;
     struct Loops {
         uint32_t begin = 0, end = 0;
-        uint64_t known[2] = {0, 0}, same[2] = {0, 0};
+        uint64_t same[2] = {0, 0};
+        uint32_t wide[1u << kWideBits] = {};
     };
     static constexpr size_t kLoopSlots = 8;
 
-    bool step_byte(const State& in, uint8_t byte, State& out, bool memo = false);
+    bool step_byte(const State& in, uint8_t byte, State& out, bool remember = false);
+    bool advance_remembered(const State& in, uint32_t cp, State& out);
     bool same_parses(const State& a, const State& b) const;
     void advance(const State& in, uint32_t cp, State& out);
     void expand(uint32_t pos, uint32_t below, State& out, uint32_t depth);
