@@ -151,6 +151,18 @@ def test_too_many_parses_is_an_error_not_a_blow_up():
     g.accept_text("ab")  # the state before the refused text
 
 
+def test_mask_masks_tokens_that_would_need_too_many_parses(vocab):
+    g = Grammar('root ::= "a" root "b" | "a" root "c" | ""', vocab)
+    g.accept_text("a" * 7)
+    n = vocab.n_vocab
+    row, ptr = _row(n)
+    g.apply(ptr, n)  # no error: the tokens of many a's are masked, the others stay
+    pieces = {t: vocab.token_to_piece(t) for t in range(n)}
+    kept = {pieces[t] for t in np.flatnonzero(row == 0)}
+    assert {b"a", b"b", b"c"} <= kept
+    assert not any(p.startswith(b"aaaa") for p in kept)
+
+
 def _row(n):
     row = np.zeros(n, dtype=np.float32)
     return row, row.ctypes.data_as(ctypes.POINTER(ctypes.c_float))

@@ -108,9 +108,14 @@ void GrammarMatcher::expand(uint32_t pos, uint32_t below, State& out, uint32_t d
             const Frame& t = frames_[tops_[i]];
             if (t.pos == pos && same_stack(t.below, below)) return;  // a parse already followed
         }
-        if (out.end - out.begin >= kMaxStacks)
+        if (out.end - out.begin >= kMaxStacks) {
+            if (in_walk_) {  // the mask: that token is masked, the others still count
+                overflow_ = true;
+                return;
+            }
             fail(EMBER_ERR_INVALID_ARGUMENT, "the grammar is too ambiguous: more than " + std::to_string(kMaxStacks) +
                                                  " parses of the text at once");
+        }
         frames_.push_back(Frame{pos, below});
         tops_.push_back((uint32_t)frames_.size() - 1);
         out.end = (uint32_t)tops_.size();
@@ -245,6 +250,7 @@ size_t GrammarMatcher::apply(float* logits, int32_t n_vocab) {
         walk_[0] = current_;
         marks_[0] = {(uint32_t)base_frames, (uint32_t)base_tops};
         n_loops_ = 0;
+        in_walk_ = true;
         try {
             const size_t n_nodes = v.nodes.size();
             for (size_t i = 1; i < n_nodes;) {
@@ -257,7 +263,8 @@ size_t GrammarMatcher::apply(float* logits, int32_t n_vocab) {
                     else ++k;
                 }
                 State& s = walk_[d];
-                if (!step_byte(walk_[d - 1], node.byte, s, true)) {
+                overflow_ = false;
+                if (!step_byte(walk_[d - 1], node.byte, s, true) || overflow_) {
                     i = node.end;  // no text that starts so can continue
                     continue;
                 }
@@ -267,10 +274,12 @@ size_t GrammarMatcher::apply(float* logits, int32_t n_vocab) {
                 i = s.begin != s.end ? i + 1 : (size_t)node.end;  // complete and nothing may follow: no longer text
             }
         } catch (...) {
+            in_walk_ = false;
             frames_.resize(base_frames);
             tops_.resize(base_tops);
             throw;
         }
+        in_walk_ = false;
         frames_.resize(base_frames);
         tops_.resize(base_tops);
     }

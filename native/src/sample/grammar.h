@@ -39,8 +39,9 @@ struct GrammarVocab {
 
 class GrammarMatcher {
 public:
-    // The number of parses followed at once; a grammar that needs more (a very ambiguous
-    // one) is an error rather than unbounded memory.
+    // The number of parses followed at once; a text that needs more (a very ambiguous
+    // grammar) is an error rather than unbounded memory, and the mask masks a token whose
+    // text would need more.
     static constexpr size_t kMaxStacks = 1024;
 
     GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const GrammarVocab> vocab);
@@ -111,6 +112,8 @@ private:
     std::vector<uint32_t> remap_;
     Loops loops_[kLoopSlots];
     size_t n_loops_ = 0;
+    bool in_walk_ = false;   // apply() is walking: too many parses masks a token, no error
+    bool overflow_ = false;  // the step just taken needed too many parses
 };
 
 }  // namespace ember
