@@ -122,6 +122,22 @@ def test_required_first_then_optional_in_order():
         assert not opt.matches(bad), bad
 
 
+def test_enum_values_of_another_type_are_left_out():
+    g = Grammar(schema_to_gbnf({"type": "string", "enum": ["a", 1, None, "b"]}))
+    assert g.matches('"a"') and g.matches('"b"')
+    assert not g.matches("1") and not g.matches("null")
+
+
+def test_formats_written_as_patterns():
+    for fmt, good, bad in [("email", "ann.b@mail.example.org", "ann@"),
+                           ("uri", "https://example.com/a?b=1", "example.com"),
+                           ("hostname", "a-b.example", "a b"), ("ipv4", "10.0.0.1", "10.0.1"),
+                           ("date-time", "2026-12-07T01:02:03.5+01:00", "2026-12-07 01:02")]:
+        g = Grammar(schema_to_gbnf({"type": "string", "format": fmt}))
+        assert g.matches(json.dumps(good)), fmt
+        assert not g.matches(json.dumps(bad)), fmt
+
+
 def test_json_object_grammar():
     g = Grammar(JSON_OBJECT_GBNF)
     assert g.matches('{"a": {"b": [1, 2.5, "x", null, true]}}')
@@ -132,7 +148,9 @@ def test_json_object_grammar():
     ({"type": "integer", "minimum": 0}, "minimum"),
     ({"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}},
      "properties.n.multipleOf"),
-    ({"type": "string", "format": "email"}, "format"),
+    ({"type": "string", "format": "idn-email"}, "format"),
+    ({"type": "string", "enum": [1, 2]}, "enum"),
+    ({"type": "integer", "const": "x"}, "const"),
     ({"type": "string", "pattern": "^(?=a)b$"}, "pattern"),
     ({"type": "string", "pattern": "a\\Sb"}, "pattern"),
     ({"$ref": "#/$defs/missing"}, "$ref"),

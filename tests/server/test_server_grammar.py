@@ -114,8 +114,8 @@ def test_streamed_reply_is_valid_too(client):
      "properties: must be an object"),
     ({"response_format": {"type": "json_schema", "json_schema": {"name": "n"}}},
      "response_format", "schema' is required"),
-    ({"json_schema": {"type": "string", "format": "email"}}, "json_schema",
-     "format 'email' is not supported"),
+    ({"json_schema": {"type": "string", "format": "idn-email"}}, "json_schema",
+     "format 'idn-email' is not supported"),
     ({"grammar": 'root ::= "a" (\n"b"'}, "grammar", "line 1, column 14"),
     ({"grammar": 'root ::= x'}, "grammar", "'x' is used but never defined"),
     ({"grammar": 'root ::= "a"', "response_format": {"type": "json_object"}},
@@ -136,6 +136,6 @@ def test_responses_text_format_refusal_names_it(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.responses.create(model="m", input="Hi", max_output_tokens=4, text={
             "format": {"type": "json_schema", "name": "x",
-                       "schema": {"type": "string", "format": "hostname"}}})
+                       "schema": {"type": "string", "format": "idn-hostname"}}})
     assert e.value.param == "text.format"
-    assert "hostname" in e.value.body["message"]
+    assert "idn-hostname" in e.value.body["message"]

@@ -46,6 +46,10 @@ _FORMATS = {
     "uuid": r'[0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12}',
 }
 _FORMATS["date-time"] = _FORMATS["date"] + ' "T" ' + _FORMATS["time"]
+_FORMATS["email"] = r'[a-zA-Z0-9._+-]{1,64} "@" [a-zA-Z0-9-]{1,63} ( "." [a-zA-Z0-9-]{1,63} )+'
+_FORMATS["hostname"] = r'[a-zA-Z0-9-]{1,63} ( "." [a-zA-Z0-9-]{1,63} )*'
+_FORMATS["ipv4"] = r'[0-9]{1,3} "." [0-9]{1,3} "." [0-9]{1,3} "." [0-9]{1,3}'
+_FORMATS["uri"] = r'[a-zA-Z] [a-zA-Z0-9+.-]{0,15} "://" [a-zA-Z0-9._~:/?#@!$&()*+,;=%-]{1,200}'
 
 # keywords that only describe; everything else must be enforced or refused
 _ANNOTATIONS = {"title", "description", "default", "examples", "$schema", "$id", "$comment",
@@ -168,11 +172,16 @@ class _Converter:
                                           f"{hint}-{i}"))
                 return self.rule(hint, " | ".join(alts))
         if "const" in schema:
+            if not _of_type(schema["const"], schema.get("type")):
+                raise SchemaError(_join(path, "const"), "is not of the schema's type")
             return _json_literal(schema["const"])
         if "enum" in schema:
             values = schema["enum"]
             if not isinstance(values, list) or not values:
                 raise SchemaError(_join(path, "enum"), "must be a non-empty array")
+            values = [v for v in values if _of_type(v, schema.get("type"))]
+            if not values:
+                raise SchemaError(_join(path, "enum"), "holds no value of the schema's type")
             return self.rule(hint, " | ".join(_json_literal(v) for v in values))
         kind = schema.get("type")
         if kind is None:
@@ -402,6 +411,22 @@ class _Converter:
         char = self.prim("char")
         reps = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
         return self.rule(hint, f'"\\"" {char}{reps} "\\""')
+
+
+def _of_type(value: Any, kind: Any) -> bool:
+    """value is of the JSON type kind (a name, a list of names, or None for any)."""
+    if kind is None:
+        return True
+    if isinstance(kind, list):
+        return any(_of_type(value, k) for k in kind)
+    if isinstance(value, bool):
+        return kind == "boolean"
+    if isinstance(value, int):
+        return kind in ("integer", "number")
+    if isinstance(value, float):
+        return kind == "number" or (kind == "integer" and value.is_integer())
+    return {str: "string", type(None): "null", list: "array", dict: "object"}.get(
+        type(value)) == kind
 
 
 def _join(path: str, key: str) -> str:
