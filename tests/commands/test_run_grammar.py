@@ -33,6 +33,6 @@ def test_grammar_output_is_a_sentence(starter_model_path, capsys, tmp_path):
 
 
 def test_an_unenforceable_schema_says_why(starter_model_path):
-    with pytest.raises(SystemExit, match="'minimum' is not supported"):
+    with pytest.raises(SystemExit, match="'multipleOf' is not supported"):
         cli.main(["run", "-m", str(starter_model_path), "-p", "x",
-                  "-j", '{"type": "integer", "minimum": 1}'])
+                  "-j", '{"type": "integer", "multipleOf": 2}'])

@@ -138,6 +138,28 @@ def test_formats_written_as_patterns():
         assert not g.matches(json.dumps(bad)), fmt
 
 
+@pytest.mark.parametrize("lo, hi", [(0, None), (1, None), (None, 0), (None, -1), (-5, 5),
+                                    (7, 7), (10, 99), (13, 4567), (-1234, -17), (-3, 12000),
+                                    (99, 100), (-20001, -19999)])
+def test_integer_bounds_are_exact(lo, hi):
+    schema = {"type": "integer"}
+    if lo is not None:
+        schema["minimum"] = lo
+    if hi is not None:
+        schema["maximum"] = hi
+    g = Grammar(schema_to_gbnf(schema))
+    first = (lo if lo is not None else (hi or 0) - 1500) - 40
+    last = (hi if hi is not None else (lo or 0) + 1500) + 40
+    for i in range(first, last + 1):
+        assert g.matches(str(i)) == ((lo is None or i >= lo) and (hi is None or i <= hi)), i
+    assert not g.matches("-0") and not g.matches("007")
+
+
+def test_exclusive_and_fractional_bounds():
+    g = Grammar(schema_to_gbnf({"type": "integer", "exclusiveMinimum": 2, "maximum": 5.5}))
+    assert [i for i in range(-3, 10) if g.matches(str(i))] == [3, 4, 5]
+
+
 def test_json_object_grammar():
     g = Grammar(JSON_OBJECT_GBNF)
     assert g.matches('{"a": {"b": [1, 2.5, "x", null, true]}}')
@@ -145,7 +167,8 @@ def test_json_object_grammar():
 
 
 @pytest.mark.parametrize("schema, where", [
-    ({"type": "integer", "minimum": 0}, "minimum"),
+    ({"type": "number", "minimum": 0}, "minimum"),
+    ({"type": "integer", "minimum": 5, "exclusiveMaximum": 5}, "maximum"),
     ({"type": "object", "properties": {"n": {"type": "number", "multipleOf": 2}}},
      "properties.n.multipleOf"),
     ({"type": "string", "format": "idn-email"}, "format"),

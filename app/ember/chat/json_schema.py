@@ -4,6 +4,7 @@ enforce is a SchemaError naming it, never silently dropped."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -58,7 +59,8 @@ _ANNOTATIONS = {"title", "description", "default", "examples", "$schema", "$id",
 _KEYWORDS = {
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
     "additionalProperties", "items", "prefixItems", "minItems", "maxItems", "minLength",
-    "maxLength", "pattern", "format",
+    "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum",
 }
 _TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 MAX_REPEAT = 10000  # the native parser's {m,n} limit
@@ -203,7 +205,35 @@ class _Converter:
             return self.array(schema, path, hint)
         if kind == "string":
             return self.string(schema, path, hint)
+        bounds = [k for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+                  if k in schema]
+        if bounds and kind != "integer":
+            raise SchemaError(_join(path, bounds[0]), f"bounds are supported on integers only, "
+                                                      f"not on {kind}")
+        if bounds:
+            return self.integer_range(schema, path, hint)
         return self.prim(kind)
+
+    def integer_range(self, schema: dict, path: str, hint: str) -> str:
+        lo = hi = None
+        for key, step in (("minimum", 0), ("exclusiveMinimum", 1), ("maximum", 0),
+                          ("exclusiveMaximum", -1)):
+            if key not in schema:
+                continue
+            v = schema[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+                raise SchemaError(_join(path, key), "must be a number")
+            if abs(v) >= 10**15:
+                raise SchemaError(_join(path, key), "is beyond the integers written (15 digits)")
+            if "inimum" in key:
+                b = math.ceil(v) + (step if v == math.ceil(v) else 0)
+                lo = b if lo is None else max(lo, b)
+            else:
+                b = math.floor(v) + (step if v == math.floor(v) else 0)
+                hi = b if hi is None else min(hi, b)
+        if lo is not None and hi is not None and lo > hi:
+            raise SchemaError(_join(path, "maximum"), "leaves no integer above the minimum")
+        return self.rule(hint, _int_range(lo, hi))
 
     def ref(self, ref: Any, path: str) -> str:
         if not isinstance(ref, str) or not ref.startswith("#"):
@@ -411,6 +441,59 @@ class _Converter:
         char = self.prim("char")
         reps = f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}"
         return self.rule(hint, f'"\\"" {char}{reps} "\\""')
+
+
+_MAX_DIGITS = 16  # as the integer rule writes them
+
+
+def _digits_range(a: str, b: str) -> str:
+    """GBNF for the digit strings of one length from a to b (a <= b, leading zeros kept)."""
+    if not a:
+        return ""
+    if a == b:
+        return gbnf_literal(a)
+    n = len(a) - 1
+    tail = f" [0-9]{{{n}}}" if n else ""
+    if a[0] == b[0]:
+        return f"{gbnf_literal(a[0])} ( {_digits_range(a[1:], b[1:])} )"
+    if a[1:] == "0" * n and b[1:] == "9" * n:
+        return f"[{a[0]}-{b[0]}]{tail}"
+    alts = []
+    lo_first = a[1:] == "0" * n
+    hi_last = b[1:] == "9" * n
+    d_lo = int(a[0]) if lo_first else int(a[0]) + 1
+    d_hi = int(b[0]) if hi_last else int(b[0]) - 1
+    if not lo_first:
+        alts.append(f"{gbnf_literal(a[0])} ( {_digits_range(a[1:], '9' * n)} )")
+    if d_lo <= d_hi:
+        alts.append(f"[{d_lo}-{d_hi}]{tail}")
+    if not hi_last:
+        alts.append(f"{gbnf_literal(b[0])} ( {_digits_range('0' * n, b[1:])} )")
+    return " | ".join(alts)
+
+
+def _natural_range(lo: int, hi: int | None) -> list[str]:
+    """Alternatives for the integers lo..hi (0 <= lo; hi None: no bound) as JSON writes
+    them (no leading zeros), one per number of digits."""
+    alts = []
+    top = hi if hi is not None else 10**_MAX_DIGITS - 1
+    for n in range(len(str(lo)), len(str(top)) + 1):
+        a = max(lo, 10 ** (n - 1) if n > 1 else 0)
+        b = min(top, 10**n - 1)
+        if a <= b:
+            alts.append(f"( {_digits_range(str(a), str(b))} )")
+    return alts
+
+
+def _int_range(lo: int | None, hi: int | None) -> str:
+    alts = []
+    if hi is None or hi >= 0:  # the non-negative part
+        alts += _natural_range(max(lo or 0, 0) if lo is not None else 0, hi)
+    if lo is None or lo < 0:  # the negative part: -x for x in ...
+        x_lo = 1 if hi is None or hi >= 0 else -hi
+        x_hi = None if lo is None else -lo
+        alts += [f'"-" {a}' for a in _natural_range(x_lo, x_hi)]
+    return " | ".join(alts)
 
 
 def _of_type(value: Any, kind: Any) -> bool:
