@@ -330,6 +330,7 @@ private:
         const unsigned char c = (unsigned char)peek();
         if (c == '\\') {
             ++pos_;
+            if (at_end()) error_at(start, "a backslash ends the grammar");
             const char e = peek();
             ++pos_;
             switch (e) {
