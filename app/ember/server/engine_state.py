@@ -122,7 +122,8 @@ class LoadedModel:
             # "required" or a named function: the reply is made to open a call
             if tools.choice != "auto" and not prefill:
                 forced = self.tool_support.format.forced_prefix(tools.name)
-        split = req.reasoning_format != "none"
+        # a constrained reply is all answer: the grammar leaves no room for a reasoning block
+        split = req.reasoning_format != "none" and req.constraint is None
         parallel = req.tools is None or req.tools.parallel
         if self.harmony:
             # gpt-oss: channels, not tags (analysis, final; commentary for calls)
