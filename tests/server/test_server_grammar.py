@@ -57,6 +57,7 @@ def test_responses_parse_into_a_pydantic_model(client):
         r = client.responses.parse(model="m", input="A person as JSON.", text_format=Person,
                                    temperature=1.0, max_output_tokens=200,
                                    extra_body={"seed": seed})
+        assert r.text.format.type == "json_schema"  # the format asked for, echoed
         if r.status == "completed":
             assert isinstance(r.output_parsed, Person)
             parsed += 1

@@ -167,7 +167,7 @@ class ResponseAnswer:
             "parallel_tool_calls": b.get("parallel_tool_calls", True),
             "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
             "store": False, "temperature": b.get("temperature"),
-            "text": {"format": {"type": "text"}}, "tool_choice": b.get("tool_choice", "auto"),
+            "text": {"format": _text_format(b)}, "tool_choice": b.get("tool_choice", "auto"),
             "tools": b.get("tools", []), "top_p": b.get("top_p"), "truncation": "disabled",
             "usage": None, "metadata": b.get("metadata") or {},
         }
@@ -260,9 +260,17 @@ class ResponseAnswer:
         return out
 
 
+def _text_format(body: dict) -> dict:
+    """The request's text.format, as OpenAI echoes it (text when none was asked for)."""
+    text = body.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    return fmt if isinstance(fmt, dict) else {"type": "text"}
+
+
 def request_echo(body: dict) -> dict:
-    """The request fields a response repeats (tools as sent, sampling, limits)."""
+    """The request fields a response repeats (tools as sent, sampling, limits, the text
+    format)."""
     keys = ("instructions", "max_output_tokens", "temperature", "top_p", "tools",
-            "tool_choice", "parallel_tool_calls", "metadata")
+            "tool_choice", "parallel_tool_calls", "metadata", "text")
     return {k: body[k] for k in keys if k in body and not (k == "tools" and body[k] is None)}
 
