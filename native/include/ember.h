@@ -334,8 +334,9 @@ EMBER_API void ember_grammar_free(ember_grammar *grammar);
 /* Back to the empty text. */
 EMBER_API ember_status ember_grammar_reset(ember_grammar *grammar);
 /* Masks logits (n_vocab floats, written in place; ids past the vocabulary are masked too);
- * *n_allowed (may be NULL) gets how many tokens stay. EMBER_ERR_INVALID_ARGUMENT when no
- * token can continue the text, or too many parses would be followed at once. */
+ * *n_allowed (may be NULL) gets how many tokens stay. A token whose text would need more
+ * than 1024 parses at once (a very ambiguous grammar) is masked. EMBER_ERR_INVALID_ARGUMENT
+ * when no token can continue the text. */
 EMBER_API ember_status ember_grammar_apply(ember_grammar *grammar, float *logits, int32_t n_vocab,
                                            int32_t *n_allowed);
 /* Advances past a token; EMBER_ERR_INVALID_ARGUMENT, the state unchanged, when its text

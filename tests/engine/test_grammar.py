@@ -186,8 +186,18 @@ def _utf8_split(data: bytes) -> tuple[str, bool] | None:
     return None
 
 
-@pytest.mark.parametrize("name", ["arithmetic", "json", "misc", "unicode"])
-def test_mask_keeps_exactly_the_tokens_that_can_continue(vocab, name):
+@pytest.fixture(scope="module")
+def qwen2_vocab(vocab_dir):
+    return Model(vocab_dir / "ggml-vocab-qwen2.gguf", vocab_only=True)
+
+
+@pytest.mark.parametrize("name", ["arithmetic", "json", "misc", "unicode", "qwen2-json",
+                                  "qwen2-unicode"])
+def test_mask_keeps_exactly_the_tokens_that_can_continue(request, name):
+    # the starter's 49k vocabulary, and qwen2's 151k with its many CJK tokens (the walk's
+    # remembered non-ASCII characters)
+    vocab = request.getfixturevalue("qwen2_vocab" if name.startswith("qwen2") else "vocab")
+    name = name.removeprefix("qwen2-")
     ref = Reference(GRAMMARS[name])
     g = Grammar(GRAMMARS[name], vocab)
     n = vocab.n_vocab
@@ -255,3 +265,35 @@ def test_end_of_generation_only_where_the_grammar_may_end(vocab):
     g.accept(eog[0])
     assert g.is_done
     del eos
+
+
+@pytest.mark.parametrize("prefix", ['{"a": "日本', '{"a": [1, "x"], "b', '{"é": tr'])
+def test_mask_agrees_with_the_matcher_on_every_token(qwen2_vocab, prefix):
+    # the walk over the trie (with the states it reuses) against feeding every token's
+    # text to the matcher one by one, on all 151k tokens
+    vocab = qwen2_vocab
+    n = vocab.n_vocab
+    g = Grammar(JSON_OBJECT_GBNF, vocab)
+    g.accept_text(prefix)
+    row, ptr = _row(n)
+    g.apply(ptr, n)
+    check = Grammar(JSON_OBJECT_GBNF)
+    check.accept_text(prefix)
+    eog = {t for t in range(n) if vocab.is_eog(t)}
+    disagree = []
+    for t in range(n):
+        piece = vocab.token_to_piece(t) if t not in eog else b""
+        expected = False
+        if piece:
+            try:
+                check.accept_text(piece)
+                expected = True
+            except EmberError:
+                pass
+            else:
+                check.reset()
+                check.accept_text(prefix)
+        if expected != (row[t] == 0):
+            disagree.append((t, piece))
+    assert not disagree, disagree[:10]
+    assert 0 < np.count_nonzero(row == 0) < n
