@@ -17,7 +17,7 @@ command -v clang++ >/dev/null && [ -n "$(clang++ -print-file-name=libclang_rt.fu
     || apt_install clang libclang-rt-dev
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_TESTS=OFF \
     -DEMBER_FUZZ=ON >/dev/null
-cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_gguf fuzz_tokenize fuzz_detokenize fuzz_sampler
+cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_gguf fuzz_tokenize fuzz_detokenize fuzz_sampler fuzz_grammar
 
 VOCAB="${EMBER_VOCAB_DIR:-$($PY tools/fetch_assets.py suites | awk '$1 == "vocab" {print $2}')}"
 vocabs() { local out="" n; for n in "$@"; do out+="${out:+:}$VOCAB/ggml-vocab-$n.gguf"; done; echo "$out"; }
@@ -26,6 +26,7 @@ vocabs() { local out="" n; for n in "$@"; do out+="${out:+:}$VOCAB/ggml-vocab-$n
 RUNS=(
     "gguf|fuzz_gguf|gguf||65536"
     "sampler|fuzz_sampler|sampler||8192"
+    "grammar|fuzz_grammar|grammar||4096"
     "tokenize-spm|fuzz_tokenize|tokenize|$(vocabs llama-spm phi-3 baichuan)|4096"
     "tokenize-bpe|fuzz_tokenize|tokenize|$(vocabs llama-bpe qwen2 gpt-2 deepseek-coder deepseek-llm falcon starcoder command-r refact mpt)|4096"
     "tokenize-wpm|fuzz_tokenize|tokenize|$(vocabs bert-bge)|4096"

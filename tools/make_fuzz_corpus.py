@@ -8,6 +8,8 @@ gguf/        every broken-file kind of tests/engine/test_gguf_robustness.py, bui
 tokenize/    llama.cpp's tokenizer-suite inputs, each behind the two selector bytes
 detokenize/  the suites' expected ids as little-endian int32, behind the selector bytes
 sampler/     hand-made logits: ordinary, NaN, +-inf, all equal, one token, greedy
+grammar/     GBNF grammars (the JSON object grammar, a schema's, hand-made ones), each
+             with a NUL and a text to feed the matcher
 """
 
 from __future__ import annotations
@@ -115,10 +117,30 @@ def sampler_seeds() -> None:
     write("sampler", params(temp=1e-30, mode=0xE0) + struct.pack("<f", 0.0))
 
 
+def grammar_seeds() -> None:
+    from ember.chat.json_schema import JSON_OBJECT_GBNF, schema_to_gbnf
+
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+                                               "tags": {"type": "array", "items": {
+                                                   "enum": ["a", 1, None]}}},
+              "required": ["name"]}
+    seeds = [
+        (JSON_OBJECT_GBNF, '{"a": [1, -2.5e3, {"b": null}], "c": "\\u00e9"}'),
+        (schema_to_gbnf(schema), '{"name": "x", "tags": ["a", 1]}'),
+        ('root ::= ( "\\u00e9" | [^a-z] | . )+ "x"?  # comment\n', "\u00e9\u65e5ax"),
+        ('root ::= "a" root "b" | "a" root "c" | ""', "aaaaaaaaaaaabc"),
+        ('root ::= x{2,5} y\nx ::= [0-9]\ny ::= "." | ""', "123."),
+        ('root ::= expr\nexpr ::= expr "+" "1" | "1"', "1+1"),
+    ]
+    for grammar, text in seeds:
+        write("grammar", grammar.encode() + b"\0" + text.encode())
+
+
 def main() -> None:
     gguf_seeds(fetch_assets.starter_model())
     suite_seeds()
     sampler_seeds()
+    grammar_seeds()
     for d in sorted(OUT.iterdir()):
         print(f"{d.name}: {len(list(d.iterdir()))} seeds")
 

@@ -62,6 +62,7 @@ typedef int32_t ember_token;
 typedef struct ember_model ember_model;
 typedef struct ember_context ember_context;
 typedef struct ember_sampler ember_sampler;
+typedef struct ember_grammar ember_grammar;
 
 typedef enum ember_status {
     EMBER_OK = 0,
@@ -306,6 +307,47 @@ EMBER_API void ember_sampler_reset(ember_sampler *sampler); /* history and RNG (
 EMBER_API void ember_sampler_accept(ember_sampler *sampler, ember_token token);
 EMBER_API ember_status ember_sampler_sample(ember_sampler *sampler, const float *logits,
                                             int32_t n_vocab, ember_token *out);
+
+/* ---- grammar (constrained sampling) -------------------------------------- */
+
+/* A GBNF grammar (llama.cpp's notation: rules `name ::= ...`, "literals", [classes],
+ * [^negated], `.`, ( groups ), * + ? {m,n}, # comments) and the state of a text matched
+ * against it. Before each draw, ember_grammar_apply sets to -inf the logit of every token
+ * whose text cannot continue the text so far (end-of-generation tokens stay only where the
+ * grammar may end); after it, ember_grammar_accept advances past the drawn token:
+ *
+ *     ember_grammar *g = NULL;
+ *     if (ember_grammar_create(model, gbnf, gbnf_len, "root", &g) != EMBER_OK) ...  // line, column
+ *     float *row = copy_of(ember_get_logits(ctx, -1));
+ *     ember_grammar_apply(g, row, n_vocab, NULL);
+ *     ember_sampler_sample(smpl, row, n_vocab, &next);
+ *     if (!ember_token_is_eog(model, next)) ember_grammar_accept(g, next);
+ *
+ * model may be NULL: the grammar then takes text only (ember_grammar_accept_text), not
+ * tokens. root_rule NULL means "root". A left-recursive rule, an undefined one, bad syntax:
+ * EMBER_ERR_INVALID_ARGUMENT with a message naming the line and column. The first grammar
+ * on a model indexes its vocabulary (once; later grammars share it). One grammar is used by
+ * one thread at a time. */
+EMBER_API ember_status ember_grammar_create(const ember_model *model, const char *gbnf, int32_t gbnf_len,
+                                            const char *root_rule, ember_grammar **out);
+EMBER_API void ember_grammar_free(ember_grammar *grammar);
+/* Back to the empty text. */
+EMBER_API ember_status ember_grammar_reset(ember_grammar *grammar);
+/* Masks logits (n_vocab floats, written in place; ids past the vocabulary are masked too);
+ * *n_allowed (may be NULL) gets how many tokens stay. A token whose text would need more
+ * than 1024 parses at once (a very ambiguous grammar) is masked. EMBER_ERR_INVALID_ARGUMENT
+ * when no token can continue the text. */
+EMBER_API ember_status ember_grammar_apply(ember_grammar *grammar, float *logits, int32_t n_vocab,
+                                           int32_t *n_allowed);
+/* Advances past a token; EMBER_ERR_INVALID_ARGUMENT, the state unchanged, when its text
+ * cannot continue the text (an end-of-generation token: where the grammar cannot end). */
+EMBER_API ember_status ember_grammar_accept(ember_grammar *grammar, ember_token token);
+/* Advances past UTF-8 bytes (they may end inside a character); errors as accept's. */
+EMBER_API ember_status ember_grammar_accept_text(ember_grammar *grammar, const char *text, int32_t text_len);
+/* The text so far matches the whole grammar (it may still go on). */
+EMBER_API bool ember_grammar_can_end(const ember_grammar *grammar);
+/* It matches and nothing may follow, or an end-of-generation token was accepted. */
+EMBER_API bool ember_grammar_is_done(const ember_grammar *grammar);
 
 #ifdef __cplusplus
 }

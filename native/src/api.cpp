@@ -24,6 +24,7 @@
 #include "model/footprint.h"
 #include "model/model.h"
 #include "quant/types.h"
+#include "sample/grammar.h"
 #include "sample/sampler.h"
 
 using namespace ember;
@@ -68,6 +69,8 @@ struct ember_model {
     HandleErrors last_error;
     std::mutex meta_mutex;  // meta_json fills in lazily, maybe from several threads
     std::vector<std::optional<std::string>> meta_json;  // rendered on first request
+    std::mutex grammar_mutex;  // grammar_vocab is built by the first grammar, maybe on any thread
+    std::shared_ptr<const GrammarVocab> grammar_vocab;
 };
 
 struct ember_context {
@@ -79,6 +82,10 @@ struct ember_context {
 
 struct ember_sampler {
     std::unique_ptr<Sampler> sampler;
+};
+
+struct ember_grammar {
+    std::unique_ptr<GrammarMatcher> matcher;
 };
 
 namespace {
@@ -579,5 +586,70 @@ ember_status ember_sampler_sample(ember_sampler* s, const float* logits, int32_t
         *out = s->sampler->sample(logits, n_vocab);
     });
 }
+
+// ---- grammar ------------------------------------------------------------------
+
+ember_status ember_grammar_create(const ember_model* m, const char* gbnf, int32_t gbnf_len, const char* root_rule,
+                                  ember_grammar** out) {
+    ember_model* mm = const_cast<ember_model*>(m);
+    return guarded(mm ? &mm->last_error : nullptr, [&] {
+        require(out != nullptr && gbnf_len >= 0 && (gbnf || gbnf_len == 0), "invalid grammar text or out");
+        *out = nullptr;
+        auto grammar = std::make_shared<const CompiledGrammar>(
+            parse_gbnf(std::string_view(gbnf ? gbnf : "", (size_t)gbnf_len), root_rule ? root_rule : "root"));
+        std::shared_ptr<const GrammarVocab> vocab;
+        if (m) {
+            const Vocab& v = vocab_of(m);
+            std::lock_guard<std::mutex> lock(mm->grammar_mutex);
+            if (!mm->grammar_vocab) {
+                std::vector<std::string> pieces((size_t)v.n_tokens());
+                std::vector<bool> eog((size_t)v.n_tokens());
+                for (int32_t id = 0; id < v.n_tokens(); ++id) {
+                    pieces[(size_t)id] = v.token_to_piece(id, false);
+                    eog[(size_t)id] = v.is_eog(id);
+                }
+                mm->grammar_vocab = GrammarVocab::build(std::move(pieces), eog);
+            }
+            vocab = mm->grammar_vocab;
+        }
+        auto h = std::make_unique<ember_grammar>();
+        h->matcher = std::make_unique<GrammarMatcher>(std::move(grammar), std::move(vocab));
+        *out = h.release();
+    });
+}
+
+void ember_grammar_free(ember_grammar* g) { delete g; }
+
+ember_status ember_grammar_reset(ember_grammar* g) {
+    return guarded(nullptr, [&] {
+        require(g != nullptr, "grammar is NULL");
+        g->matcher->reset();
+    });
+}
+
+ember_status ember_grammar_apply(ember_grammar* g, float* logits, int32_t n_vocab, int32_t* n_allowed) {
+    return guarded(nullptr, [&] {
+        require(g && logits && n_vocab > 0, "grammar, logits and n_vocab must be valid");
+        const size_t n = g->matcher->apply(logits, n_vocab);
+        if (n_allowed) *n_allowed = (int32_t)n;
+    });
+}
+
+ember_status ember_grammar_accept(ember_grammar* g, ember_token token) {
+    return guarded(nullptr, [&] {
+        require(g != nullptr, "grammar is NULL");
+        g->matcher->accept_token(token);
+    });
+}
+
+ember_status ember_grammar_accept_text(ember_grammar* g, const char* text, int32_t text_len) {
+    return guarded(nullptr, [&] {
+        require(g != nullptr && text_len >= 0 && (text || text_len == 0), "invalid grammar or text");
+        g->matcher->accept_bytes(std::string_view(text ? text : "", (size_t)text_len));
+    });
+}
+
+bool ember_grammar_can_end(const ember_grammar* g) { return g && g->matcher->can_end(); }
+bool ember_grammar_is_done(const ember_grammar* g) { return g && g->matcher->is_done(); }
 
 }  // extern "C"

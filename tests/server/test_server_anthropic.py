@@ -5,7 +5,10 @@ count_tokens, errors in Anthropic's shape, and tool use (blocks, streamed input,
 fed back, tool_choice) on the chain models of test_server_tools."""
 from __future__ import annotations
 
+import json
+
 import anthropic
+import jsonschema
 import pytest
 from ember.chat import ChatTemplate
 from ember.engine import Model
@@ -121,7 +124,7 @@ def test_the_key_as_x_api_key(server):
                                      "data": "AAAA"}}]}]}, "messages[0].content[0]"),
     ({"max_tokens": 4, "messages": USER, "extra_body": {"temperature": 5}}, "temperature"),
     ({"max_tokens": 4, "messages": USER, "output_config": {"format": {
-        "type": "json_schema", "schema": {"type": "object"}}}}, "output_config"),
+        "type": "json_schema", "schema": {"type": "object", "not": {}}}}}, "output_config"),
     ({"max_tokens": 4, "messages": USER, "thinking": {"type": "sometimes"}}, "thinking"),
     ({"max_tokens": 4, "messages": USER, "tools": TOOLS}, "tools"),  # ChatML: no tools
     ({"max_tokens": 4, "messages": USER, "stop_sequences": "x"}, "stop_sequences"),
@@ -254,3 +257,13 @@ def test_thinking_off_leaves_the_reply_as_text(thinker):
                                 messages=[{"role": "user", "content": "Hello!"}])
     assert [b.type for b in r.content] == ["text"]
     assert r.content[0].text == "Hmm, a greeting.</think>Hi there"
+
+
+def test_output_config_json_schema_is_enforced(client):
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20},
+                                               "people": {"type": "integer"}},
+              "required": ["city", "people"], "additionalProperties": False}
+    m = client.messages.create(model="m", max_tokens=120, messages=USER, extra_body={
+        **T0, "output_config": {"format": {"type": "json_schema", "schema": schema}}})
+    assert m.stop_reason == "end_turn"
+    jsonschema.validate(json.loads(m.content[0].text), schema)

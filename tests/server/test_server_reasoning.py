@@ -1,7 +1,7 @@
 """A thinking model's reasoning through `ember serve` and the openai client: the <think>
 block in `reasoning_content` beside `content` (whole, and as reasoning_content deltas before
-the content ones), left in content with reasoning_format "none", and untouched replies of
-models that do not think."""
+the content ones), left in content with reasoning_format "none", a constrained reply all
+content, and untouched replies of models that do not think."""
 from __future__ import annotations
 
 import openai
@@ -70,3 +70,13 @@ def test_a_model_that_does_not_think_has_no_reasoning_content(starter_model_path
         assert streamed == whole.content
     finally:
         s.stop()
+
+
+def test_a_constrained_reply_is_all_content(client):
+    # the prompt opens a thinking block, but the grammar holds the whole reply: nothing of it
+    # is reasoning (llama-server's grammar field; response_format takes the same path)
+    r = client.chat.completions.create(model="m", messages=USER, temperature=0, max_tokens=12,
+                                       extra_body={"grammar": 'root ::= "Hmm, a greeting."'})
+    msg = r.choices[0].message
+    assert getattr(msg, "reasoning_content", None) is None
+    assert (msg.content, r.choices[0].finish_reason) == ("Hmm, a greeting.", "stop")

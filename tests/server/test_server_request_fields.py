@@ -1,7 +1,7 @@
 """Request fields that change the answer, through the official openai client: logit_bias
 honoured (against the model's own top tokens), an assistant message at the end continued
 rather than answered anew, `stop` held to OpenAI's four, and every field Ember cannot honour
-yet (grammar, json_schema, response_format json, ...) a 400 naming it, and n choices, each
+yet (mirostat, typical_p, ignore_eos, ...) a 400 naming it, and n choices, each
 the reply its own seed gives."""
 from __future__ import annotations
 
@@ -101,11 +101,6 @@ def test_stop_holds_up_to_four_strings(client):
 
 
 @pytest.mark.parametrize("extra, field", [
-    ({"grammar": 'root ::= "yes" | "no"'}, "grammar"),
-    ({"json_schema": {"type": "object"}}, "json_schema"),
-    ({"response_format": {"type": "json_object"}}, "response_format"),
-    ({"response_format": {"type": "json_schema", "json_schema": {
-        "name": "a", "schema": {"type": "object"}}}}, "response_format"),
     ({"mirostat": 2}, "mirostat"),
     ({"typical_p": 0.5}, "typical_p"),
     ({"ignore_eos": True}, "ignore_eos"),

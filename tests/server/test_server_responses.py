@@ -86,7 +86,7 @@ def test_an_incomplete_stream_ends_with_response_incomplete(client):
 @pytest.mark.parametrize("kw, param", [
     ({"previous_response_id": "resp_123"}, "previous_response_id"),
     ({"text": {"format": {"type": "json_schema", "name": "x",
-                          "schema": {"type": "object"}}}}, "text"),
+                          "schema": {"type": "object", "minProperties": 1}}}}, "text.format"),
     ({"tools": [{"type": "web_search"}]}, "tools[0]"),
     ({"background": True}, "background"),
     ({"tools": TOOLS}, "tools"),  # ChatML: the starter's template has no tools

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 
 def _add_model_args(p: argparse.ArgumentParser, ctx_default: int | None = None) -> None:
@@ -52,15 +53,41 @@ def _load(args, **kw):
     return Model(args.model, n_ctx=args.ctx_size, n_threads=args.threads, **kw)
 
 
+def _run_grammar_text(args) -> str | None:
+    """The GBNF text of --grammar, --grammar-file or --json-schema (a schema, or a file
+    holding one), or None."""
+    given = [a for a in (args.grammar, args.grammar_file, args.json_schema) if a is not None]
+    if len(given) > 1:
+        raise SystemExit("ember run: give one of --grammar, --grammar-file and --json-schema")
+    if args.grammar is not None:
+        return args.grammar
+    if args.grammar_file is not None:
+        return Path(args.grammar_file).read_text(encoding="utf-8")
+    if args.json_schema is None:
+        return None
+    from ..chat.json_schema import SchemaError, schema_to_gbnf
+    text = args.json_schema
+    if not text.lstrip().startswith(("{", "true", "false")) and Path(text).is_file():
+        text = Path(text).read_text(encoding="utf-8")
+    try:
+        return schema_to_gbnf(json.loads(text))
+    except ValueError as e:  # SchemaError is one
+        what = "cannot be enforced" if isinstance(e, SchemaError) else "is not JSON"
+        raise SystemExit(f"ember run: the --json-schema {what}: {e}") from None
+
+
 def cmd_run(args) -> int:
-    from ..engine import GenerationStats, SamplingParams
+    from ..engine import GenerationStats, Grammar, SamplingParams, Session
+    gbnf = _run_grammar_text(args)
     model = _load(args)
     params = SamplingParams(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
                             min_p=args.min_p, repeat_penalty=args.repeat_penalty,
                             penalty_last_n=args.repeat_last_n, seed=args.seed)
+    grammar = None if gbnf is None else Grammar(gbnf, model)
     stats = GenerationStats()
     out = sys.stdout
-    for piece in model.generate(args.prompt, args.n_predict, params, stats=stats):
+    for piece in Session(model).generate(args.prompt, args.n_predict, params, stats=stats,
+                                         grammar=grammar):
         out.write(piece)
         out.flush()
     out.write("\n")
@@ -272,6 +299,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeat-last-n", type=int, default=64, metavar="N",
                    help="how many recent tokens the repeat penalty looks at "
                         "(default: %(default)s)")
+    r.add_argument("--grammar", default=None, metavar="GBNF",
+                   help="constrain the text to this GBNF grammar (llama.cpp's notation, "
+                        "root rule 'root') (default: none)")
+    r.add_argument("--grammar-file", default=None, metavar="FILE",
+                   help="the same, read from FILE (default: none)")
+    r.add_argument("-j", "--json-schema", default=None, metavar="SCHEMA",
+                   help="constrain the text to JSON this schema accepts (the schema, or a "
+                        "file holding it) (default: none)")
     r.set_defaults(func=cmd_run)
 
     t = sub.add_parser("tokenize", help="print the token ids of TEXT as JSON")

@@ -1,5 +1,5 @@
 """The Pythonic API over the native engine, what a Python user imports: Model, Context,
-Session, SamplingParams and the errors. native.py is the one module that speaks ctypes."""
+Session, SamplingParams, Grammar and the errors. native.py is the one module that speaks ctypes."""
 from __future__ import annotations
 
 from .context import Context, DecodeGate
@@ -13,6 +13,7 @@ from .errors import (
     ModelFormatError,
     UnsupportedModelError,
 )
+from .grammar import Grammar
 from .model import Model, TensorInfo
 from .sampling import GenerationStats, Sampler, SamplingParams
 from .session import Session
@@ -28,7 +29,7 @@ from .system import (
 
 __all__ = [
     "BackendDevice", "CancelledError", "Context", "ContextFullError", "DecodeGate", "EmberError",
-    "EngineMemoryError", "FileReadError", "GenerationStats", "Model", "ModelFormatError",
+    "EngineMemoryError", "FileReadError", "GenerationStats", "Grammar", "Model", "ModelFormatError",
     "Sampler", "SamplingParams", "Session", "TensorInfo", "UnsupportedModelError",
     "backend_devices", "default_threads", "dequantize", "quantize", "quantize_into",
     "set_default_placement", "supported_architectures", "supported_isas", "system_info",

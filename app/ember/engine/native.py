@@ -182,6 +182,14 @@ _SIGNATURES = {
     "ember_sampler_reset": (None, [c_void_p]),
     "ember_sampler_accept": (None, [c_void_p, c_int32]),
     "ember_sampler_sample": (c_int32, [c_void_p, POINTER(c_float), c_int32, POINTER(c_int32)]),
+    "ember_grammar_create": (c_int32, [c_void_p, c_char_p, c_int32, c_char_p, POINTER(c_void_p)]),
+    "ember_grammar_free": (None, [c_void_p]),
+    "ember_grammar_reset": (c_int32, [c_void_p]),
+    "ember_grammar_apply": (c_int32, [c_void_p, POINTER(c_float), c_int32, POINTER(c_int32)]),
+    "ember_grammar_accept": (c_int32, [c_void_p, c_int32]),
+    "ember_grammar_accept_text": (c_int32, [c_void_p, c_char_p, c_int32]),
+    "ember_grammar_can_end": (c_bool, [c_void_p]),
+    "ember_grammar_is_done": (c_bool, [c_void_p]),
 }
 
 _lib: ctypes.CDLL | None = None

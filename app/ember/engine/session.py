@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import numpy as np  # imported where used: chatting needs no numpy (start-up time, memory)
 
     from .context import Context
+    from .grammar import Grammar
     from .model import Model
 
 
@@ -59,7 +60,8 @@ class Session:
                  penalize_prompt: bool = True,
                  on_token: Callable[[int, np.ndarray], None] | None = None,
                  logit_bias: Mapping[int, float] | None = None,
-                 special_text: bool = False) -> Iterator[str]:
+                 special_text: bool = False,
+                 grammar: Grammar | None = None) -> Iterator[str]:
         """Yields text pieces. cancel: an event another thread may set before generation
         starts (set later, Context.cancel() is what stops it); the context's flag is reset
         here, so a cancel that came earlier would otherwise be lost. penalize_prompt: the
@@ -71,7 +73,9 @@ class Session:
         logit_bias); on_token still sees the model's own logits. special_text: control
         tokens the reply holds are spelled out (Mistral's [TOOL_CALLS], Llama's
         <|python_tag|>: a tool-call parser looks for them); the end-of-generation token that
-        ends the reply never is."""
+        ends the reply never is. grammar: the reply is a sentence of it (reset here): before
+        each draw the tokens that cannot continue it are masked, and the reply ends, as at
+        an end-of-generation token, once the grammar is complete and nothing may follow."""
         import time
 
         ctx = self.context
@@ -88,14 +92,17 @@ class Session:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         n_vocab = m.n_vocab
         biased = None
-        if logit_bias:
+        if logit_bias or grammar is not None:
             import numpy as np
-            bias_ids = np.fromiter(logit_bias.keys(), dtype=np.int64, count=len(logit_bias))
-            bias_values = np.fromiter(logit_bias.values(), dtype=np.float32,
-                                      count=len(logit_bias))
             # the sampler reads a row of our own: the context's logits stay the model's
             biased = np.empty(n_vocab, dtype=np.float32)
             biased_ptr = Sampler.row_pointer(biased)
+        if logit_bias:
+            bias_ids = np.fromiter(logit_bias.keys(), dtype=np.int64, count=len(logit_bias))
+            bias_values = np.fromiter(logit_bias.values(), dtype=np.float32,
+                                      count=len(logit_bias))
+        if grammar is not None:
+            grammar.reset()
         ctx.reset_cancel()
         if cancel is not None and cancel.is_set():
             ctx.cancel()
@@ -119,13 +126,22 @@ class Session:
                         row = np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy()
                     if biased is not None:
                         biased[:] = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
-                        biased[bias_ids] += bias_values
+                        if logit_bias:
+                            biased[bias_ids] += bias_values
+                        if grammar is not None:
+                            grammar.apply(biased_ptr, n_vocab)
                         ptr = biased_ptr
                     token = sampler.sample(ptr, n_vocab)
+                    if grammar is not None and biased[token] == -np.inf:
+                        # a draw's running sum can round short of the last kept token's
+                        # mass and land past it: take the best token the grammar allows
+                        token = int(np.argmax(biased))
                     if m.is_eog(token):
                         stats.stop_reason = "eog"
                         stats.stop_token = token
                         break
+                    if grammar is not None:
+                        grammar.accept(token)
                     sampler.accept(token)
                     if on_token is not None:
                         on_token(token, row)
@@ -134,6 +150,9 @@ class Session:
                     text = decoder.decode(m.token_to_piece(token, special_text))
                     if text:
                         yield text
+                    if grammar is not None and grammar.is_done:
+                        stats.stop_reason = "eog"  # complete: the model may only end it
+                        break
                     if len(stats.token_ids) == max_tokens:
                         stats.stop_reason = "length"
                         break

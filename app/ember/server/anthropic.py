@@ -7,10 +7,10 @@ import json
 import secrets
 from typing import Any
 
+from .constraints import response_format
 from .errors import ApiError, bad_request
 from .jobs import Finish
 from .protocol import GenerationRequest, parse_chat
-from .unhonoured import unsupported
 
 MAX_STOP_SEQUENCES = 16
 
@@ -144,9 +144,9 @@ def parse_messages(body: dict, model_ids: tuple[str, ...], strict: bool,
         raise bad_request("'thinking.type' must be enabled, adaptive or disabled.", "thinking",
                           "invalid_value")
     config = body.get("output_config")
-    if isinstance(config, dict) and config.get("format") is not None:
-        raise unsupported("output_config", "no constrained decoding yet: structured output "
-                                           "would be free text")
+    # structured output: {"type": "json_schema", "schema": {...}}, as response_format's
+    constraint = response_format(config.get("format"), "output_config.format") \
+        if isinstance(config, dict) else None
     chat = {"messages": _openai_messages(body), **_openai_tools(body)}
     if "model" in body:
         chat["model"] = body["model"]
@@ -160,6 +160,7 @@ def parse_messages(body: dict, model_ids: tuple[str, ...], strict: bool,
                               "missing_required_parameter")
         chat["max_tokens"] = max_tokens
     req = parse_chat(chat, model_ids, strict, n_vocab)
+    req.constraint = constraint
     stops = body.get("stop_sequences")
     if stops is not None:
         if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):

@@ -12,6 +12,7 @@ from ..chat.harmony import HarmonyFormat, HarmonyStream
 from ..chat.reasoning_split import ReplySplitter
 from ..chat.tools import TOOL_FORMATS, ToolCallStream, tool_support
 from ..engine import Model
+from .constraints import compile_grammar
 from .errors import ApiError, bad_request
 from .jobs import Job
 from .protocol import GenerationRequest
@@ -100,6 +101,11 @@ class LoadedModel:
             elif not req.reasoning_optional:
                 raise unsupported("reasoning_effort", "the model's chat template takes no "
                                                       "reasoning effort")
+        if req.constraint is not None and (tools is not None or self.harmony):
+            # the grammar would hold the whole reply, leaving no room for a call or a channel
+            raise unsupported(req.constraint.param, "constrained decoding together with tools"
+                              if tools is not None else "constrained decoding with gpt-oss's "
+                                                        "harmony channels")
         if tools is not None:
             self._check_tools()
             kwargs["tools"] = tools.tools
@@ -116,7 +122,8 @@ class LoadedModel:
             # "required" or a named function: the reply is made to open a call
             if tools.choice != "auto" and not prefill:
                 forced = self.tool_support.format.forced_prefix(tools.name)
-        split = req.reasoning_format != "none"
+        # a constrained reply is all answer: the grammar leaves no room for a reasoning block
+        split = req.reasoning_format != "none" and req.constraint is None
         parallel = req.tools is None or req.tools.parallel
         if self.harmony:
             # gpt-oss: channels, not tags (analysis, final; commentary for calls)
@@ -150,8 +157,11 @@ class LoadedModel:
         params = dataclasses.replace(req.params, penalty_last_n=self.n_ctx)
         # the parsers of calls and channels look for special tokens: spelled out for them
         special = reply is not None and (reply.tools is not None or reply.harmony is not None)
+        # each choice its own grammar: the state follows that choice's reply
+        grammar = None if req.constraint is None else compile_grammar(req.constraint,
+                                                                      self.model)
         job = Job(ids, max_tokens, params, stops, loop, req.top_logprobs, req.logit_bias,
-                  special_text=special)
+                  special_text=special, grammar=grammar)
         job.reply = reply
         return job
 

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from ..chat import BuiltPrompt, CancelToken, stream_reply
-from ..engine import Context, EmberError, GenerationStats, SamplingParams, Session
+from ..engine import Context, EmberError, GenerationStats, Grammar, SamplingParams, Session
 from .logprobs import token_entry
 
 # the engine's stop reasons as OpenAI's finish_reason
@@ -31,8 +31,9 @@ class Job:
     def __init__(self, ids: list[int], max_tokens: int, params: SamplingParams,
                  stops: tuple[str, ...], loop: asyncio.AbstractEventLoop,
                  top_logprobs: int | None = None, logit_bias: dict[int, float] | None = None,
-                 special_text: bool = False):
+                 special_text: bool = False, grammar: Grammar | None = None):
         self.ids = ids
+        self.grammar = grammar  # the reply is a sentence of it (response_format, grammar)
         self.logit_bias = logit_bias
         self.special_text = special_text  # control tokens spelled out (a tool-call parser)
         self.reply = None  # the handler's ReplyFilter (reasoning apart, tool calls parsed)
@@ -88,7 +89,7 @@ def run_job(ctx: Context, job: Job) -> GenerationStats:
         for text in stream_reply(Session(ctx), built, job.params, stats, job.token,
                                  penalize_prompt=False, on_token=on_token,
                                  logit_bias=job.logit_bias,
-                                 special_text=job.special_text):
+                                 special_text=job.special_text, grammar=job.grammar):
             send(text)
         if pending and stats.stop_reason not in ("stop_string", "cancelled"):
             send("")  # the last tokens' logprobs, whose text was empty

@@ -8,6 +8,7 @@ import secrets
 import time
 from typing import Any
 
+from .constraints import response_format
 from .errors import bad_request, error_body
 from .jobs import Finish
 from .protocol import GenerationRequest, check_reasoning_effort, parse_chat
@@ -119,9 +120,7 @@ def parse_responses(body: dict, model_ids: tuple[str, ...], strict: bool,
     if body.get("background") is True:
         raise unsupported("background", "responses are answered in the request")
     fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
-    if isinstance(fmt, dict) and fmt.get("type") not in (None, "text"):
-        raise unsupported("text", f"format '{fmt.get('type')}': no constrained decoding yet, "
-                                  "the reply would be free text")
+    constraint = response_format(fmt, "text.format")
     if body.get("top_logprobs"):
         raise unsupported("top_logprobs", "log-probabilities come with /v1/chat/completions")
     chat = {"messages": _messages(body), **_tools(body)}
@@ -134,6 +133,7 @@ def parse_responses(body: dict, model_ids: tuple[str, ...], strict: bool,
             raise bad_request("'max_output_tokens' must be at least 1.", "max_output_tokens",
                               "invalid_value")
     req = parse_chat(chat, model_ids, strict, n_vocab)
+    req.constraint = constraint
     reasoning = body.get("reasoning")
     effort = reasoning.get("effort") if isinstance(reasoning, dict) else None
     if effort is not None:
@@ -167,7 +167,7 @@ class ResponseAnswer:
             "parallel_tool_calls": b.get("parallel_tool_calls", True),
             "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
             "store": False, "temperature": b.get("temperature"),
-            "text": {"format": {"type": "text"}}, "tool_choice": b.get("tool_choice", "auto"),
+            "text": {"format": _text_format(b)}, "tool_choice": b.get("tool_choice", "auto"),
             "tools": b.get("tools", []), "top_p": b.get("top_p"), "truncation": "disabled",
             "usage": None, "metadata": b.get("metadata") or {},
         }
@@ -260,9 +260,17 @@ class ResponseAnswer:
         return out
 
 
+def _text_format(body: dict) -> dict:
+    """The request's text.format, as OpenAI echoes it (text when none was asked for)."""
+    text = body.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    return fmt if isinstance(fmt, dict) else {"type": "text"}
+
+
 def request_echo(body: dict) -> dict:
-    """The request fields a response repeats (tools as sent, sampling, limits)."""
+    """The request fields a response repeats (tools as sent, sampling, limits, the text
+    format)."""
     keys = ("instructions", "max_output_tokens", "temperature", "top_p", "tools",
-            "tool_choice", "parallel_tool_calls", "metadata")
+            "tool_choice", "parallel_tool_calls", "metadata", "text")
     return {k: body[k] for k in keys if k in body and not (k == "tools" and body[k] is None)}
 

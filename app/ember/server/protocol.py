@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine import SamplingParams
+from .constraints import Constraint, request_constraint
 from .errors import ApiError, bad_request
 from .logprobs import MAX_TOP_LOGPROBS
 from .tool_fields import ToolRequest, assistant_tool_calls, name_tool_results, parse_tools
@@ -16,7 +17,6 @@ from .unhonoured import (
     CHAT,
     COMMON,
     COMPLETION,
-    check_response_format,
     refuse_unhonoured,
     unsupported,
 )
@@ -47,6 +47,7 @@ class GenerationRequest:
     reasoning_effort: str | None = None  # chat: for templates that read it (gpt-oss')
     reasoning_optional: bool = False  # a template that does not read it ignores it
     reasoning_format: str = "none"  # chat: "deepseek" puts reasoning in reasoning_content
+    constraint: Constraint | None = None  # the reply is a sentence of this grammar
 
 
 def parse_json(body: bytes) -> dict:
@@ -173,7 +174,7 @@ def _common(body: dict, model_ids: tuple[str, ...], strict: bool, n_vocab: int |
     if n > MAX_CHOICES:
         raise bad_request(f"'n' must be at most {MAX_CHOICES}, not {n}.", "n", "invalid_value")
     refuse_unhonoured(body, COMMON)
-    check_response_format(body)
+    constraint = request_constraint(body)
     stream = _boolean(body, "stream")
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
@@ -200,7 +201,7 @@ def _common(body: dict, model_ids: tuple[str, ...], strict: bool, n_vocab: int |
         seed=None if seed is None else seed & (2**64 - 1))
     return {"model": model, "stream": stream, "include_usage": include_usage,
             "max_tokens": max_tokens, "stop": _stop(body), "params": params,
-            "logit_bias": _logit_bias(body, n_vocab), "n": n}
+            "logit_bias": _logit_bias(body, n_vocab), "n": n, "constraint": constraint}
 
 
 def _content_text(content: Any, i: int) -> str:

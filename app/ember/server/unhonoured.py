@@ -1,6 +1,7 @@
 """Request fields that would change the answer and that Ember does not honour yet: each is
 refused with a 400 naming it, never ignored. A field leaves this table when its feature
-lands (a grammar sampler takes grammar, json_schema and response_format's schemas)."""
+lands (grammar, json_schema and response_format left with the grammar sampler: they are
+read by constraints.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -33,12 +34,8 @@ def _not_text_modalities(v: Any) -> bool:
     return isinstance(v, list) and any(m != "text" for m in v)
 
 
-NO_GRAMMAR = "no constrained decoding yet: the reply would be free text"
-
 # both endpoints
 COMMON = (
-    Unhonoured("grammar", _set, NO_GRAMMAR),
-    Unhonoured("json_schema", _set, NO_GRAMMAR),
     Unhonoured("mirostat", _above(0), "no Mirostat sampler"),
     Unhonoured("typical_p", _below(1), "no locally typical sampling"),
     Unhonoured("top_n_sigma", _above(0), "no top-n-sigma sampling"),
@@ -76,20 +73,3 @@ def refuse_unhonoured(body: dict, table: tuple[Unhonoured, ...]) -> None:
     for entry in table:
         if entry.field in body and entry.is_asked(body[entry.field]):
             raise unsupported(entry.field, entry.why)
-
-
-def check_response_format(body: dict) -> None:
-    """text is what Ember writes; json_object and json_schema need the grammar sampler."""
-    fmt = body.get("response_format")
-    if fmt is None:
-        return
-    kind = fmt.get("type") if isinstance(fmt, dict) else None
-    if not isinstance(kind, str):
-        raise bad_request("'response_format' must be an object with a 'type'.",
-                          "response_format", "invalid_type")
-    if kind == "text":
-        return
-    if kind in ("json_object", "json_schema"):
-        raise unsupported("response_format", f"type '{kind}': {NO_GRAMMAR}")
-    raise bad_request(f"'response_format.type' must be text, json_object or json_schema, not "
-                      f"'{kind}'.", "response_format", "invalid_value")
