@@ -158,22 +158,29 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
         }
     }
     needs.fixed_bytes = compute_bytes + 2 * (uint64_t)n_batch_ * sizeof(int32_t) + (1ull << 20);
-    const LayerPlan plan = plan_layers(needs, info, n_wanted, be.label);
+    LayerPlan plan = plan_layers(needs, info, n_wanted, be.label);
     if (plan.count == 0) {
         why = plan.why;
         return false;
     }
-    const std::vector<uint8_t>& on = plan.on;
+    // A shared-KV layer reads its source layer's cache where that cache lives: the two stay
+    // on one device. The layers go from the end, so a plan that splits a pair keeps only
+    // the output head there (every shorter run of layers still holds the last, shared one).
     for (int32_t il = 0; il < n_layer; ++il) {
-        // a shared-KV layer reads its source layer's cache where that cache lives
-        if (on[(size_t)il] != on[(size_t)h.kv_layer(il)]) {
-            why = be.label + ": " + std::to_string(plan.count) + " layers would put layer " + std::to_string(il) +
-                  " and the layer whose KV cache it shares (" + std::to_string(h.kv_layer(il)) +
-                  ") on different devices; offload all layers from " + std::to_string(h.n_layer_kv - 2) +
-                  " on, or none";
+        if (plan.on[(size_t)il] == plan.on[(size_t)h.kv_layer(il)]) continue;
+        const std::string split = std::to_string(plan.count) + " layers would put layer " + std::to_string(il) +
+                                  " on another device than layer " + std::to_string(h.kv_layer(il)) +
+                                  ", whose KV cache it reads; the layers from " + std::to_string(h.n_layer_kv - 2) +
+                                  " on go together";
+        plan = plan_layers(needs, info, 1, be.label);
+        if (plan.count == 0) {
+            why = be.label + ": " + split;
             return false;
         }
+        plan.note = split + (plan.note.empty() ? "" : "; " + plan.note);
+        break;
     }
+    const std::vector<uint8_t>& on = plan.on;
     try {
         auto off = std::make_unique<Offload>(be, device, model_.device_weights(), on, max_row_of(h),
                                              h.max_head_dim(), h.max_group(), n_batch_);
