@@ -32,6 +32,12 @@ Families (``FAMILIES`` below)::
                attention logit soft-cap 50 and final logit soft-cap 30, both active: attn_q/attn_k
                std 1.5/sqrt(n_embd) (scaled scores rms 2.3, up to ~11) and logit std 6 (top logits
                ~25 before the cap, ~20 after)
+    gemma4     gemma4, the real gemma-4 vocab (262144), n_embd 256, 6 layers alternating sliding
+               (window 64, heads of 32, 2 KV heads, rope base 10000, own attn_v) and full (heads
+               of 64, 1 KV head, rope base 1e6 with proportional rope_freqs, no attn_v: V = K),
+               4/.. heads, layers 4-5 reading the KV of 2-3 (no attn_k/v there), n_ff 512
+               (1024 on the shared layers), per-layer embeddings of 16, layer_output_scale,
+               q/k norms of mean 0.5 (attention scale 1), final soft-cap 30, tied
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised

@@ -95,6 +95,8 @@ def broken(base):
          "different sizes"),
         ("rope dims past the head", _set_kv(base(), a + "rope.dimension_count_swa", gw.U32, 12), FORMAT,
          "dimension_count_swa"),
+        ("partial rope on the full layers", _set_kv(base(), a + "rope.dimension_count", gw.U32, 8), UNSUPPORTED,
+         "rotate whole heads"),
         ("per-layer array of the wrong length",
          _set_kv(base(), a + "feed_forward_length", gw.ARRAY, (gw.I32, [64, 64, 128])), FORMAT, "entries"),
         ("mixture of experts",

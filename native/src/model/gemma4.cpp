@@ -41,6 +41,10 @@ void gemma4_read_hparams(const GGUFFile& g, HParams& h) {
     h.rope_freq_scale_swa = 1.0f;
     if (!(h.rope_freq_base_swa > 0.0f)) fail(EMBER_ERR_FORMAT, "rope.freq_base_swa must be positive");
 
+    // the full layers rotate whole heads, rope_freqs (one factor per pair) leaving their tail
+    if (h.n_rot != h.head_dim)
+        fail(EMBER_ERR_UNSUPPORTED, "rope.dimension_count " + std::to_string(h.n_rot) + " differs from key_length " +
+                                        std::to_string(h.head_dim) + " (Gemma 4's full layers rotate whole heads)");
     h.head_dim_swa = (int32_t)g.get_int(a + "attention.key_length_swa");
     const int64_t v_swa = g.get_int(a + "attention.value_length_swa");
     if (h.head_dim_swa <= 0 || h.head_dim_swa > (1 << 16) || h.head_dim_swa % 2)
