@@ -64,6 +64,7 @@ FAMILY_TEXTS = {
     "gpt-oss": ["prose"],
     "smollm3": ["code"],
     "mistral3": ["essay"],
+    "gemma4": ["prose"],
 }
 JOIN = "\n\n"
 

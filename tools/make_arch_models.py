@@ -32,6 +32,12 @@ Families (``FAMILIES`` below)::
                attention logit soft-cap 50 and final logit soft-cap 30, both active: attn_q/attn_k
                std 1.5/sqrt(n_embd) (scaled scores rms 2.3, up to ~11) and logit std 6 (top logits
                ~25 before the cap, ~20 after)
+    gemma4     gemma4, the real gemma-4 vocab (262144), n_embd 256, 6 layers alternating sliding
+               (window 64, heads of 32, 2 KV heads, rope base 10000, own attn_v) and full (heads
+               of 64, 1 KV head, rope base 1e6 with proportional rope_freqs, no attn_v: V = K),
+               4/.. heads, layers 4-5 reading the KV of 2-3 (no attn_k/v there), n_ff 512
+               (1024 on the shared layers), per-layer embeddings of 16, layer_output_scale,
+               q/k norms of mean 0.5 (attention scale 1), final soft-cap 30, tied
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
@@ -114,6 +120,31 @@ def _vocab(name: str) -> Callable[[], Path]:
 
 
 @dataclass(frozen=True)
+class Gemma4Layout:
+    """What a gemma4 file has beyond Gemma 3 (llama.cpp's conversion/gemma.py Gemma4Model):
+    per-layer sliding-window flags, the sliding layers' own head size, KV heads and rotated
+    dims, the last `n_kv_shared` layers reading earlier layers' caches (no attn_k/attn_v/
+    attn_k_norm there), FFN width per layer (double on the shared layers, as
+    use_double_wide_mlp writes it), full layers without attn_v (V = K), per-layer token
+    embeddings of n_embd_per_layer, a layer_output_scale per block, proportional rope on the
+    full layers (rope_freqs: factor 1 on the first rope_partial of the pairs, 1e30 after)."""
+    swa: tuple                            # per layer: sliding window or full
+    head_dim_swa: int
+    n_head_kv_swa: int
+    n_kv_shared: int
+    n_ff_shared: int
+    n_embd_per_layer: int
+    rope_partial: float = 0.25            # full layers' rotated share (the release's value)
+    qk_norm_mean: float = 0.5             # q/k norm weights: attention scale is 1, so the
+                                          # norms set the scores' size (std ~2 over 64 dims)
+    per_layer_std: float = 0.25           # per_layer_token_embd (times sqrt(n_embd_per_layer): rms 1)
+    out_scale_mean: float = 0.9
+
+    def has_kv(self, il: int) -> bool:
+        return il < len(self.swa) - self.n_kv_shared
+
+
+@dataclass(frozen=True)
 class Family:
     arch: str
     vocab: Callable[[], Path]
@@ -144,6 +175,7 @@ class Family:
     extra_kv: dict = field(default_factory=dict)   # key suffix -> (value, "u32"/"f32")
     logit_std: float = LOGIT_STD          # std of a logit for a unit-RMS final hidden state
     qk_gain: float = 1.0                  # attn_q / attn_k std = qk_gain / sqrt(n_embd)
+    gemma4: Gemma4Layout | None = None    # gemma4: the per-layer layout (see Gemma4Layout)
     note: str = ""
 
     @property
@@ -217,6 +249,23 @@ FAMILIES: dict[str, Family] = {
                                 "rope.scaling.original_context_length": (4096, "u32")},
                       note="layer 0 sliding window 128, layer 1 global; attention sinks; 16 experts "
                            "top-4, softmax over the chosen; clamped SwiGLU; YaRN x32"),
+    # Gemma 4 E2B's layout in small: 6 blocks alternating sliding (window 64, heads of 32, 2
+    # KV heads, rope base 10000) and full (heads of 64, 1 KV head, rope base 1e6 with
+    # proportional rope_freqs, no attn_v: V = K); blocks 4 (sliding) and 5 (full) share the
+    # caches of blocks 2 and 3, with double-wide FFNs; per-layer embeddings of 16; a
+    # layer_output_scale per block; final soft-cap 30 (active: logit std 6)
+    "gemma4": Family("gemma4", _vocab("gemma-4"), 262144, 256, 6, 4, 1, 512, 1000000.0, 131072,
+                     1e-6, tied=True, head_dim=64, write_head_dim=True, qk_norm=True, post_norms=True,
+                     extra_kv={"attention.sliding_window": (64, "u32"),
+                               "rope.freq_base_swa": (10000.0, "f32"),
+                               "final_logit_softcapping": (30.0, "f32")},
+                     logit_std=GEMMA2_LOGIT_STD,
+                     gemma4=Gemma4Layout(swa=(True, False, True, False, True, False), head_dim_swa=32,
+                                         n_head_kv_swa=2, n_kv_shared=2, n_ff_shared=1024,
+                                         n_embd_per_layer=16),
+                     note="blocks 0, 2, 4 sliding window 64 (heads of 32), 1, 3, 5 full (heads of 64, "
+                          "proportional rope, V = K); blocks 4-5 share the KV of 2-3; per-layer "
+                          "embeddings of 16; layer_output_scale; final soft-cap 30"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -292,8 +341,60 @@ def longrope_factors(n: int, top: float) -> np.ndarray:
 # tensors
 # ---------------------------------------------------------------------------
 
+def gemma4_tensors(family: str) -> list[tuple[str, np.ndarray]]:
+    """The tensors of a gemma4 file (llama.cpp's llama_model_gemma4::load_arch_tensors)."""
+    f = FAMILIES[family]
+    G = f.gemma4
+    E, n_pl, L = f.n_embd, G.n_embd_per_layer, f.n_layer
+    out: list[tuple[str, np.ndarray]] = []
+
+    def mat(name, rows, cols, std=None):
+        out.append((name, matrix(family, name, rows, cols, std if std is not None else 1.0 / math.sqrt(cols))))
+
+    def norm(name, n, mean=1.0):
+        out.append((name, vector(family, name, n, NORM_STD * mean, mean)))
+
+    mat("token_embd.weight", f.n_vocab, E, EMBD_STD)
+    n_rot_pairs = int(f.hd * G.rope_partial / 2)
+    out.append(("rope_freqs.weight", np.array([1.0] * n_rot_pairs + [1e30] * (f.hd // 2 - n_rot_pairs),
+                                              dtype=np.float32)))
+    mat("per_layer_token_embd.weight", f.n_vocab, n_pl * L, G.per_layer_std)
+    mat("per_layer_model_proj.weight", n_pl * L, E)
+    norm("per_layer_proj_norm.weight", n_pl)
+    norm("output_norm.weight", E, f.logit_std / (EMBD_STD * math.sqrt(E)))
+    for il in range(L):
+        p = f"blk.{il}."
+        swa = G.swa[il]
+        hd = G.head_dim_swa if swa else f.hd
+        nkv = G.n_head_kv_swa if swa else f.n_head_kv
+        n_ff = f.n_ff if G.has_kv(il) else G.n_ff_shared
+        norm(p + "attn_norm.weight", E)
+        mat(p + "attn_q.weight", f.n_head * hd, E)
+        if G.has_kv(il):
+            mat(p + "attn_k.weight", nkv * hd, E)
+            if swa:
+                mat(p + "attn_v.weight", nkv * hd, E)
+            norm(p + "attn_k_norm.weight", hd, G.qk_norm_mean)
+        norm(p + "attn_q_norm.weight", hd, G.qk_norm_mean)
+        mat(p + "attn_output.weight", E, f.n_head * hd)
+        norm(p + "post_attention_norm.weight", E)
+        norm(p + "ffn_norm.weight", E)
+        mat(p + "ffn_gate.weight", n_ff, E)
+        mat(p + "ffn_up.weight", n_ff, E)
+        mat(p + "ffn_down.weight", E, n_ff)
+        norm(p + "post_ffw_norm.weight", E)
+        mat(p + "inp_gate.weight", n_pl, E)
+        mat(p + "proj.weight", E, n_pl)
+        norm(p + "post_norm.weight", E)
+        name = p + "layer_output_scale.weight"
+        out.append((name, vector(family, name, 1, NORM_STD, G.out_scale_mean)))
+    return out
+
+
 def tensors(family: str) -> list[tuple[str, np.ndarray]]:
     f = FAMILIES[family]
+    if f.gemma4 is not None:
+        return gemma4_tensors(family)
     E, hd = f.n_embd, f.hd
     nq, nkv = f.n_head * hd, f.n_head_kv * hd
     out: list[tuple[str, np.ndarray]] = []
@@ -404,9 +505,24 @@ def write(family: str, dst: Path) -> Path:
         u32("context_length", f.n_ctx_train)
         u32("embedding_length", f.n_embd)
         u32("block_count", f.n_layer)
-        u32("feed_forward_length", f.n_ff)
+        G = f.gemma4
+        if G is None:
+            u32("feed_forward_length", f.n_ff)
+        else:   # per-layer arrays, as Gemma4Model.set_gguf_parameters writes them
+            w.add_array(f"{a}.feed_forward_length",
+                        [f.n_ff if G.has_kv(il) else G.n_ff_shared for il in range(f.n_layer)])
         u32("attention.head_count", f.n_head)
-        u32("attention.head_count_kv", f.n_head_kv)
+        if G is None:
+            u32("attention.head_count_kv", f.n_head_kv)
+        else:
+            w.add_array(f"{a}.attention.head_count_kv",
+                        [G.n_head_kv_swa if s else f.n_head_kv for s in G.swa])
+            w.add_array(f"{a}.attention.sliding_window_pattern", [bool(s) for s in G.swa])
+            u32("attention.shared_kv_layers", G.n_kv_shared)
+            u32("embedding_length_per_layer_input", G.n_embd_per_layer)
+            u32("attention.key_length_swa", G.head_dim_swa)
+            u32("attention.value_length_swa", G.head_dim_swa)
+            u32("rope.dimension_count_swa", G.head_dim_swa)
         if f.head_dim is not None and (f.write_head_dim or f.head_dim != f.n_embd // f.n_head):
             u32("attention.key_length", f.hd)
             u32("attention.value_length", f.hd)

@@ -38,6 +38,15 @@ gemma3      neox    "sandwich": embeddings * sqrt(n_embd); per-head q/k RMSNorm;
                     the residual adds; GELU(tanh) GLU; local layers (il % 6 < 5 by
                     default) use a sliding window and rope base 10000 / scale 1;
                     optional final logit soft-capping
+gemma4      neox    as gemma3 with attention scale 1; V RMS-normed without weight (V = K's
+                    projection where attn_v is absent); sliding/full layers with their own
+                    head size, KV heads and n_rot (key_length_swa, head_count_kv array,
+                    rope.dimension_count_swa); rope_freqs on the full layers only; layers from
+                    n_layer - shared_kv_layers on reuse layer n_layer_kv - 2 (sliding) or
+                    n_layer_kv - 1 (full)'s K/V; per-layer inputs P = (rmsnorm(x0 Wp^T /
+                    sqrt(n_embd)) * pn + E_pl[tok] sqrt(n_pl)) / sqrt(2) (x0 the scaled
+                    embeddings); after each FFN residual x += rmsnorm(Wproj (gelu(Wg x) *
+                    P[il])) * post_norm; then x *= layer_output_scale
 gemma2      neox    as gemma3 without q/k norms; q * 1/sqrt(head_dim) (1/sqrt(n_embd/n_head)
                     for 46 layers); attention soft-cap on the scaled scores before the
                     mask (s = c tanh(s/c), c = attn_logit_softcapping, default 50); final
@@ -121,6 +130,25 @@ class HParams:
     ffn_norm: str = "ffn_norm"         # the pre-FFN norm's name (gpt-oss: post_attention_norm)
     no_rope_step: int = 0              # blocks il with (il + 1) % step == 0 skip rope (smollm3: 4)
     attn_temp_scale: float = 0.0       # mistral3: q *= log(floor(pos / n_ctx_orig) + 1) * this + 1
+    # gemma4: per-layer KV heads, head sizes and rotated dims (empty: the scalars above)
+    n_head_kv_l: list = field(default_factory=list)
+    head_dim_l: list = field(default_factory=list)
+    n_rot_l: list = field(default_factory=list)
+    n_layer_kv: int = 0                # gemma4: layers from here on read an earlier layer's KV
+    n_embd_per_layer: int = 0          # gemma4: per-layer token embeddings' width
+    v_norm: bool = False               # gemma4: V RMS-normed without a weight
+    freq_factors_full_only: bool = False   # gemma4: rope_freqs on the full layers only
+
+    def kv_layer(self, il: int) -> int:
+        """llama.cpp's `reuse` for gemma4: the layer whose cache layer il reads."""
+        if not self.n_layer_kv or il < self.n_layer_kv:
+            return il
+        return self.n_layer_kv - (2 if self.swa_layers[il] else 1)
+
+
+def _first(v):
+    """A per-layer array's first value (llama.cpp's n_head() etc.), or the scalar."""
+    return v[0] if isinstance(v, list) else v
 
 
 def _field(r, key, default=None):
@@ -173,6 +201,28 @@ def _read_gemma2(get, hp: HParams, a: str) -> None:
     hp.rope_scale_swa = hp.rope_scale
 
 
+def _read_gemma4(get, hp: HParams, a: str) -> None:
+    """llama.cpp's llama_model_gemma4::load_arch_hparams and the per-layer keys it reads."""
+    hp.embd_scale = math.sqrt(hp.n_embd)
+    hp.final_softcap = float(get(f"{a}.final_logit_softcapping", 0.0) or 0.0)
+    hp.attn_scale = 1.0
+    hp.n_swa = int(get(f"{a}.attention.sliding_window"))
+    hp.swa_layers = [bool(x) for x in get(f"{a}.attention.sliding_window_pattern")]
+    hp.rope_base_swa = float(get(f"{a}.rope.freq_base_swa", 10000.0))
+    hp.rope_scale_swa = 1.0
+    hd_swa = int(get(f"{a}.attention.key_length_swa"))
+    n_rot_swa = int(get(f"{a}.rope.dimension_count_swa", hp.n_rot))
+    kv = get(f"{a}.attention.head_count_kv", hp.n_head)
+    kv = list(kv) if isinstance(kv, list) else [int(kv)] * hp.n_layer
+    hp.n_head_kv_l = [int(x) for x in kv]
+    hp.head_dim_l = [hd_swa if s else hp.head_dim for s in hp.swa_layers]
+    hp.n_rot_l = [n_rot_swa if s else hp.n_rot for s in hp.swa_layers]
+    hp.n_layer_kv = hp.n_layer - int(get(f"{a}.attention.shared_kv_layers", 0) or 0)
+    hp.n_embd_per_layer = int(get(f"{a}.embedding_length_per_layer_input", 0) or 0)
+    hp.v_norm = True
+    hp.freq_factors_full_only = True
+
+
 def _read_mistral3(get, hp: HParams, a: str) -> None:
     hp.attn_temp_scale = float(get(f"{a}.attention.temperature_scale", 0.0) or 0.0)
 
@@ -209,6 +259,7 @@ FAMILIES: dict[str, Family] = {
     "phi3": Family("neox", "silu", "prenorm"),
     "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
     "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
+    "gemma4": Family("neox", "gelu_tanh", "gemma4", _read_gemma4),
 }
 
 
@@ -245,7 +296,8 @@ class Oracle:
         self.family = FAMILIES[arch]
         a = arch
         n_embd = int(get(f"{a}.embedding_length"))
-        n_head = int(get(f"{a}.attention.head_count"))
+        n_head = get(f"{a}.attention.head_count")
+        n_head = int(n_head[0] if isinstance(n_head, list) else n_head)
         head_dim = int(get(f"{a}.attention.key_length", n_embd // n_head))
         n_ctx_train = int(get(f"{a}.context_length", 0) or 0)
         hp = HParams(
@@ -253,8 +305,8 @@ class Oracle:
             n_layer=int(get(f"{a}.block_count")),
             n_embd=n_embd,
             n_head=n_head,
-            n_head_kv=int(get(f"{a}.attention.head_count_kv", n_head)),
-            n_ff=int(get(f"{a}.feed_forward_length", 0) or 0),
+            n_head_kv=int(_first(get(f"{a}.attention.head_count_kv", n_head))),
+            n_ff=int(_first(get(f"{a}.feed_forward_length", 0)) or 0),
             n_vocab=0,
             n_rot=int(get(f"{a}.rope.dimension_count", head_dim)),
             head_dim=head_dim,
@@ -295,6 +347,9 @@ class Oracle:
         self.w: dict[str, np.ndarray] = {}
         for t in r.tensors:
             x = gguf.quants.dequantize(t.data, t.tensor_type)
+            if t.name == "per_layer_token_embd.weight":   # rows gathered per token: keep it f32
+                self.w[t.name] = np.ascontiguousarray(x, dtype=np.float32)
+                continue
             # numpy shape is (ne[n-1], ..., ne[0]) == (out_features, in_features) for matrices
             self.w[t.name] = np.ascontiguousarray(x, dtype=dtype)
         self.out_w = self.w.get("output.weight", self.w["token_embd.weight"])
@@ -320,16 +375,19 @@ class Oracle:
         b = self.w.get(name + ".bias")
         return y if b is None else y + b
 
+    def _n_rot(self, il):
+        return self.hp.n_rot_l[il] if self.hp.n_rot_l else self.hp.n_rot
+
     def _cos_sin(self, pos, il):
         """cos/sin [n, n_rot/2] for layer il (ggml rope_yarn semantics, float64)."""
         hp = self.hp
         local = hp.swa_layers[il]
         base = hp.rope_base_swa if local else hp.rope_base
         freq_scale = hp.rope_scale_swa if local else hp.rope_scale
-        n_rot = hp.n_rot
+        n_rot = self._n_rot(il)
         i = np.arange(n_rot // 2, dtype=np.float64)
         inv = base ** (-2.0 * i / n_rot)
-        if self.freq_factors is not None:
+        if self.freq_factors is not None and not (hp.freq_factors_full_only and local):
             inv = inv / self.freq_factors[: n_rot // 2]
         theta_extrap = pos.astype(np.float64)[:, None] * inv[None, :]
         theta = freq_scale * theta_extrap
@@ -349,7 +407,7 @@ class Oracle:
     def _rope(self, x, cs):
         """x: [n_tok, n_heads, head_dim]; rotate the first n_rot dims (normal or neox pairs)."""
         c, s = cs[0][:, None, :], cs[1][:, None, :]
-        n_rot = self.hp.n_rot
+        n_rot = 2 * cs[0].shape[1]
         out = x.copy()
         if self.hp.rope_type == "neox":
             x0, x1 = x[..., : n_rot // 2], x[..., n_rot // 2: n_rot]
@@ -366,6 +424,8 @@ class Oracle:
         hp, w, p = self.hp, self.w, f"blk.{il}."
         n = h.shape[0]
         hd, hdv, nh, nkv = hp.head_dim, hp.head_dim_v, hp.n_head, hp.n_head_kv
+        if hp.head_dim_l:                               # gemma4: per-layer shapes, shared KV
+            return self._attention_gemma4(il, h, pos, cache)
         if p + "attn_qkv.weight" in w:
             qkv = self._lin(h, p + "attn_qkv")
             q = qkv[:, : nh * hd]
@@ -412,6 +472,76 @@ class Oracle:
                 e /= e.sum(axis=-1, keepdims=True) + np.exp(sink[hh] - m)
             att[:, hh, :] = e @ v[:, kh, :]
         return self._lin(att.reshape(n, nh * hdv), p + "attn_output")
+
+    def _softmax_attend(self, q, k, v, pos, il, scale):
+        """softmax(q k^T * scale + mask) v per head; q [n, nh, hd], k/v [m, nkv, hd]."""
+        hp = self.hp
+        n, nh = q.shape[0], q.shape[1]
+        kpos = np.arange(k.shape[0])
+        d = pos[:, None] - kpos[None, :]
+        visible = d >= 0
+        if hp.swa_layers[il]:
+            visible &= d < hp.n_swa
+        mask = np.where(visible, 0.0, -np.inf)
+        group = nh // k.shape[1]
+        att = np.empty((n, nh, v.shape[2]), dtype=self.dtype)
+        for hh in range(nh):
+            kh = hh // group
+            s = (q[:, hh, :] @ k[:, kh, :].T) * scale + mask
+            s = s - s.max(axis=-1, keepdims=True)
+            e = np.exp(s)
+            e /= e.sum(axis=-1, keepdims=True)
+            att[:, hh, :] = e @ v[:, kh, :]
+        return att.reshape(n, -1)
+
+    def _attention_gemma4(self, il, h, pos, cache):
+        """llama.cpp's gemma4 attention: Q norm + rope; on layers with a cache K (K norm,
+        rope) and V (attn_v's, else K's projection; RMS-normed without weight); layers past
+        n_layer_kv attend over layer kv_layer(il)'s keys and values; scale 1."""
+        hp, w, p = self.hp, self.w, f"blk.{il}."
+        n, nh, hd = h.shape[0], hp.n_head, hp.head_dim_l[il]
+        cs = self._cos_sin(pos, il)
+        q = self._rope(self._rmsnorm(self._lin(h, p + "attn_q").reshape(n, nh, hd),
+                                     w[p + "attn_q_norm.weight"]), cs)
+        src = hp.kv_layer(il)
+        if src == il:
+            nkv = hp.n_head_kv_l[il]
+            k = self._lin(h, p + "attn_k").reshape(n, nkv, hd)
+            v = self._lin(h, p + "attn_v").reshape(n, nkv, hd) if p + "attn_v.weight" in w else k
+            k = self._rope(self._rmsnorm(k, w[p + "attn_k_norm.weight"]), cs)
+            v = v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + hp.eps)
+            if cache is not None:
+                k = np.concatenate([cache[il][0], k], axis=0)
+                v = np.concatenate([cache[il][1], v], axis=0)
+                cache[il][0], cache[il][1] = k, v
+            self._kv_now[il] = (k, v)
+        k, v = self._kv_now[src]
+        att = self._softmax_attend(q, k, v, pos, il, hp.attn_scale)
+        return self._lin(att, p + "attn_output")
+
+    def _per_layer_inputs(self, tokens, x):
+        """gemma4's per-layer inputs [n, n_layer, n_embd_per_layer] from the token ids and
+        the scaled input embeddings x (llama.cpp's build_inp_per_layer +
+        project_per_layer_inputs)."""
+        hp, w = self.hp, self.w
+        n, n_pl = len(tokens), hp.n_embd_per_layer
+        tok = w["per_layer_token_embd.weight"][tokens].astype(self.dtype).reshape(n, hp.n_layer, n_pl)
+        tok = tok * math.sqrt(n_pl)
+        proj = (x @ w["per_layer_model_proj.weight"].T) / math.sqrt(hp.n_embd)
+        proj = self._rmsnorm(proj.reshape(n, hp.n_layer, n_pl), w["per_layer_proj_norm.weight"])
+        return (proj + tok) / math.sqrt(2.0)
+
+    def _block_gemma4(self, il, x, pos, cache):
+        w, p = self.w, f"blk.{il}."
+        a = self._attention(il, self._rmsnorm(x, w[p + "attn_norm.weight"]), pos, cache)
+        x = x + self._rmsnorm(a, w[p + "post_attention_norm.weight"])
+        f = self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+        x = x + self._rmsnorm(f, w[p + "post_ffw_norm.weight"])
+        if self._per_layer is not None:
+            g = _gelu_tanh(self._lin(x, p + "inp_gate")) * self._per_layer[:, il, :]
+            x = x + self._rmsnorm(self._lin(g, p + "proj"), w[p + "post_norm.weight"])
+        s = w.get(p + "layer_output_scale.weight")
+        return x if s is None else x * s[0]
 
     def _moe(self, il, h):
         """llama.cpp's build_moe_ffn: qwen3moe (softmax router, the chosen renormalised) or
@@ -475,6 +605,9 @@ class Oracle:
     def new_cache(self) -> list:
         """Empty KV cache: per layer [K (n, n_head_kv, head_dim), V (n, n_head_kv, head_dim_v)]."""
         hp = self.hp
+        if hp.head_dim_l:                                # gemma4: per-layer shapes
+            return [[np.zeros((0, hp.n_head_kv_l[il], hp.head_dim_l[il]), dtype=self.dtype)
+                     for _ in range(2)] for il in range(hp.n_layer)]
         zk = np.zeros((0, hp.n_head_kv, hp.head_dim), dtype=self.dtype)
         zv = np.zeros((0, hp.n_head_kv, hp.head_dim_v), dtype=self.dtype)
         return [[zk, zv] for _ in range(hp.n_layer)]
@@ -493,7 +626,11 @@ class Oracle:
         x = w["token_embd.weight"][tokens].astype(self.dtype)
         if hp.embd_scale != 1.0:
             x = x * hp.embd_scale
-        block = self._block_sandwich if self.family.block == "sandwich" else self._block_prenorm
+        self._kv_now: dict = {}
+        self._per_layer = (self._per_layer_inputs(tokens, x) if "per_layer_token_embd.weight" in w
+                           else None)
+        block = {"sandwich": self._block_sandwich, "gemma4": self._block_gemma4}.get(
+            self.family.block, self._block_prenorm)
         for il in range(hp.n_layer):
             x = block(il, x, pos, cache)
         return self._rmsnorm(x, w["output_norm.weight"])

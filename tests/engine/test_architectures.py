@@ -1,5 +1,5 @@
 """Ember's forward pass on several architecture families (llama 3, TinyLlama widths, qwen2,
-qwen3, gemma2, gemma3, phi3), checked against llama.cpp goldens and the float64 oracle.
+qwen3, gemma2, gemma3, gemma4, phi3, ...), checked against llama.cpp goldens and the float64 oracle.
 
 The models are small synthetic GGUF files with real tokenizers and real hyper-parameter
 layouts (tools/make_arch_models.py, built deterministically into the asset cache and
@@ -195,6 +195,38 @@ def test_every_isa_level_matches_llama_cpp(fam, arch_models, golden_dir):
         sub = lg[g["rows"][keep]][:, g["cols"]]
         nmse = centred_nmse(sub, g["sub_logits"][keep])
         assert nmse <= NMSE_BAR, f"{fam} at {isa}, n_batch {n_batch}: NMSE {nmse:.3g} > {NMSE_BAR}"
+
+
+@pytest.mark.native
+def test_gemma4_cache_only_batches_and_single_token_decode(arch_models, golden_dir):
+    """Gemma 4's shared-KV blocks on the paths the teacher-forced run does not take: a
+    prompt in batches of 16 without logits (the graph ends at the last block that stores
+    keys and values) and then its last row only (the last block, a shared one, narrowed to
+    one token with its per-layer slice), then token by token past the sliding window
+    (64 + 16 ring rows, so the shared sliding block reads a cache that has wrapped): each
+    row llama.cpp's within the bar."""
+    from ember.engine import Model
+    fam = "gemma4"
+    g = load_golden(golden_dir, fam)
+    n_prompt, n_steps = 100, 24
+    assert n_prompt + n_steps <= len(g["tokens"]) and n_prompt > 64 + 16
+    tokens = [int(t) for t in g["tokens"][: n_prompt + n_steps]]
+    m = Model(arch_models[fam], n_ctx=N_CTX, n_threads=2, n_batch=16)
+    try:
+        m.decode(tokens[:n_prompt], 0)
+        rows = [m.logits(-1)]
+        for i in range(n_prompt, n_prompt + n_steps - 1):
+            m.decode([tokens[i]], i)
+            rows.append(m.logits(-1))
+    finally:
+        m.close()
+    lg = np.stack(rows)
+    pos = np.arange(n_prompt - 1, n_prompt + n_steps - 1)
+    assert (g["rows"][pos] == pos).all()
+    nmse = centred_nmse(lg[:, g["cols"]], g["sub_logits"][pos])
+    assert nmse <= NMSE_BAR, f"gemma4 batched prompt + single-token decode: NMSE {nmse:.3g} > {NMSE_BAR}"
+    sure = g["gap"][pos] >= GAP_SURE
+    assert (lg.argmax(axis=1)[sure] == g["top_ids"][pos, 0][sure]).all()
 
 
 # ---------------------------------------------------------------------------

@@ -111,6 +111,26 @@ def test_gemma3_on_the_test_backend(tmp_path, gemma_model_path):
         same_bits(arrays, ref)
 
 
+def test_gemma4_on_the_test_backend(tmp_path, starter_model_path):
+    """Gemma 4's per-layer embeddings, per-layer head sizes and shared-KV layers on a device:
+    all layers there give the CPU's bits; a count that would put a shared layer and the layer
+    whose cache it reads on different devices keeps only the output head there, and says why."""
+    import gguf
+    from tests.support import gguf_writer as gw
+    r = gguf.GGUFReader(starter_model_path)
+    strings = lambda key: [bytes(r.fields[key].parts[i]).decode("utf-8") for i in r.fields[key].data]  # noqa: E731
+    model = tmp_path / "tiny-gemma4.gguf"
+    model.write_bytes(gw.tiny_gemma4(strings("tokenizer.ggml.tokens"), strings("tokenizer.ggml.merges")).to_bytes())
+    ref_info, ref = probe(tmp_path, model, backend="cpu")
+    info, arrays = probe(tmp_path, model, gpu_layers=-1)
+    assert info["contexts"][0]["n_gpu_layers"] == 5
+    same_bits(arrays, ref)
+    info, arrays = probe(tmp_path, model, gpu_layers=3)
+    c = info["contexts"][0]
+    assert c["n_gpu_layers"] == 1 and "whose KV cache it reads" in c["note"], c
+    same_bits(arrays, ref)
+
+
 def test_contexts_share_the_weights_and_free_everything(tmp_path, starter_model_path, cpu_reference):
     one, _ = probe(tmp_path, starter_model_path)
     two, arrays = probe(tmp_path, starter_model_path, contexts=2)

@@ -140,3 +140,84 @@ def tiny_llama(vocab_tokens: list[str], merges: list[str], token_types: list[int
         s.tensors.append(f16_tensor(p + "ffn_up.weight", w(n_ff, n_embd)))
         s.tensors.append(f16_tensor(p + "ffn_down.weight", w(n_embd, n_ff)))
     return s
+
+
+def tiny_gemma4(vocab_tokens: list[str], merges: list[str], token_types: list[int] | None = None,
+                seed: int = 0, pre: str = "smollm") -> GGUFSpec:
+    """A small random gemma4 model with every Gemma 4 feature on (F16 matrices, F32 norms):
+    4 blocks [sliding, full, sliding, full], the last 2 sharing the KV of blocks 0 and 1;
+    heads of 8 (sliding, 2 KV heads) and 16 (full, 1 KV head, proportional rope_freqs, no
+    attn_v); FFN widths 64, 64, 128, 128; per-layer embeddings of 4; layer_output_scale."""
+    rng = np.random.default_rng(seed)
+    n_vocab, n_embd, n_layer, n_head, n_pl = len(vocab_tokens), 32, 4, 2, 4
+    swa = [True, False, True, False]
+    hd = [8 if s else 16 for s in swa]
+    kv = [2 if s else 1 for s in swa]
+    ff = [64, 64, 128, 128]
+    a = "gemma4."
+    s = GGUFSpec()
+    s.add("general.architecture", STRING, "gemma4")
+    s.add("general.name", STRING, "tiny-gemma4")
+    s.add(a + "context_length", U32, 256)
+    s.add(a + "embedding_length", U32, n_embd)
+    s.add(a + "block_count", U32, n_layer)
+    s.add(a + "feed_forward_length", ARRAY, (I32, ff))
+    s.add(a + "attention.head_count", U32, n_head)
+    s.add(a + "attention.head_count_kv", ARRAY, (I32, kv))
+    s.add(a + "attention.key_length", U32, 16)
+    s.add(a + "attention.value_length", U32, 16)
+    s.add(a + "attention.key_length_swa", U32, 8)
+    s.add(a + "attention.value_length_swa", U32, 8)
+    s.add(a + "attention.layer_norm_rms_epsilon", F32, 1e-6)
+    s.add(a + "attention.sliding_window", U32, 8)
+    s.add(a + "attention.sliding_window_pattern", ARRAY, (BOOL, swa))
+    s.add(a + "attention.shared_kv_layers", U32, 2)
+    s.add(a + "embedding_length_per_layer_input", U32, n_pl)
+    s.add(a + "rope.freq_base", F32, 1000000.0)
+    s.add(a + "rope.freq_base_swa", F32, 10000.0)
+    s.add(a + "rope.dimension_count", U32, 16)
+    s.add(a + "rope.dimension_count_swa", U32, 8)
+    s.add(a + "final_logit_softcapping", F32, 30.0)
+    s.add("tokenizer.ggml.model", STRING, "gpt2")
+    s.add("tokenizer.ggml.pre", STRING, pre)
+    s.add("tokenizer.ggml.tokens", ARRAY, (STRING, vocab_tokens))
+    s.add("tokenizer.ggml.token_type", ARRAY, (I32, token_types or [1] * n_vocab))
+    s.add("tokenizer.ggml.merges", ARRAY, (STRING, merges))
+    s.add("tokenizer.ggml.bos_token_id", U32, 1)
+    s.add("tokenizer.ggml.eos_token_id", U32, 2)
+
+    def w(*shape, scale=None):
+        scale = scale if scale is not None else 1.0 / np.sqrt(shape[-1])
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    def norm(name, n, mean=1.0):
+        s.tensors.append(f32_tensor(name, mean + w(n, scale=0.1 * mean)))
+
+    s.tensors.append(f16_tensor("token_embd.weight", w(n_vocab, n_embd, scale=0.05)))
+    s.tensors.append(f32_tensor("rope_freqs.weight", np.array([1.0, 1.0] + [1e30] * 6, dtype=np.float32)))
+    s.tensors.append(f16_tensor("per_layer_token_embd.weight", w(n_vocab, n_pl * n_layer, scale=0.5)))
+    s.tensors.append(f16_tensor("per_layer_model_proj.weight", w(n_pl * n_layer, n_embd)))
+    norm("per_layer_proj_norm.weight", n_pl)
+    norm("output_norm.weight", n_embd, 20.0)
+    for i in range(n_layer):
+        p = f"blk.{i}."
+        norm(p + "attn_norm.weight", n_embd)
+        s.tensors.append(f16_tensor(p + "attn_q.weight", w(n_head * hd[i], n_embd)))
+        if i < 2:
+            s.tensors.append(f16_tensor(p + "attn_k.weight", w(kv[i] * hd[i], n_embd)))
+            if swa[i]:
+                s.tensors.append(f16_tensor(p + "attn_v.weight", w(kv[i] * hd[i], n_embd)))
+            norm(p + "attn_k_norm.weight", hd[i], 0.7)
+        norm(p + "attn_q_norm.weight", hd[i], 0.7)
+        s.tensors.append(f16_tensor(p + "attn_output.weight", w(n_embd, n_head * hd[i])))
+        norm(p + "post_attention_norm.weight", n_embd)
+        norm(p + "ffn_norm.weight", n_embd)
+        s.tensors.append(f16_tensor(p + "ffn_gate.weight", w(ff[i], n_embd)))
+        s.tensors.append(f16_tensor(p + "ffn_up.weight", w(ff[i], n_embd)))
+        s.tensors.append(f16_tensor(p + "ffn_down.weight", w(n_embd, ff[i])))
+        norm(p + "post_ffw_norm.weight", n_embd)
+        s.tensors.append(f16_tensor(p + "inp_gate.weight", w(n_pl, n_embd)))
+        s.tensors.append(f16_tensor(p + "proj.weight", w(n_embd, n_pl)))
+        norm(p + "post_norm.weight", n_embd)
+        s.tensors.append(f32_tensor(p + "layer_output_scale.weight", np.array([0.8 + 0.1 * i], dtype=np.float32)))
+    return s

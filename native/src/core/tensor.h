@@ -86,8 +86,12 @@ struct Tensor {
     size_t n_bytes() const;        // of a contiguous tensor of this shape and type
     bool is_contiguous() const;
     void set_name(const char* s) {
-        std::strncpy(name, s, kMaxName - 1);
-        name[kMaxName - 1] = 0;
+        // (a bounded copy by hand: GCC's -Wstringop-truncation misreads strncpy here when
+        // inlined into a caller whose names it cannot see)
+        size_t n = 0;
+        while (n < kMaxName - 1 && s[n]) ++n;
+        std::memcpy(name, s, n);
+        name[n] = 0;
     }
     template <typename T = void>
     T* row(int64_t i1, int64_t i2 = 0, int64_t i3 = 0) const {

@@ -45,7 +45,7 @@ Tensor* GraphBuilder::norm(Tensor* x, Tensor* weight) { return g.rms_norm_mul(x,
 
 RopeParams GraphBuilder::rope_params(int32_t il) const {
     RopeParams rp;
-    rp.n_rot = hp.n_rot;
+    rp.n_rot = hp.n_rot_of(il);
     rp.mode = hp.rope_mode;
     const bool swa = hp.is_swa(il);
     rp.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
@@ -61,33 +61,43 @@ RopeParams GraphBuilder::rope_params(int32_t il) const {
 Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tensor* rope_factors) {
     const LayerWeights& L = model.layers[(size_t)il];
     const bool last_layer = il == hp.n_layer - 1;
-    const int64_t N = n_tokens_, hd = hp.head_dim;
+    const int64_t N = n_tokens_, hd = hp.head_dim_of(il), n_head = hp.n_head_of(il), n_head_kv = hp.n_head_kv_of(il);
     const RopeParams rp = rope_params(il);
+    const bool rope = hp.ropes(il);
+    // the cache this block attends over: its own, or (shared KV) an earlier block's
+    const int32_t src = hp.kv_layer(il);
+    if (stored_.empty()) stored_.assign((size_t)hp.n_layer, nullptr);
 
     // keys and values of every token go to the cache
-    Tensor *q = nullptr, *k, *v;
-    if (L.wqkv) {
-        Tensor* qkv = g.mul_mat(L.wqkv, cur);
-        q = split_heads(g, qkv, hd, hp.n_head, 0);
-        k = split_heads(g, qkv, hd, hp.n_head_kv, hd * hp.n_head);
-        v = split_heads(g, qkv, hd, hp.n_head_kv, hd * (hp.n_head + hp.n_head_kv));
-    } else {
-        k = g.mul_mat(L.wk, cur);
-        v = g.mul_mat(L.wv, cur);
-        if (L.bk) k = g.add(k, L.bk);
-        if (L.bv) v = g.add(v, L.bv);
-        k = g.reshape(k, hd, hp.n_head_kv, N);
-        v = g.reshape(v, hd, hp.n_head_kv, N);
+    Tensor* q = nullptr;
+    if (hp.has_kv(il)) {
+        Tensor *k, *v;
+        if (L.wqkv) {
+            Tensor* qkv = g.mul_mat(L.wqkv, cur);
+            q = split_heads(g, qkv, hd, n_head, 0);
+            k = split_heads(g, qkv, hd, n_head_kv, hd * n_head);
+            v = split_heads(g, qkv, hd, n_head_kv, hd * (n_head + n_head_kv));
+        } else {
+            k = g.mul_mat(L.wk, cur);
+            v = L.wv ? g.mul_mat(L.wv, cur) : k;  // no attn_v (Gemma 4's full layers): V is K's projection
+            if (L.bk) k = g.add(k, L.bk);
+            if (L.bv) v = g.add(v, L.bv);
+            k = g.reshape(k, hd, n_head_kv, N);
+            v = g.reshape(v, hd, n_head_kv, N);
+        }
+        if (L.k_norm) k = name(norm(k, L.k_norm), "Kcur_normed", il);
+        if (hp.v_norm) v = name(norm(v, L.v_norm_ones), "Vcur_normed", il);
+        k = name(rope ? g.rope(k, bg_.pos, rp, rope_factors) : k, "Kcur", il);
+        name(v, "Vcur", il);
+        stored_[(size_t)il] = g.kv_store(k, v, &kv_.k[(size_t)il], &kv_.v[(size_t)il], bg_.pos);
+        // the last block that stores: from there on a batch that only fills the cache is done
+        const int32_t last_kv = hp.n_layer_kv > 0 ? hp.n_layer_kv - 1 : hp.n_layer - 1;
+        if (il == last_kv && outputs_ == Outputs::NONE) {
+            g.finalize({stored_[(size_t)il]});
+            return nullptr;
+        }
     }
-    if (L.k_norm) k = name(norm(k, L.k_norm), "Kcur_normed", il);
-    const bool rope = hp.ropes(il);
-    k = name(rope ? g.rope(k, bg_.pos, rp, rope_factors) : k, "Kcur", il);
-    name(v, "Vcur", il);
-    Tensor* stored = g.kv_store(k, v, &kv_.k[(size_t)il], &kv_.v[(size_t)il], bg_.pos);
-    if (last_layer && outputs_ == Outputs::NONE) {
-        g.finalize({stored});  // the cache is all this batch wants
-        return nullptr;
-    }
+    Tensor* stored = stored_[(size_t)src];
 
     // From the last layer's queries on, only the rows whose logits are wanted go on
     // (the same operations per row, so the same bits as computing every row).
@@ -103,7 +113,7 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
     if (!q) {
         q = g.mul_mat(L.wq, cur);
         if (L.bq) q = g.add(q, L.bq);
-        q = g.reshape(q, hd, hp.n_head, cur->ne[1]);
+        q = g.reshape(q, hd, n_head, cur->ne[1]);
     }
     if (L.q_norm) q = name(norm(q, L.q_norm), "Qcur_normed", il);
     RopeParams rq = rp;
@@ -111,7 +121,7 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
     rq.temp_floor = hp.n_ctx_orig;
     q = name(rope ? g.rope(q, pos, rq, rope_factors) : q, "Qcur", il);
     const float scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt((float)hd);
-    Tensor* attn = g.attention(q, &kv_.k[(size_t)il], &kv_.v[(size_t)il], pos, stored, scale,
+    Tensor* attn = g.attention(q, &kv_.k[(size_t)src], &kv_.v[(size_t)src], pos, stored, scale,
                                hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap, L.attn_sinks);
     name(attn, "kqv_out", il);
     Tensor* out = g.mul_mat(L.wo, attn);

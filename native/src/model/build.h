@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/context.h"
 
@@ -20,6 +21,7 @@ public:
     Graph& g;
 
     int32_t n_ctx() const { return n_ctx_; }
+    Tensor* tokens() const { return bg_.tokens; }  // I32 [n_tokens], the batch's ids
     // Names a node as llama.cpp's cb(cur, name, il) does ("attn_norm-3"; il < 0: the name
     // alone, "result_output"), so that a trace or a diff against llama.cpp's intermediates
     // points at it. Returns t.
@@ -37,7 +39,10 @@ public:
     // given), the keys and values of every token into the cache, attention (the block's
     // window, the model's scale), the output projection. From the last block on only the
     // rows whose logits are wanted go on: `residual` is narrowed to them as well. Returns
-    // null when the batch only fills the cache; the graph is then finished.
+    // null when the batch only fills the cache (after the last block that stores keys and
+    // values); the graph is then finished. A block without a cache of its own (shared KV)
+    // computes only its queries and attends over HParams::kv_layer(il)'s cache; a block
+    // without attn_v uses K's projection as V; HParams::v_norm RMS-norms V.
     Tensor* attention(int32_t il, Tensor* cur, Tensor*& residual, Tensor* rope_factors = nullptr);
     // The gated feed-forward of block il: down(act(gate(x)) * up(x)); gate and up fused or not.
     Tensor* ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il);
@@ -56,6 +61,7 @@ private:
     int64_t n_tokens_;
     Outputs outputs_;
     int32_t n_ctx_;
+    std::vector<Tensor*> stored_;  // per block: its KV_STORE node (shared-KV blocks order after their source's)
 };
 
 }  // namespace ember

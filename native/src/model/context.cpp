@@ -28,8 +28,11 @@ int32_t choose_threads(int32_t requested) {
 
 // The longest activation row, for per-thread scratch (attention's included).
 int64_t max_row_of(const HParams& h) {
-    return std::max<int64_t>({h.n_embd, h.n_ff, (int64_t)h.head_dim * h.n_head,
-                              (int64_t)attention_scratch_floats(h.head_dim, h.n_head / std::max(1, (int)h.n_head_kv))});
+    int64_t row = std::max<int64_t>({h.n_embd, (int64_t)h.n_embd_per_layer * h.n_layer,
+                                     (int64_t)attention_scratch_floats(h.max_head_dim(), h.max_group())});
+    for (int32_t il = 0; il < h.n_layer; ++il)
+        row = std::max<int64_t>({row, h.n_ff_of(il), (int64_t)h.head_dim_of(il) * h.n_head_of(il)});
+    return row;
 }
 
 
@@ -62,8 +65,11 @@ Context::Context(const Model& model, const ContextOptions& opts)
     for (int32_t il = 0; il < h.n_layer; ++il) {
         if (offload_ && offload_->layer_on_device(il)) continue;
         const LayerWeights& L = model.layers[(size_t)il];
-        for (Tensor* t : {L.wq, L.wk, L.wv, L.wqkv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down}) cpu.push_back(t);
+        for (Tensor* t : {L.wq, L.wk, L.wv, L.wqkv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down, L.per_layer_inp_gate,
+                          L.per_layer_proj})
+            cpu.push_back(t);
     }
+    if (model.per_layer_model_proj) cpu.push_back(model.per_layer_model_proj);
     if (!offload_ || !offload_->layer_on_device(h.n_layer)) cpu.push_back(model.output);
     model.open_context(backend_.isa(), cpu);
 }
@@ -147,22 +153,39 @@ bool Context::try_offload(const BackendRecord& be, int device, int32_t n_wanted,
                 if (s->op != Op::NONE || !counted.insert(s).second) continue;
                 if (std::strncmp(s->name, "inp_", 4) == 0) continue;
                 needs.bytes[(size_t)il] +=
-                    std::strncmp(s->name, "cache_", 6) == 0 ? kv_.layer_bytes(il) : align_up(s->n_bytes(), 256);
+                    std::strncmp(s->name, "cache_", 6) == 0 ? kv_.layer_bytes(s->layer) : align_up(s->n_bytes(), 256);
             }
         }
     }
     needs.fixed_bytes = compute_bytes + 2 * (uint64_t)n_batch_ * sizeof(int32_t) + (1ull << 20);
-    const LayerPlan plan = plan_layers(needs, info, n_wanted, be.label);
+    LayerPlan plan = plan_layers(needs, info, n_wanted, be.label);
     if (plan.count == 0) {
         why = plan.why;
         return false;
     }
+    // A shared-KV layer reads its source layer's cache where that cache lives: the two stay
+    // on one device. The layers go from the end, so a plan that splits a pair keeps only
+    // the output head there (every shorter run of layers still holds the last, shared one).
+    for (int32_t il = 0; il < n_layer; ++il) {
+        if (plan.on[(size_t)il] == plan.on[(size_t)h.kv_layer(il)]) continue;
+        const std::string split = std::to_string(plan.count) + " layers would put layer " + std::to_string(il) +
+                                  " on another device than layer " + std::to_string(h.kv_layer(il)) +
+                                  ", whose KV cache it reads; the layers from " + std::to_string(h.n_layer_kv - 2) +
+                                  " on go together";
+        plan = plan_layers(needs, info, 1, be.label);
+        if (plan.count == 0) {
+            why = be.label + ": " + split;
+            return false;
+        }
+        plan.note = split + (plan.note.empty() ? "" : "; " + plan.note);
+        break;
+    }
     const std::vector<uint8_t>& on = plan.on;
     try {
-        auto off = std::make_unique<Offload>(be, device, model_.device_weights(), on, max_row_of(h), h.head_dim,
-                                             h.n_head / std::max(1, (int)h.n_head_kv), n_batch_);
+        auto off = std::make_unique<Offload>(be, device, model_.device_weights(), on, max_row_of(h),
+                                             h.max_head_dim(), h.max_group(), n_batch_);
         for (int32_t il = 0; il < n_layer; ++il) {
-            if (!on[(size_t)il]) continue;
+            if (!on[(size_t)il] || !h.has_kv(il)) continue;
             for (Tensor* t : {&kv_.k[(size_t)il], &kv_.v[(size_t)il]}) {
                 t->data = off->alloc_cache(kv_.layer_bytes(il));
                 off->add_cache_leaf(t);

@@ -39,8 +39,9 @@ MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
     const int64_t n_ctx = opts.n_ctx > 0 ? opts.n_ctx : (train > 0 && train < 4096 ? train : 4096);
     const int64_t n_batch = opts.n_batch > 0 ? std::min<int64_t>(opts.n_batch, n_ctx) : 512;
     need.n_ctx = (int32_t)std::min<int64_t>(n_ctx, INT32_MAX);
-    const uint64_t row = (uint64_t)h.head_dim * (uint64_t)h.n_head_kv * 2;  // F16
     for (int32_t il = 0; il < h.n_layer; ++il) {
+        if (!h.has_kv(il)) continue;  // shared KV: the source layer's cache
+        const uint64_t row = (uint64_t)h.head_dim_of(il) * (uint64_t)h.n_head_kv_of(il) * 2;  // F16
         const int64_t rows = h.is_swa(il) && h.n_swa > 0 ? std::min<int64_t>(n_ctx, h.n_swa + n_batch) : n_ctx;
         need.kv_cache += 2 * row * (uint64_t)rows;
     }
@@ -48,9 +49,13 @@ MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
     // once: residual, norm, Q/K/V, attention output, FFN gate/up/down), in F32, plus one
     // row of logits.
     // (a mixture of experts' gate/up/down products are k experts wide per token)
-    const uint64_t ff = std::max<uint64_t>((uint64_t)h.n_ff, (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp);
-    const uint64_t per_token = 4ull * (4ull * (uint64_t)h.n_embd + 3ull * ff +
-                                       2ull * (uint64_t)h.head_dim * (uint64_t)(h.n_head + 2 * h.n_head_kv));
+    uint64_t ff = (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp, qkv = 0;
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+        ff = std::max<uint64_t>(ff, (uint64_t)h.n_ff_of(il));
+        qkv = std::max<uint64_t>(qkv, (uint64_t)h.head_dim_of(il) * (uint64_t)(h.n_head_of(il) + 2 * h.n_head_kv_of(il)));
+    }
+    const uint64_t per_token = 4ull * (4ull * (uint64_t)h.n_embd + 3ull * ff + 2ull * qkv +
+                                       2ull * (uint64_t)h.n_embd_per_layer * (uint64_t)h.n_layer);
     need.compute = per_token * (uint64_t)n_batch + 4ull * (uint64_t)h.n_vocab;
     return need;
 }

@@ -18,7 +18,13 @@ void read_swa_pattern(const GGUFFile& g, HParams& h, int64_t default_period) {
     h.swa_layers.assign((size_t)h.n_layer, 0);
     const GGUFValue* pattern = g.find(a + "attention.sliding_window_pattern");
     if (pattern && pattern->type == GGUFType::ARRAY) {
-        const std::vector<int64_t> flags = g.get_int_array(a + "attention.sliding_window_pattern");
+        // one flag per layer: integers, or booleans as Gemma 4's converter writes them
+        std::vector<int64_t> flags;
+        if (pattern->elem_type == GGUFType::BOOL && pattern->array_data) {
+            for (uint64_t i = 0; i < pattern->n_elems; ++i) flags.push_back(pattern->array_data[i] != 0);
+        } else {
+            flags = g.get_int_array(a + "attention.sliding_window_pattern");
+        }
         if ((int64_t)flags.size() < h.n_layer)
             fail(EMBER_ERR_FORMAT, "attention.sliding_window_pattern has fewer entries than layers");
         for (int32_t il = 0; il < h.n_layer; ++il) h.swa_layers[(size_t)il] = flags[(size_t)il] != 0;

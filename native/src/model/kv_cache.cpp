@@ -13,9 +13,9 @@ KVCache::KVCache(const HParams& h, int32_t n_ctx, int32_t n_batch) : hp_(h), n_c
         for (int kv = 0; kv < 2; ++kv) {
             Tensor* t = kv == 0 ? &k[(size_t)il] : &v[(size_t)il];
             t->type = DType::F16;
-            t->ne[0] = h.head_dim;
-            t->ne[1] = h.n_head_kv;
-            t->ne[2] = rows(il);
+            t->ne[0] = h.head_dim_of(il);
+            t->ne[1] = h.n_head_kv_of(il);
+            t->ne[2] = h.has_kv(il) ? rows(il) : 0;  // a shared-KV layer reads h.kv_layer(il)'s
             tensor_set_contiguous_strides(t);
             t->set_name(((kv == 0 ? "cache_k_l" : "cache_v_l") + std::to_string(il)).c_str());
             t->layer = il;
@@ -26,14 +26,21 @@ KVCache::KVCache(const HParams& h, int32_t n_ctx, int32_t n_batch) : hp_(h), n_c
 int32_t KVCache::rows(int32_t il) const { return hp_.is_swa(il) && swa_rows_ ? swa_rows_ : n_ctx_; }
 
 size_t KVCache::layer_bytes(int32_t il) const {
-    return align_up((size_t)hp_.head_dim * (size_t)hp_.n_head_kv * 2 * (size_t)rows(il));
+    if (!hp_.has_kv(il)) return 0;
+    return align_up((size_t)hp_.head_dim_of(il) * (size_t)hp_.n_head_kv_of(il) * 2 * (size_t)rows(il));
+}
+
+size_t KVCache::total_bytes() const {
+    size_t total = 0;
+    for (size_t il = 0; il < k.size(); ++il) total += 2 * layer_bytes((int32_t)il);
+    return total;
 }
 
 void KVCache::allocate_host(const std::function<bool(int32_t)>& on_host_fn) {
     std::vector<uint8_t> on_host(k.size());
     size_t total = 0;
     for (size_t il = 0; il < k.size(); ++il) {
-        on_host[il] = on_host_fn((int32_t)il) ? 1 : 0;
+        on_host[il] = hp_.has_kv((int32_t)il) && on_host_fn((int32_t)il) ? 1 : 0;
         if (on_host[il]) total += 2 * layer_bytes((int32_t)il);
     }
     // The CPU's caches head-major: a head's keys (and values) at consecutive positions are

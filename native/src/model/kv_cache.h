@@ -2,6 +2,8 @@
 // position p in row p % rows. Full layers have rows = n_ctx; sliding-window layers only the
 // window plus a batch (a batch's first query still sees its window after the whole batch
 // is stored), as llama.cpp's iSWA cache, which limits how far back a decode may restart.
+// Layers past HParams::n_layer_kv (Gemma 4's shared KV) have no cache of their own: their
+// tensors have no rows and no memory, and their attention reads HParams::kv_layer(il)'s.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +26,8 @@ public:
     std::vector<Tensor> k, v;  // per layer: the graphs' cache leaves
 
     int32_t rows(int32_t il) const;
-    size_t layer_bytes(int32_t il) const;  // of one of k, v (aligned)
+    size_t layer_bytes(int32_t il) const;  // of one of k, v (aligned); 0 for a shared-KV layer
+    size_t total_bytes() const;            // of every layer's k and v
     // Host memory, zeroed, for the layers where on_host(il); their caches head-major.
     void allocate_host(const std::function<bool(int32_t)>& on_host);
 

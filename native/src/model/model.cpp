@@ -116,6 +116,28 @@ int64_t uniform_int(const GGUFFile& g, const std::string& key, int64_t fallback,
     return a[0];
 }
 
+// A per-layer integer (a scalar fills every layer; an array holds one value per layer).
+std::vector<int32_t> layer_ints(const GGUFFile& g, const std::string& key, int32_t n_layer, int64_t fallback,
+                                bool required) {
+    auto checked = [&](int64_t v) {
+        if (v <= 0 || v > (1 << 24))
+            fail(EMBER_ERR_FORMAT, "metadata key '" + key + "' has an invalid value " + std::to_string(v));
+        return (int32_t)v;
+    };
+    const GGUFValue* v = g.find(key);
+    if (!v || v->type != GGUFType::ARRAY) {
+        const int64_t x = v ? g.get_int(key) : required ? g.get_int(key) : fallback;  // throws when required and missing
+        return std::vector<int32_t>((size_t)n_layer, checked(x));
+    }
+    const std::vector<int64_t> a = g.get_int_array(key);
+    if ((int64_t)a.size() != n_layer)
+        fail(EMBER_ERR_FORMAT, "metadata key '" + key + "' has " + std::to_string(a.size()) + " entries for " +
+                                   std::to_string(n_layer) + " layers");
+    std::vector<int32_t> out;
+    for (int64_t x : a) out.push_back(checked(x));
+    return out;
+}
+
 }  // namespace
 
 void Model::read_hparams() {
@@ -136,7 +158,9 @@ void Model::read_hparams() {
     hp_.n_expert = (int32_t)uniform_int(g, a + "expert_count", 0, false);
     if (hp_.n_expert < 0 || hp_.n_expert > 4096)
         fail(EMBER_ERR_FORMAT, "metadata key '" + a + "expert_count' has an invalid value " + std::to_string(hp_.n_expert));
-    hp_.n_ff = key_int("feed_forward_length", hp_.n_expert > 0 ? 1 : 0, hp_.n_expert == 0);
+    hp_.n_ff_layer = layer_ints(g, a + "feed_forward_length", hp_.n_layer, hp_.n_expert > 0 ? 1 : 0,
+                                hp_.n_expert == 0);
+    hp_.n_ff = hp_.n_ff_layer[0];
     if (hp_.n_expert > 0) {
         hp_.n_expert_used = key_int("expert_used_count", 0, true);
         if (hp_.n_expert_used > hp_.n_expert)
@@ -151,12 +175,18 @@ void Model::read_hparams() {
                                             " is not supported (1 softmax, 2 sigmoid, 3 softmax of the chosen)");
         hp_.expert_gating = (ExpertGating)gating;
     }
-    hp_.n_head = key_int("attention.head_count", 0, true);
-    hp_.n_head_kv = key_int("attention.head_count_kv", hp_.n_head, false);
+    hp_.n_head_layer = layer_ints(g, a + "attention.head_count", hp_.n_layer, 0, true);
+    hp_.n_head = hp_.n_head_layer[0];
+    hp_.n_head_kv_layer = g.find(a + "attention.head_count_kv")
+                              ? layer_ints(g, a + "attention.head_count_kv", hp_.n_layer, 0, true)
+                              : hp_.n_head_layer;
+    hp_.n_head_kv = hp_.n_head_kv_layer[0];
     hp_.n_ctx_train = key_int("context_length", 2048, false);
-    if (hp_.n_head % hp_.n_head_kv != 0)
-        fail(EMBER_ERR_FORMAT, "head_count " + std::to_string(hp_.n_head) +
-                                   " is not a multiple of head_count_kv " + std::to_string(hp_.n_head_kv));
+    for (int32_t il = 0; il < hp_.n_layer; ++il)
+        if (hp_.n_head_layer[(size_t)il] % hp_.n_head_kv_layer[(size_t)il] != 0)
+            fail(EMBER_ERR_FORMAT, "head_count " + std::to_string(hp_.n_head_layer[(size_t)il]) +
+                                       " is not a multiple of head_count_kv " +
+                                       std::to_string(hp_.n_head_kv_layer[(size_t)il]));
     hp_.head_dim = key_int("attention.key_length", hp_.n_embd / hp_.n_head, false);
     if (key_int("attention.value_length", hp_.head_dim, false) != hp_.head_dim)
         fail(EMBER_ERR_UNSUPPORTED, "key and value heads of different sizes are not supported");
@@ -198,6 +228,18 @@ void Model::read_hparams() {
     }
     hp_.rope_mode = arch_->rope;
     if (arch_->read_hparams) arch_->read_hparams(g, hp_);
+    if (!hp_.per_layer_shapes) {
+        // the family's graph runs one shape in every layer
+        const std::pair<const char*, const std::vector<int32_t>*> arrays[] = {
+            {"feed_forward_length", &hp_.n_ff_layer},
+            {"attention.head_count", &hp_.n_head_layer},
+            {"attention.head_count_kv", &hp_.n_head_kv_layer}};
+        for (const auto& [key, values] : arrays)
+            for (int32_t x : *values)
+                if (x != values->front())
+                    fail(EMBER_ERR_UNSUPPORTED, "metadata key '" + a + key +
+                                                    "' differs between layers, which Ember does not run yet");
+    }
 }
 
 Tensor* Model::weight(const std::string& name, std::initializer_list<int64_t> shape, bool required) {
@@ -253,6 +295,23 @@ Tensor* Model::layer_weight(int32_t il, const char* name, std::initializer_list<
     return weight("blk." + std::to_string(il) + "." + name + ".weight", shape, required);
 }
 
+Tensor* Model::ones(int64_t n, const char* name) {
+    for (Tensor& t : weights_)
+        if (t.op == Op::NONE && t.ne[0] == n && t.n_rows() == 1 && std::strcmp(t.name, name) == 0) return &t;
+    float* data = static_cast<float*>(aligned_malloc((size_t)n * sizeof(float)));
+    for (int64_t i = 0; i < n; ++i) data[i] = 1.0f;
+    vector_copies_.push_back(data);
+    weights_.emplace_back();
+    Tensor* t = &weights_.back();
+    t->type = DType::F32;
+    t->ne[0] = n;
+    tensor_set_contiguous_strides(t);
+    t->data = data;
+    t->set_name(name);
+    t->layer = kLayerNone;
+    return t;
+}
+
 void Model::bind_weights(const LoadOptions& opts) {
     const GGUFTensorInfo* emb = gguf_->find_tensor("token_embd.weight");
     if (!emb) fail(EMBER_ERR_FORMAT, "missing tensor 'token_embd.weight'");
@@ -276,7 +335,8 @@ void Model::bind_weights(const LoadOptions& opts) {
 void bind_attention_weights(Model& m, int32_t il) {
     const HParams& h = m.hparams();
     LayerWeights& L = m.layers[(size_t)il];
-    const int64_t n_q = (int64_t)h.head_dim * h.n_head, n_kv = (int64_t)h.head_dim * h.n_head_kv;
+    const int64_t hd = h.head_dim_of(il);
+    const int64_t n_q = hd * h.n_head_of(il), n_kv = hd * h.n_head_kv_of(il);
     L.attn_norm = m.layer_weight(il, "attn_norm", {h.n_embd});
     L.wqkv = m.layer_weight(il, "attn_qkv", {h.n_embd, n_q + 2 * n_kv}, false);
     if (!L.wqkv) {
@@ -295,9 +355,10 @@ void bind_ffn_weights(Model& m, int32_t il) {
     const HParams& h = m.hparams();
     LayerWeights& L = m.layers[(size_t)il];
     L.ffn_norm = m.layer_weight(il, "ffn_norm", {h.n_embd});
-    L.ffn_gate = m.layer_weight(il, "ffn_gate", {h.n_embd, h.n_ff});
-    L.ffn_up = m.layer_weight(il, "ffn_up", {h.n_embd, h.n_ff});
-    L.ffn_down = m.layer_weight(il, "ffn_down", {h.n_ff, h.n_embd});
+    const int64_t n_ff = h.n_ff_of(il);
+    L.ffn_gate = m.layer_weight(il, "ffn_gate", {h.n_embd, n_ff});
+    L.ffn_up = m.layer_weight(il, "ffn_up", {h.n_embd, n_ff});
+    L.ffn_down = m.layer_weight(il, "ffn_down", {n_ff, h.n_embd});
 }
 
 void bind_moe_weights(Model& m, int32_t il) {

@@ -3,6 +3,7 @@
 // architecture has, and the graph it builds, live in its family file (model/arch.h).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -67,8 +68,47 @@ struct HParams {
     // blocks of the original context's length
     float attn_temp_scale = 0.0f;
 
+    // Per-layer shapes (attention.head_count, head_count_kv and feed_forward_length may be
+    // arrays, one value per block; a scalar fills every layer). The scalars above hold layer
+    // 0's values, as llama.cpp's n_head() does. Only a family that sets per_layer_shapes runs
+    // files whose arrays differ between layers (model.cpp refuses them for the others).
+    std::vector<int32_t> n_head_layer, n_head_kv_layer, n_ff_layer;
+    bool per_layer_shapes = false;
+    // Sliding-window layers' own head size and rotated dimensions (Gemma 4:
+    // attention.key_length_swa, rope.dimension_count_swa); 0: the full layers' values.
+    int32_t head_dim_swa = 0;
+    int32_t n_rot_swa = 0;
+    // Shared KV (Gemma 4: attention.shared_kv_layers): only the first n_layer_kv blocks
+    // store keys and values; each later block attends over the cache of the last earlier
+    // block of its kind (sliding-window or full), as llama.cpp's `reuse` maps it. 0: n_layer.
+    int32_t n_layer_kv = 0;
+    // Gemma 4's per-layer token embeddings: n_embd_per_layer floats per block (0: none).
+    int32_t n_embd_per_layer = 0;
+    // Values RMS-normed (no weight) before they are stored (Gemma 4).
+    bool v_norm = false;
+
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
     bool ropes(int32_t il) const { return n_no_rope_step <= 0 || (il + 1) % n_no_rope_step != 0; }
+    int32_t n_head_of(int32_t il) const { return n_head_layer.empty() ? n_head : n_head_layer[(size_t)il]; }
+    int32_t n_head_kv_of(int32_t il) const {
+        return n_head_kv_layer.empty() ? n_head_kv : n_head_kv_layer[(size_t)il];
+    }
+    int32_t n_ff_of(int32_t il) const { return n_ff_layer.empty() ? n_ff : n_ff_layer[(size_t)il]; }
+    int32_t head_dim_of(int32_t il) const { return is_swa(il) && head_dim_swa > 0 ? head_dim_swa : head_dim; }
+    int32_t n_rot_of(int32_t il) const { return is_swa(il) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
+    bool has_kv(int32_t il) const { return n_layer_kv <= 0 || il < n_layer_kv; }
+    // The block whose cache block il attends over (il itself when it has one).
+    int32_t kv_layer(int32_t il) const {
+        if (has_kv(il)) return il;
+        return n_layer_kv - (is_swa(il) ? 2 : 1);
+    }
+    // The widest of the layers' heads, and of their query groups (n_head / n_head_kv).
+    int32_t max_head_dim() const { return std::max(head_dim, head_dim_swa); }
+    int32_t max_group() const {
+        int32_t m = 1;
+        for (int32_t il = 0; il < n_layer; ++il) m = std::max(m, n_head_of(il) / std::max(1, n_head_kv_of(il)));
+        return m;
+    }
 };
 
 // One block's weights; a family binds the ones it has (null: absent).
@@ -92,6 +132,14 @@ struct LayerWeights {
     Tensor* ffn_up = nullptr;
     Tensor* ffn_down = nullptr;
     Tensor* ffn_post_norm = nullptr;  // (gemma3)
+    // Gemma 4: the per-layer embedding's gate [n_embd, n_embd_per_layer], projection back
+    // [n_embd_per_layer, n_embd] and its norm; the block output's scalar (1: none); the
+    // V norm's weight of ones (model-wide, shared)
+    Tensor* per_layer_inp_gate = nullptr;
+    Tensor* per_layer_proj = nullptr;
+    Tensor* per_layer_post_norm = nullptr;
+    float out_scale = 1.0f;
+    Tensor* v_norm_ones = nullptr;
     // mixture of experts: the router [n_embd, n_expert] (with its bias), the experts'
     // matrices [in, out, n_expert] and their biases [out, n_expert] (gpt-oss)
     Tensor* ffn_gate_inp = nullptr;
@@ -134,6 +182,12 @@ public:
     Tensor* rope_freqs = nullptr;
     Tensor* rope_long = nullptr;
     Tensor* rope_short = nullptr;
+    // Gemma 4's per-layer token embeddings [n_embd_per_layer * n_layer, n_vocab], the
+    // projection of the input embedding to them [n_embd, n_embd_per_layer * n_layer] and
+    // its norm [n_embd_per_layer]
+    Tensor* per_layer_tok_embd = nullptr;
+    Tensor* per_layer_model_proj = nullptr;
+    Tensor* per_layer_proj_norm = nullptr;
     std::vector<LayerWeights> layers;
 
     // Binds a weight of the mapping, checking its shape and that its type can be
@@ -142,6 +196,8 @@ public:
     // The same for block il's "blk.<il>.<name>".
     Tensor* layer_weight(int32_t il, const char* name, std::initializer_list<int64_t> shape,
                          bool required = true);
+    // An F32 vector of n ones that the model owns (an RMSNorm without a weight of its own).
+    Tensor* ones(int64_t n, const char* name);
 
     // Copies of the weights on devices, shared by the contexts that offload layers.
     DeviceWeightCache& device_weights() const { return device_weights_; }
