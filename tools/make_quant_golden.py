@@ -44,8 +44,8 @@ THREADS = 2
 # every file type llama-quantize offers that Ember runs (Q3_K/Q4_K/Q5_K are its aliases
 # of the _M mixes, so they are not repeated)
 MIXES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q3_K_M",
-         "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K"]
-PURE = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q8_0"]
+         "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS"]
+PURE = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q8_0", "IQ4_NL", "IQ4_XS"]
 STARTER_MIXES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q2_K", "Q3_K_M"]
 PPL_TEXT, PPL_CTX = "essay", 128
 

@@ -109,7 +109,7 @@ def test_every_mix_and_type_is_covered_by_a_golden(synth):
     made = {t for r in runs.values() for t, _ in r["tensors"].values()}
     # each type Ember can quantize to appears in some llama-quantize output
     assert {q.F16, q.BF16, q.Q8_0, q.Q4_0, q.Q4_1, q.Q5_0, q.Q5_1, q.Q2_K, q.Q3_K, q.Q4_K,
-            q.Q5_K, q.Q6_K} <= made
+            q.Q5_K, q.Q6_K, q.IQ4_NL, q.IQ4_XS} <= made
 
 
 def test_planned_sizes_are_the_written_sizes(synth, starter_f16):
