@@ -47,6 +47,10 @@ MIXES = ["F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S"
          "Q3_K_L", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS"]
 PURE = ["Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0", "Q8_0", "IQ4_NL", "IQ4_XS"]
 STARTER_MIXES = ["Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q2_K", "Q3_K_M"]
+# on the synthetic gpt-oss file (3-D expert tensors, the layer rules by name): gpt-oss's own
+# type, and two mixes whose rules look at the expert count
+MOE_INPUT = "gpt-oss"
+MOE_MIXES = ["MXFP4_MOE", "Q4_K_M", "IQ4_XS"]
 PPL_TEXT, PPL_CTX = "essay", 128
 
 QUANT_SHAPE = arch.Family("llama", arch._vocab("llama-spm"), 32000, 256, 8, 4, 1, 768, 10000.0,
@@ -102,11 +106,11 @@ def main() -> int:
     from tools import fetch_assets, make_variants
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--llama-bin", type=Path, required=True, help="dir with llama-quantize")
-    ap.add_argument("--only", choices=["starter", "synth"], default=None)
+    ap.add_argument("--only", choices=["starter", "synth", "moe"], default=None)
     a = ap.parse_args()
     quant = str(a.llama_bin / "llama-quantize")
     inputs = {"starter": (make_variants.build_all(fetch_assets.starter_model())["F16"], STARTER_MIXES),
-              "synth": (synth_path(), MIXES)}
+              "synth": (synth_path(), MIXES), "moe": (arch.build(MOE_INPUT), MOE_MIXES)}
     for key, (src, mixes) in inputs.items():
         if a.only and key != a.only:
             continue
@@ -115,7 +119,7 @@ def main() -> int:
                "input": src.name, "input_sha256": sha256_file(src), "threads": THREADS,
                "runs": {}}
         with tempfile.TemporaryDirectory() as td:
-            jobs = [(m, False) for m in mixes] + [(m, True) for m in PURE]
+            jobs = [(m, False) for m in mixes] + [(m, True) for m in (PURE if key != "moe" else [])]
             for mix, pure in jobs:
                 dst = Path(td) / f"{mix}.gguf"
                 cmd = [quant] + (["--pure"] if pure else []) + [str(src), str(dst), mix, str(THREADS)]

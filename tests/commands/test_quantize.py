@@ -1,7 +1,7 @@
 """`ember quantize` against llama-quantize (issue 19): the same tensor types for every mix,
 the same bytes in every tensor, the same file, and the same perplexity afterwards.
 
-References: tests/golden/quant_synth.json and quant_starter.json, made by
+References: tests/golden/quant_synth.json, quant_starter.json and quant_moe.json, made by
 tools/make_quant_golden.py with llama-quantize (llama-cpp-python 0.3.36's llama.cpp, no
 importance matrix): per run the type and sha256 of every tensor's data, the file's sha256
 and size; for the starter's Q4_K_M file, llama-perplexity's PPL over essay.txt at -c 128.
@@ -51,6 +51,15 @@ def starter_f16(golden_dir, model_variants):
     return path, doc
 
 
+@pytest.fixture(scope="module")
+def moe_file(golden_dir):
+    from tools import make_arch_models
+    doc = _golden(golden_dir, "moe")
+    path = make_arch_models.build(make_quant_golden.MOE_INPUT)
+    assert file_sha256_cached(path) == doc["input_sha256"], "synthetic MoE input differs from the golden's"
+    return path, doc
+
+
 def ember_quantize(src: Path, dst: Path, run_key: str) -> tuple[int, str]:
     pure = run_key.startswith("pure ")
     mix = run_key.split()[-1]
@@ -91,6 +100,14 @@ STARTER_RUNS = make_quant_golden.STARTER_MIXES
 @pytest.mark.parametrize("run_key", SYNTH_RUNS)
 def test_synthetic_file_quantizes_byte_for_byte_as_llama_quantize(run_key, synth, tmp_path):
     path, doc = synth
+    _check_run(path, doc["runs"][run_key], run_key, tmp_path)
+
+
+@pytest.mark.parametrize("run_key", make_quant_golden.MOE_MIXES)
+def test_mixture_of_experts_file_quantizes_byte_for_byte_as_llama_quantize(run_key, moe_file, tmp_path):
+    """gpt-oss's synthetic file: MXFP4_MOE (experts MXFP4, the rest Q8_0) and mixes whose
+    rules read the layer from a 3-D expert tensor's name."""
+    path, doc = moe_file
     _check_run(path, doc["runs"][run_key], run_key, tmp_path)
 
 
