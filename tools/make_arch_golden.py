@@ -72,7 +72,7 @@ JOIN = "\n\n"
 # makes the same bytes with Ember's quantizer), llama.cpp's logits on it. The bar is the one
 # a supported family meets quantized (qwen3 Q4_K_M: NMSE 3.8e-4, no top-1 miss where
 # llama.cpp's gap >= 0.5), held here as QUANT_NMSE_BAR.
-QUANT_VARIANTS = {"qwen3moe": ["Q4_K_M"], "gpt-oss": ["Q8_0"]}
+QUANT_VARIANTS = {"qwen3moe": ["Q4_K_M"], "gpt-oss": ["Q8_0", "MXFP4_MOE"]}
 QUANT_NMSE_BAR = 1e-3
 
 
@@ -120,6 +120,24 @@ def agreement(full_logits: np.ndarray, g: dict) -> dict:
 
 def log(msg):
     print(f"[make_arch_golden {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def without_cpu_repack() -> None:
+    """llama.cpp's CPU weight repack (its extra buffer types) segfaults in llama_decode on the
+    synthetic gpt-oss files once quantized (0.3.36's tree; the F16 file runs, and so does the
+    same quantized file with the repack off). The quantized goldens since gpt-oss's MXFP4_MOE
+    are made with the plain CPU buffers, what `llama-bench --repack 0` runs: ggml's own
+    kernels on the file's layout."""
+    import llama_cpp
+    import llama_cpp.llama as high
+    default = llama_cpp.llama_model_default_params
+
+    def params():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+    llama_cpp.llama_model_default_params = params
+    high.llama_cpp.llama_model_default_params = params
 
 
 def run_llama_cpp(path: Path, family: str) -> dict:
@@ -182,6 +200,7 @@ def main(argv=None) -> int:
         quantize = os.environ.get("LLAMA_QUANTIZE", "llama-quantize")
         qmeta = arch_meta.setdefault("quantized", {})
         for fam in fams:
+            without_cpu_repack()
             for ft in QUANT_VARIANTS.get(fam, []):
                 src = make_arch_models.build(fam)
                 dst = src.with_name(f"llama-quantize-{fam}-{ft}.gguf")
@@ -191,7 +210,8 @@ def main(argv=None) -> int:
                 np.savez_compressed(npz, **st)
                 qmeta[f"{fam}-{ft}"] = {"sha256": file_sha256_cached(dst), "n_tokens": int(len(st["tokens"])),
                                         "frac_gap_ge_0.5": round(float((st["gap"] >= GAP_SURE).mean()), 4),
-                                        "made_by": "llama-quantize (llama-cpp-python 0.3.36 sdist)"}
+                                        "made_by": "llama-quantize (llama-cpp-python 0.3.36 sdist)",
+                                        "llama_cpp_cpu_repack": False}
                 log(f"wrote {npz.name}")
                 save()
         return 0
