@@ -157,6 +157,9 @@ EMBER_API ember_status ember_model_tensor_dequantize(const ember_model *model, c
 EMBER_API const char *ember_type_name(int32_t type);   /* NULL when unknown */
 EMBER_API int64_t ember_type_block_size(int32_t type); /* elements per block; 0 when unknown */
 EMBER_API int64_t ember_type_block_bytes(int32_t type);
+/* 1 when a model's weights may have this type (the engine computes with it at every ISA
+ * level), 0 for unknown types and for the ones used only inside the engine (Q8_1, Q8_K, I32). */
+EMBER_API int32_t ember_type_is_weight(int32_t type);
 /* Reference (scalar) conversions of n elements (a multiple of the block size). */
 EMBER_API ember_status ember_dequantize(int32_t type, const void *src, float *dst, int64_t n);
 EMBER_API ember_status ember_quantize(int32_t type, const float *src, void *dst, int64_t n);

@@ -320,6 +320,12 @@ int64_t ember_type_block_bytes(int32_t type) {
     return t ? t->block_bytes : 0;
 }
 
+int32_t ember_type_is_weight(int32_t type) {
+    // what the model loader admits (Model::weight): a codec to dequantize and a kernel row
+    const TypeTraits* t = type < 0 ? nullptr : type_traits((uint32_t)type);
+    return t && t->dequantize && weight_type_supported((DType)type) ? 1 : 0;
+}
+
 ember_status ember_dequantize(int32_t type, const void* src, float* dst, int64_t n) {
     return guarded(nullptr, [&] {
         const TypeTraits* t = type < 0 ? nullptr : type_traits((uint32_t)type);

@@ -33,6 +33,26 @@ def test_readme_lists_exactly_the_table():
         "run python tools/readme_archs.py --write")
 
 
+def test_readme_lists_exactly_the_weight_types():
+    """The README's weight types are the engine's: each a type a model's weights may have,
+    with its block from the type table; the types only the engine uses are not listed."""
+    from ember.engine import weight_types
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme_archs.current_block(readme, readme_archs.TYPES_BEGIN, readme_archs.TYPES_END)
+    assert block is not None, "README.md lost its generated weight-types block"
+    types = weight_types()
+    names = {name for name, _, _ in types.values()}
+    # what gguf-py's GGMLQuantizationType calls these ids, and the inference types of #46/#47
+    import gguf
+    for tid, (name, block_size, nbytes) in types.items():
+        assert gguf.GGMLQuantizationType(tid).name == name
+        assert gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(tid)] == (block_size, nbytes)
+    assert {"F32", "F16", "BF16", "Q8_0", "Q4_K", "IQ4_XS", "MXFP4"} <= names
+    assert not names & {"Q8_1", "Q8_K", "I32"}
+    assert block == readme_archs.render_types(types), (
+        "README.md's weight types differ from the engine's table: run python tools/readme_archs.py --write")
+
+
 def test_unknown_architecture_message_lists_the_table(base_spec, tmp_path):
     p = tmp_path / "martian.gguf"
     p.write_bytes(_replace_kv(base_spec(), "general.architecture", gw.STRING, "martian").to_bytes())

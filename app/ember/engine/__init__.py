@@ -3,7 +3,7 @@ Session, SamplingParams, Grammar and the errors. native.py is the one module tha
 from __future__ import annotations
 
 from .context import Context, DecodeGate
-from .dtypes import dequantize, quantize, quantize_into, type_block, type_name
+from .dtypes import dequantize, quantize, quantize_into, type_block, type_name, weight_types
 from .errors import (
     CancelledError,
     ContextFullError,
@@ -33,5 +33,5 @@ __all__ = [
     "Sampler", "SamplingParams", "Session", "TensorInfo", "UnsupportedModelError",
     "backend_devices", "default_threads", "dequantize", "quantize", "quantize_into",
     "set_default_placement", "supported_architectures", "supported_isas", "system_info",
-    "type_block", "type_name",
+    "type_block", "type_name", "weight_types",
 ]

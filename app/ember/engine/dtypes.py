@@ -16,6 +16,18 @@ def type_name(type_id: int) -> str | None:
     return name.decode() if name else None
 
 
+# GGUF's element type ids are one byte wide in practice (ggml's enum ends below 64)
+_TYPE_IDS = range(256)
+
+
+def weight_types() -> dict[int, tuple[str, int, int]]:
+    """The element types a model's weights may have: id -> (name, elements per block,
+    bytes per block), from the engine's type table."""
+    lib = native.lib()
+    return {i: (type_name(i), int(lib.ember_type_block_size(i)), int(lib.ember_type_block_bytes(i)))
+            for i in _TYPE_IDS if lib.ember_type_is_weight(i)}
+
+
 def dequantize(type_id: int, data: bytes | np.ndarray, n: int) -> np.ndarray:
     """n float32 values from the raw blocks of a GGUF element type."""
     import numpy as np

@@ -140,6 +140,7 @@ _SIGNATURES = {
     "ember_type_name": (c_char_p, [c_int32]),
     "ember_type_block_size": (c_int64, [c_int32]),
     "ember_type_block_bytes": (c_int64, [c_int32]),
+    "ember_type_is_weight": (c_int32, [c_int32]),
     "ember_dequantize": (c_int32, [c_int32, c_void_p, POINTER(c_float), c_int64]),
     "ember_quantize": (c_int32, [c_int32, POINTER(c_float), c_void_p, c_int64]),
     "ember_tokenize": (c_int32, [c_void_p, c_char_p, c_int32, c_bool, c_bool, token_p, c_int32,
