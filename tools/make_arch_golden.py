@@ -65,6 +65,7 @@ FAMILY_TEXTS = {
     "smollm3": ["code"],
     "mistral3": ["essay"],
     "gemma4": ["prose"],
+    "qwen35": ["prose"],
 }
 JOIN = "\n\n"
 

@@ -38,6 +38,10 @@ Families (``FAMILIES`` below)::
                4/.. heads, layers 4-5 reading the KV of 2-3 (no attn_k/v there), n_ff 512
                (1024 on the shared layers), per-layer embeddings of 16, layer_output_scale,
                q/k norms of mean 0.5 (attention scale 1), final soft-cap 30, tied
+    qwen35     qwen35, the real Qwen3.5 vocab (qwen35 pre-tokenizer, 151936), n_embd 256, 8 layers:
+               gated delta-net blocks 0-2 and 4-6 (2 key heads, 4 value heads of 64, conv kernel 4),
+               gated full attention at 3 and 7 (4/2 heads of 64, 16 rotated dims, M-RoPE sections
+               3/3/2), n_ff 512, tied
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
@@ -145,6 +149,24 @@ class Gemma4Layout:
 
 
 @dataclass(frozen=True)
+class Qwen35Layout:
+    """What a qwen35 file has beyond a llama-like block (llama.cpp's conversion/qwen.py
+    Qwen3_5TextModel / Qwen3NextModel and llama_model_qwen35::load_arch_tensors): gated
+    delta-net blocks (every full_attention_interval-th block, counting from 1, attends),
+    their ssm.* shapes, the attention's partial rotation and M-RoPE sections."""
+    interval: int = 4
+    d_state: int = 64          # head size of the delta rule (ssm.state_size)
+    n_k_heads: int = 2         # ssm.group_count
+    n_v_heads: int = 4         # ssm.time_step_rank
+    d_conv: int = 4            # ssm.conv_kernel
+    n_rot: int = 16            # rope.dimension_count (partial_rotary_factor 0.25 of 64)
+    sections: tuple = (3, 3, 2, 0)
+
+    def recurrent(self, il: int) -> bool:
+        return (il + 1) % self.interval != 0
+
+
+@dataclass(frozen=True)
 class Family:
     arch: str
     vocab: Callable[[], Path]
@@ -176,6 +198,7 @@ class Family:
     logit_std: float = LOGIT_STD          # std of a logit for a unit-RMS final hidden state
     qk_gain: float = 1.0                  # attn_q / attn_k std = qk_gain / sqrt(n_embd)
     gemma4: Gemma4Layout | None = None    # gemma4: the per-layer layout (see Gemma4Layout)
+    qwen35: Qwen35Layout | None = None    # qwen35: the delta-net layout (see Qwen35Layout)
     note: str = ""
 
     @property
@@ -266,6 +289,13 @@ FAMILIES: dict[str, Family] = {
                      note="blocks 0, 2, 4 sliding window 64 (heads of 32), 1, 3, 5 full (heads of 64, "
                           "proportional rope, V = K); blocks 4-5 share the KV of 2-3; per-layer "
                           "embeddings of 16; layer_output_scale; final soft-cap 30"),
+    # Qwen3.5-0.8B's block pattern in small: three gated delta-net blocks, then gated full
+    # attention, twice; the real vocabulary (qwen35 pre-tokenizer)
+    "qwen35": Family("qwen35", _vocab("qwen35"), 151936, 256, 8, 4, 2, 512, 10000000.0, 262144,
+                     1e-6, tied=True, head_dim=64, write_head_dim=True, qk_norm=True,
+                     qwen35=Qwen35Layout(),
+                     note="blocks 0-2, 4-6 gated delta-net (2/4 heads of 64, conv 4), 3 and 7 gated "
+                          "attention (16 rotated dims)"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -391,10 +421,65 @@ def gemma4_tensors(family: str) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def qwen35_tensors(family: str) -> list[tuple[str, np.ndarray]]:
+    """The tensors of a qwen35 file (llama.cpp's llama_model_qwen35::load_arch_tensors), with
+    the converter's transforms in their values: ssm_a = -exp(A_log) (A in 1..16, as the
+    release initialises A_log), dt_bias such that softplus(dt_bias) is 0.001..0.1, norms
+    with the +1 the converter adds (the delta-net's own norm without it), conv1d F32."""
+    f = FAMILIES[family]
+    Q = f.qwen35
+    E, hd = f.n_embd, f.hd
+    S, Hk, Hv = Q.d_state, Q.n_k_heads, Q.n_v_heads
+    conv_dim = 2 * S * Hk + S * Hv
+    out: list[tuple[str, np.ndarray]] = []
+
+    def mat(name, rows, cols, std=None):
+        out.append((name, matrix(family, name, rows, cols, std if std is not None else 1.0 / math.sqrt(cols))))
+
+    def norm(name, n, mean=1.0):
+        out.append((name, vector(family, name, n, NORM_STD * mean, mean)))
+
+    mat("token_embd.weight", f.n_vocab, E, EMBD_STD)
+    norm("output_norm.weight", E, f.logit_std / (EMBD_STD * math.sqrt(E)))
+    for il in range(f.n_layer):
+        p = f"blk.{il}."
+        norm(p + "attn_norm.weight", E)
+        if Q.recurrent(il):
+            mat(p + "attn_qkv.weight", conv_dim, E)
+            mat(p + "attn_gate.weight", S * Hv, E)
+            name = p + "ssm_conv1d.weight"
+            out.append((name, vector(family, name, conv_dim * Q.d_conv, 1.0 / math.sqrt(Q.d_conv))
+                        .reshape(conv_dim, Q.d_conv)))
+            name = p + "ssm_a"
+            a = uniform(family, name, Hv, 15.0 / math.sqrt(12.0), 8.5)          # A in 1..16
+            out.append((name, (-a).astype(np.float32)))
+            name = p + "ssm_dt.bias"
+            dt = np.exp(uniform(family, name, Hv, math.log(100.0) / math.sqrt(12.0), math.log(0.01)))
+            out.append((name, np.log(np.expm1(dt)).astype(np.float32)))      # softplus^-1
+            mat(p + "ssm_beta.weight", Hv, E)
+            mat(p + "ssm_alpha.weight", Hv, E)
+            norm(p + "ssm_norm.weight", S)
+            mat(p + "ssm_out.weight", E, S * Hv)
+        else:
+            mat(p + "attn_q.weight", 2 * f.n_head * hd, E)      # per head [q | gate]
+            mat(p + "attn_k.weight", f.n_head_kv * hd, E)
+            mat(p + "attn_v.weight", f.n_head_kv * hd, E)
+            norm(p + "attn_q_norm.weight", hd)
+            norm(p + "attn_k_norm.weight", hd)
+            mat(p + "attn_output.weight", E, f.n_head * hd)
+        norm(p + "post_attention_norm.weight", E)
+        mat(p + "ffn_gate.weight", f.n_ff, E)
+        mat(p + "ffn_up.weight", f.n_ff, E)
+        mat(p + "ffn_down.weight", E, f.n_ff)
+    return out
+
+
 def tensors(family: str) -> list[tuple[str, np.ndarray]]:
     f = FAMILIES[family]
     if f.gemma4 is not None:
         return gemma4_tensors(family)
+    if f.qwen35 is not None:
+        return qwen35_tensors(family)
     E, hd = f.n_embd, f.hd
     nq, nkv = f.n_head * hd, f.n_head_kv * hd
     out: list[tuple[str, np.ndarray]] = []
@@ -528,7 +613,16 @@ def write(family: str, dst: Path) -> Path:
             u32("attention.value_length", f.hd)
         f32("attention.layer_norm_rms_epsilon", f.eps)
         f32("rope.freq_base", f.rope_base)
-        u32("rope.dimension_count", f.hd)
+        Q = f.qwen35
+        u32("rope.dimension_count", f.hd if Q is None else Q.n_rot)
+        if Q is not None:   # as Qwen3NextModel / Qwen3_5TextModel.set_gguf_parameters write them
+            u32("ssm.conv_kernel", Q.d_conv)
+            u32("ssm.state_size", Q.d_state)
+            u32("ssm.group_count", Q.n_k_heads)
+            u32("ssm.time_step_rank", Q.n_v_heads)
+            u32("ssm.inner_size", Q.d_state * Q.n_v_heads)
+            u32("full_attention_interval", Q.interval)
+            w.add_array(f"{a}.rope.dimension_sections", list(Q.sections))
         if f.n_expert:
             u32("expert_count", f.n_expert)
             u32("expert_used_count", f.n_expert_used)

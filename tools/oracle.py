@@ -138,6 +138,8 @@ class HParams:
     n_embd_per_layer: int = 0          # gemma4: per-layer token embeddings' width
     v_norm: bool = False               # gemma4: V RMS-normed without a weight
     freq_factors_full_only: bool = False   # gemma4: rope_freqs on the full layers only
+    ssm: dict = field(default_factory=dict)        # qwen35: the ssm.* shapes
+    recurrent: list = field(default_factory=list)  # qwen35: per layer, a gated delta-net block
 
     def kv_layer(self, il: int) -> int:
         """llama.cpp's `reuse` for gemma4: the layer whose cache layer il reads."""
@@ -223,6 +225,21 @@ def _read_gemma4(get, hp: HParams, a: str) -> None:
     hp.freq_factors_full_only = True
 
 
+def _read_qwen35(get, hp: HParams, a: str) -> None:
+    """llama.cpp's llama_model_qwen35::load_arch_hparams: the ssm.* shapes and which blocks
+    are recurrent (attention.recurrent_layers, else every full_attention_interval-th block
+    attends); the MTP blocks after the trunk (nextn_predict_layers) are not run."""
+    hp.n_layer -= int(get(f"{a}.nextn_predict_layers", 0) or 0)
+    hp.ssm = {k: int(get(f"{a}.ssm.{k}")) for k in
+              ("conv_kernel", "inner_size", "state_size", "time_step_rank", "group_count")}
+    flags = get(f"{a}.attention.recurrent_layers")
+    if flags is not None:
+        hp.recurrent = [bool(x) for x in flags][: hp.n_layer]
+    else:
+        n = int(get(f"{a}.full_attention_interval", 4))
+        hp.recurrent = [(il + 1) % n != 0 for il in range(hp.n_layer)]
+
+
 def _read_mistral3(get, hp: HParams, a: str) -> None:
     hp.attn_temp_scale = float(get(f"{a}.attention.temperature_scale", 0.0) or 0.0)
 
@@ -260,6 +277,7 @@ FAMILIES: dict[str, Family] = {
     "gemma2": Family("neox", "gelu_tanh", "sandwich", _read_gemma2),
     "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
     "gemma4": Family("neox", "gelu_tanh", "gemma4", _read_gemma4),
+    "qwen35": Family("neox", "silu", "qwen35", _read_qwen35),
 }
 
 
@@ -543,6 +561,80 @@ class Oracle:
         s = w.get(p + "layer_output_scale.weight")
         return x if s is None else x * s[0]
 
+    def _attention_qwen35(self, il, h, pos, cache):
+        """llama.cpp's qwen35 full attention: Q projected with a gate per head ([q | gate]),
+        Q/K norms, rope on the first n_rot dims (M-RoPE with one position in every section:
+        NeoX), softmax attention, times sigmoid(gate), output projection."""
+        hp, w, p = self.hp, self.w, f"blk.{il}."
+        n, hd, nh, nkv = h.shape[0], hp.head_dim, hp.n_head, hp.n_head_kv
+        qg = self._lin(h, p + "attn_q").reshape(n, nh, 2 * hd)
+        q, gate = qg[..., :hd], qg[..., hd:]
+        k = self._lin(h, p + "attn_k").reshape(n, nkv, hd)
+        v = self._lin(h, p + "attn_v").reshape(n, nkv, hd)
+        q = self._rmsnorm(q, w[p + "attn_q_norm.weight"])
+        k = self._rmsnorm(k, w[p + "attn_k_norm.weight"])
+        cs = self._cos_sin(pos, il)
+        q, k = self._rope(q, cs), self._rope(k, cs)
+        if cache is not None:
+            k = np.concatenate([cache[il][0], k], axis=0)
+            v = np.concatenate([cache[il][1], v], axis=0)
+            cache[il][0], cache[il][1] = k, v
+        att = self._softmax_attend(q, k, v, pos, il, 1.0 / math.sqrt(hd))
+        att = att * (1.0 / (1.0 + np.exp(-gate.reshape(n, nh * hd))))
+        return self._lin(att, p + "attn_output")
+
+    def _delta_net(self, il, h, cache):
+        """llama.cpp's qwen35 gated delta-net mixer, token by token in float64: Q|K|V through
+        the causal convolution (from the cached last conv_kernel - 1 inputs) and SiLU; Q, K
+        L2-normed; per value head hv (key head hv % key heads) the state S [S_k, S_v] decays
+        by exp(softplus(alpha + dt) * A), takes the delta rule's step beta = sigmoid(.) toward
+        v, and answers S^T q / sqrt(S_k); RMS-norm per head times silu(z); output projection."""
+        hp, w, p = self.hp, self.w, f"blk.{il}."
+        n = h.shape[0]
+        K, Sd = hp.ssm["conv_kernel"], hp.ssm["state_size"]
+        Hv, Hk = hp.ssm["time_step_rank"], hp.ssm["group_count"]
+        qkv = self._lin(h, p + "attn_qkv")                      # [n, C]
+        z = self._lin(h, p + "attn_gate").reshape(n, Hv, Sd)
+        beta = 1.0 / (1.0 + np.exp(-self._lin(h, p + "ssm_beta")))
+        x = self._lin(h, p + "ssm_alpha") + w[p + "ssm_dt.bias"]
+        g = np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0)))) * w[p + "ssm_a"]
+        C = qkv.shape[1]
+        if cache is not None and cache[il][1] is not None:
+            conv_prev, S = cache[il][1], cache[il][2]
+        else:
+            conv_prev = np.zeros((K - 1, C), dtype=self.dtype)
+            S = np.zeros((Hv, Sd, Sd), dtype=self.dtype)
+        xs = np.concatenate([conv_prev, qkv], axis=0)            # [K - 1 + n, C]
+        kern = w[p + "ssm_conv1d.weight"]                         # [C, K]
+        conv = np.stack([(xs[t:t + K] * kern.T).sum(axis=0) for t in range(n)])
+        conv = _silu(conv)
+        q = conv[:, : Sd * Hk].reshape(n, Hk, Sd)
+        k = conv[:, Sd * Hk: 2 * Sd * Hk].reshape(n, Hk, Sd)
+        v = conv[:, 2 * Sd * Hk:].reshape(n, Hv, Sd)
+        l2 = lambda t: t / np.sqrt((t * t).sum(axis=-1, keepdims=True) + hp.eps)  # noqa: E731
+        q, k = l2(q), l2(k)
+        out = np.empty((n, Hv, Sd), dtype=self.dtype)
+        for t in range(n):
+            for hv in range(Hv):
+                hk = hv % Hk
+                St = S[hv] * math.exp(g[t, hv])
+                d = beta[t, hv] * (v[t, hv] - St.T @ k[t, hk])
+                St = St + np.outer(k[t, hk], d)
+                S[hv] = St
+                out[t, hv] = (St.T @ q[t, hk]) / math.sqrt(Sd)
+        if cache is not None:
+            cache[il][0] = np.zeros((cache[il][0].shape[0] + n, 0))
+            cache[il][1], cache[il][2] = xs[-(K - 1):].copy(), S
+        o = self._rmsnorm(out, w[p + "ssm_norm.weight"]) * _silu(z)
+        return self._lin(o.reshape(n, Hv * Sd), p + "ssm_out")
+
+    def _block_qwen35(self, il, x, pos, cache):
+        w, p = self.w, f"blk.{il}."
+        h = self._rmsnorm(x, w[p + "attn_norm.weight"])
+        x = x + (self._delta_net(il, h, cache) if self.hp.recurrent[il]
+                 else self._attention_qwen35(il, h, pos, cache))
+        return x + self._ffn(il, self._rmsnorm(x, w[p + "post_attention_norm.weight"]))
+
     def _moe(self, il, h):
         """llama.cpp's build_moe_ffn: qwen3moe (softmax router, the chosen renormalised) or
         gpt-oss (router bias, top k on the logits, softmax over the chosen; expert biases;
@@ -610,6 +702,8 @@ class Oracle:
                      for _ in range(2)] for il in range(hp.n_layer)]
         zk = np.zeros((0, hp.n_head_kv, hp.head_dim), dtype=self.dtype)
         zv = np.zeros((0, hp.n_head_kv, hp.head_dim_v), dtype=self.dtype)
+        if hp.recurrent:                                 # qwen35: [positions seen, conv, state]
+            return [[np.zeros((0, 0)), None, None] if r else [zk, zv] for r in hp.recurrent]
         return [[zk, zv] for _ in range(hp.n_layer)]
 
     def hidden(self, tokens, cache: list | None = None) -> np.ndarray:
@@ -629,7 +723,8 @@ class Oracle:
         self._kv_now: dict = {}
         self._per_layer = (self._per_layer_inputs(tokens, x) if "per_layer_token_embd.weight" in w
                            else None)
-        block = {"sandwich": self._block_sandwich, "gemma4": self._block_gemma4}.get(
+        block = {"sandwich": self._block_sandwich, "gemma4": self._block_gemma4,
+                 "qwen35": self._block_qwen35}.get(
             self.family.block, self._block_prenorm)
         for il in range(hp.n_layer):
             x = block(il, x, pos, cache)

@@ -254,6 +254,16 @@ EMBER_API int32_t ember_context_n_past(const ember_context *ctx);
    for models with sliding-window layers, whose caches hold only the last window plus a batch
    of positions; rewinding further than that means decoding again from position 0. */
 EMBER_API int32_t ember_context_rewind_limit(const ember_context *ctx);
+/* The latest position at or before pos (clamped to 0..n_past) a decode may start at while
+   keeping what precedes it: pos itself for plain attention caches; for sliding-window layers
+   pos or 0 (see rewind_limit); for recurrent layers (Qwen3.5's delta-net), whose state every
+   token overwrites, the live position, a snapshot's (taken after each batch of more than one
+   token, the last few kept), or 0. Decoding at another position is an error. */
+EMBER_API int32_t ember_context_restart_point(const ember_context *ctx, int32_t pos);
+/* Recurrent layers: the snapshots held now, and the bytes of one copy of their state (the
+   context keeps the live state and up to 4 snapshots); 0 for models without them. */
+EMBER_API int32_t ember_context_n_snapshots(const ember_context *ctx);
+EMBER_API uint64_t ember_context_state_bytes(const ember_context *ctx);
 /* Where the context runs, "CUDA: NVIDIA H200, 31/31 layers" or "CPU (AVX2)", and why not
    (all) on a device ("" when there is nothing to say): "CUDA: no driver". The strings live
    as long as the context. */

@@ -526,6 +526,20 @@ ember_status ember_context_read_bandwidth(ember_context* ctx, double seconds, do
 
 int32_t ember_context_rewind_limit(const ember_context* ctx) { return ctx ? ctx->ctx->rewind_limit() : 0; }
 
+int32_t ember_context_restart_point(const ember_context* ctx, int32_t pos) {
+    return ctx ? ctx->ctx->restart_point(pos) : 0;
+}
+
+int32_t ember_context_n_snapshots(const ember_context* ctx) {
+    const RecurrentState* rs = ctx ? ctx->ctx->recurrent_state() : nullptr;
+    return rs ? (int32_t)rs->snapshot_positions().size() : 0;
+}
+
+uint64_t ember_context_state_bytes(const ember_context* ctx) {
+    const RecurrentState* rs = ctx ? ctx->ctx->recurrent_state() : nullptr;
+    return rs ? (uint64_t)rs->bytes() : 0;
+}
+
 void ember_context_set_cancel_flag(ember_context* ctx, const volatile int32_t* flag) {
     if (ctx) ctx->ctx->set_cancel_flag(flag);
 }

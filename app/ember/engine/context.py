@@ -139,6 +139,22 @@ class Context:
         with sliding-window layers keep only the last window of positions in those)."""
         return int(self._lib.ember_context_rewind_limit(self._ctx)) if self._ctx else 0
 
+    def restart_point(self, pos: int) -> int:
+        """The latest position at or before pos a decode may start at and keep what precedes
+        it: pos itself with plain attention caches, else rewind_limit's rule (sliding-window
+        layers) or a recurrent-state snapshot's position (Qwen3.5), 0 at worst."""
+        return int(self._lib.ember_context_restart_point(self._ctx, int(pos))) if self._ctx else 0
+
+    @property
+    def n_snapshots(self) -> int:
+        """Recurrent-state snapshots held now (0 for models without recurrent layers)."""
+        return int(self._lib.ember_context_n_snapshots(self._ctx)) if self._ctx else 0
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of one copy of the recurrent layers' state (0 without them)."""
+        return int(self._lib.ember_context_state_bytes(self._ctx)) if self._ctx else 0
+
     def set_profiling(self, on: bool) -> None:
         """Per-op timing of the decodes that follow (on resets the counts)."""
         self._lib.ember_context_set_profiling(self._handle(), on)

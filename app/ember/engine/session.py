@@ -44,8 +44,9 @@ class Session:
             limit = min(len(cached), len(ids) - 1)  # always evaluate at least the last token
             while common < limit and cached[common] == ids[common]:
                 common += 1
-            if common < ctx.rewind_limit:
-                common = 0  # the sliding-window layers no longer hold what precedes it
+            # the latest position the memories can restart at: the sliding-window layers may
+            # no longer hold what precedes common, a recurrent state only its snapshots
+            common = ctx.restart_point(common)
         del cached[common:]
         try:
             ctx.decode(ids[common:], common)

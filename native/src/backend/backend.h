@@ -19,7 +19,7 @@
 namespace ember {
 
 // Bumped whenever this table, Tensor, Op or the meaning of an op's parameters changes.
-constexpr uint32_t kBackendAbiVersion = 2;  // 2: six sources, Tensor::layer
+constexpr uint32_t kBackendAbiVersion = 3;  // 2: six sources, Tensor::layer; 3: recurrent ops, sigmoid GLU
 
 struct BackendDeviceInfo {
     char name[128];         // "NVIDIA H200"

@@ -195,6 +195,43 @@ Tensor* Graph::moe_sum(Tensor* y, Tensor* weights) {
     return new_op(Op::MOE_SUM, DType::F32, ne, {y, weights});
 }
 
+Tensor* Graph::ssm_conv(Tensor* x, Tensor* w, Tensor* state, bool silu) {
+    check(x->type == DType::F32 && state->type == DType::F32, "ssm_conv wants F32 inputs and state");
+    check(w->type == DType::F32 || w->type == DType::F16, "ssm_conv kernel must be F32 or F16");
+    check(x->ne[2] == 1 && x->ne[3] == 1 && x->nb[0] == sizeof(float), "ssm_conv input [C, N]");
+    const int64_t C = x->ne[0], K = w->ne[0];
+    check(K >= 2 && w->ne[1] == C && w->ne[2] == 1, "ssm_conv kernel shape");
+    check(state->ne[0] == K - 1 && state->ne[1] == C && state->n_elements() == (K - 1) * C, "ssm_conv state shape");
+    Tensor* t = new_op(Op::SSM_CONV, DType::F32, x->ne, {x, w, state});
+    t->iparams[0] = silu ? 1 : 0;
+    return t;
+}
+
+Tensor* Graph::gdn_gates(Tensor* alpha, Tensor* beta, Tensor* dt_bias, Tensor* a) {
+    for (Tensor* s : {alpha, beta, dt_bias, a}) check(s->type == DType::F32, "gdn_gates wants F32");
+    const int64_t H = alpha->ne[0], N = alpha->ne[1];
+    check(beta->ne[0] == H && beta->ne[1] == N && alpha->ne[2] == 1 && beta->ne[2] == 1, "gdn_gates shapes");
+    check(dt_bias->n_elements() == H && a->n_elements() == H, "gdn_gates: dt bias and A, one per head");
+    const int64_t ne[4] = {2, H, N, 1};
+    return new_op(Op::GDN_GATES, DType::F32, ne, {alpha, beta, dt_bias, a});
+}
+
+Tensor* Graph::delta_net(Tensor* q, Tensor* k, Tensor* v, Tensor* gates, Tensor* state, bool l2_norm, float eps) {
+    for (Tensor* s : {q, k, v, gates, state}) check(s->type == DType::F32, "delta_net wants F32");
+    const int64_t S = v->ne[0], H = v->ne[1], N = v->ne[2], Hk = q->ne[1];
+    check(q->ne[0] == S && k->ne[0] == S && k->ne[1] == Hk && q->ne[2] == N && k->ne[2] == N, "delta_net q/k shapes");
+    check(Hk > 0 && H % Hk == 0, "delta_net: value heads must be a multiple of key heads");
+    check(q->nb[0] == sizeof(float) && k->nb[0] == sizeof(float) && v->nb[0] == sizeof(float), "delta_net rows");
+    check(gates->ne[0] == 2 && gates->ne[1] == H && gates->ne[2] == N, "delta_net gates shape");
+    check(state->ne[0] == S && state->ne[1] == S && state->ne[2] == H && state->n_elements() == S * S * H,
+          "delta_net state shape");
+    const int64_t ne[4] = {S, H, N, 1};
+    Tensor* t = new_op(Op::DELTA_NET, DType::F32, ne, {q, k, v, gates, state});
+    t->iparams[0] = l2_norm ? 1 : 0;
+    t->fparams[0] = eps;
+    return t;
+}
+
 Tensor* Graph::add(Tensor* a, Tensor* b) {
     check(a->type == DType::F32 && b->type == DType::F32, "add wants F32");
     check(a->ne[0] == b->ne[0] && (b->n_rows() == 1 || b->n_rows() == a->n_rows()), "add shapes");

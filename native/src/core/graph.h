@@ -80,6 +80,20 @@ public:
     // sum over j of weights[j, t] * y[:, j, t] -> [M, N]
     Tensor* moe_sum(Tensor* y, Tensor* weights);
 
+    // Recurrent layers (DESIGN.md, "recurrent state"). state leaves are overwritten with
+    // the state after the batch's last token.
+    // Causal depthwise convolution over time of x [C, N] with kernel w [K, C], continuing
+    // from state [K - 1, C]; silu: SiLU of the result.
+    Tensor* ssm_conv(Tensor* x, Tensor* w, Tensor* state, bool silu);
+    // The gated delta rule's gates per head and token from alpha, beta [H, N] and the
+    // layer's dt bias and A [H]: [2, H, N] = (softplus(alpha + dt) * A, sigmoid(beta)).
+    Tensor* gdn_gates(Tensor* alpha, Tensor* beta, Tensor* dt_bias, Tensor* a);
+    // The gated delta rule over the batch's tokens in order, from and into state [S, S, H]:
+    // per value head h with key head h % Hk, S <- exp(g) S; S += k (beta (v - S^T k))^T;
+    // out = S^T q / sqrt(S). q, k [S, Hk, N], v [S, H, N]; l2_norm: q and k L2-normed
+    // first (eps as llama.cpp's: x / sqrt(sum x^2 + eps)). -> [S, H, N].
+    Tensor* delta_net(Tensor* q, Tensor* k, Tensor* v, Tensor* gates, Tensor* state, bool l2_norm, float eps);
+
     // ---- planning -------------------------------------------------------------
     // Orders the nodes reachable from outputs and plans the intermediate buffer.
     void finalize(const std::vector<Tensor*>& outputs);

@@ -52,6 +52,9 @@ const char* op_name(Op op) {
         case Op::MOE_WEIGHTS: return "moe_weights";
         case Op::MUL_MAT_ID: return "mul_mat_id";
         case Op::MOE_SUM: return "moe_sum";
+        case Op::SSM_CONV: return "ssm_conv";
+        case Op::GDN_GATES: return "gdn_gates";
+        case Op::DELTA_NET: return "delta_net";
         case Op::COUNT: break;
     }
     return "other";

@@ -37,15 +37,30 @@ enum class Op : int32_t {
                     // for all of a token's experts, or one per expert), src[2] I32 ids [k, N],
                     // src[3] optional F32 biases [M, n_expert] -> F32 [M, k, N]
     MOE_SUM,        // src[0] F32 [M, k, N], src[1] F32 weights [k, N] -> F32 [M, N], the weighted sum
+    // Recurrent layers (Graph::ssm_conv and the two after it; DESIGN.md, "recurrent state").
+    // Both stateful ops read their layer's state leaf and overwrite it with the state after
+    // the batch's last token: the leaf is written, as KV_STORE writes its caches.
+    SSM_CONV,       // causal depthwise convolution: src[0] x F32 [C, N] (rows may be strided),
+                    // src[1] kernel [K, C] (F32 or F16), src[2] state F32 [K - 1, C] (the
+                    // previous K - 1 inputs per channel) -> F32 [C, N]; iparams[0] 1: SiLU after
+    GDN_GATES,      // the gated delta rule's per-head gates: src[0] alpha F32 [H, N], src[1] beta
+                    // F32 [H, N], src[2] dt bias F32 [H], src[3] A F32 [H] -> F32 [2, H, N]:
+                    // (softplus(alpha + dt) * A, sigmoid(beta)) per head and token
+    DELTA_NET,      // the gated delta rule: src[0] q, src[1] k F32 [S, Hk, N], src[2] v F32
+                    // [S, H, N] (strided views), src[3] GDN_GATES [2, H, N], src[4] state F32
+                    // [S, S, H] (head h's matrix transposed: row j holds column j) -> F32
+                    // [S, H, N]; value head h reads key head h % Hk; iparams[0] 1: q and k
+                    // L2-normed first (fparams[0] eps); the output is scaled by 1/sqrt(S)
     COUNT
 };
 
 enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
 
 // The gate's activation in a gated feed-forward (GLU) op.
+// SIGMOID: sigmoid(gate) * up (Qwen3.5's gated attention output).
 // SWIGLU_OAI: gpt-oss's clamped SwiGLU, min(g, limit) * sigmoid(alpha min(g, limit)) *
 // (clamp(u, -limit, limit) + 1), fparams[0] alpha, [1] limit.
-enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2 };
+enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2, SIGMOID = 3 };
 
 // How a mixture-of-experts router turns its logits into the chosen experts' weights
 // (llama.cpp's llama_expert_gating_func_type values, as GGUF's expert_gating_func key holds

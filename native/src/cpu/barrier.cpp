@@ -61,6 +61,9 @@ std::vector<uint8_t> barrier_plan(const Graph& graph, Isa isa) {
         } else if (t->data) {
             writes.push_back(extent(t));
         }
+        // the recurrent ops overwrite their state leaf as well
+        if (t->op == Op::SSM_CONV) writes.push_back(extent(t->src[2]));
+        if (t->op == Op::DELTA_NET) writes.push_back(extent(t->src[4]));
         for (const ByteRange& r : reads)
             for (const ByteRange& w : written) need |= r.overlaps(w);  // aliasing views
         for (const ByteRange& w : writes) {

@@ -290,6 +290,7 @@ const AttentionKernels& attention_kernels(Isa isa) {
             scalar.scores = attn_scores;
             scalar.accumulate = attn_accumulate;
             scalar.swiglu = swiglu_f32;
+            scalar.delta_step = delta_step_f32;
             avx2 = scalar;
             register_avx2_attention(avx2);
             avx512 = avx2;

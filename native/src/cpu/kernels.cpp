@@ -52,6 +52,17 @@ void swiglu_f32(const float* g, const float* u, float* y, int64_t n) {
     for (int64_t k = 0; k < n; ++k) y[k] = (g[k] / (1.0f + std::exp(-g[k]))) * u[k];
 }
 
+void delta_step_f32(float* M, const float* k, const float* q, const float* v, float decay, float beta, float scale,
+                    float* out, int64_t S) {
+    for (int64_t j = 0; j < S; ++j) {
+        float* m = M + j * S;
+        for (int64_t i = 0; i < S; ++i) m[i] *= decay;
+        const float d = (v[j] - dot_f32(m, k, S)) * beta;
+        for (int64_t i = 0; i < S; ++i) m[i] += d * k[i];
+        out[j] = dot_f32(m, q, S) * scale;
+    }
+}
+
 float exp_sub_sum(float* s, int64_t n, float max) {
     float sum = 0.0f;
     for (int64_t i = 0; i < n; ++i) {

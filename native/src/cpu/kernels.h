@@ -177,6 +177,11 @@ struct AttentionKernels {
                        size_t ldw, int64_t nk, int64_t d) = nullptr;
     // y = silu(g) * u over n elements (the gated FFN's activation)
     void (*swiglu)(const float* g, const float* u, float* y, int64_t n) = nullptr;
+    // One token of the gated delta rule on one head's state M (S x S floats, row j holding
+    // column j of the state matrix): per row j, M[j] *= decay; d = beta * (v[j] - M[j].k);
+    // M[j] += d k; out[j] = scale * M[j].q (recurrent.cpp: DELTA_NET).
+    void (*delta_step)(float* M, const float* k, const float* q, const float* v, float decay, float beta,
+                       float scale, float* out, int64_t S) = nullptr;
 };
 const AttentionKernels& attention_kernels(Isa isa);
 void register_avx2_attention(AttentionKernels& k);  // no change when built without AVX2
@@ -189,6 +194,8 @@ float dot_f32_f16(const float* a, const uint16_t* b, int64_t n);
 void axpy_f16(float* y, const uint16_t* x, float a, int64_t n);
 float exp_sub_sum(float* s, int64_t n, float max);
 void swiglu_f32(const float* g, const float* u, float* y, int64_t n);
+void delta_step_f32(float* M, const float* k, const float* q, const float* v, float decay, float beta, float scale,
+                    float* out, int64_t S);
 void attn_scores(const float* q, size_t qs, int G, const uint16_t* k, size_t stride, int64_t nk, int64_t d,
                  float scale, float* out, size_t ldo);
 void attn_accumulate(float* acc, size_t as, int G, const uint16_t* v, size_t stride, const float* w, size_t ldw,

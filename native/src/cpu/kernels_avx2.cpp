@@ -1936,6 +1936,61 @@ void swiglu_avx2(const float* g, const float* u, float* y, int64_t n) {
     for (; k < n; ++k) y[k] = (g[k] / (1.0f + std::exp(-g[k]))) * u[k];
 }
 
+// The gated delta rule's token step (AttentionKernels::delta_step): two passes over each
+// state row, both in L1 (a row is S floats): decay and M.k, then the update and M.q.
+void delta_step_avx2(float* M, const float* k, const float* q, const float* v, float decay, float beta, float scale,
+                     float* out, int64_t S) {
+    const int64_t S8 = S / 8 * 8;
+    const __m256 e = _mm256_set1_ps(decay);
+    for (int64_t j = 0; j < S; ++j) {
+        float* m = M + j * S;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        int64_t i = 0;
+        for (; i + 16 <= S8; i += 16) {
+            const __m256 m0 = _mm256_mul_ps(_mm256_loadu_ps(m + i), e);
+            const __m256 m1 = _mm256_mul_ps(_mm256_loadu_ps(m + i + 8), e);
+            _mm256_storeu_ps(m + i, m0);
+            _mm256_storeu_ps(m + i + 8, m1);
+            a0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(k + i), a0);
+            a1 = _mm256_fmadd_ps(m1, _mm256_loadu_ps(k + i + 8), a1);
+        }
+        for (; i < S8; i += 8) {
+            const __m256 m0 = _mm256_mul_ps(_mm256_loadu_ps(m + i), e);
+            _mm256_storeu_ps(m + i, m0);
+            a0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(k + i), a0);
+        }
+        float sk = hsum(_mm256_add_ps(a0, a1));
+        for (; i < S; ++i) {
+            m[i] *= decay;
+            sk += m[i] * k[i];
+        }
+        const float d = (v[j] - sk) * beta;
+        const __m256 dv = _mm256_set1_ps(d);
+        a0 = _mm256_setzero_ps();
+        a1 = _mm256_setzero_ps();
+        i = 0;
+        for (; i + 16 <= S8; i += 16) {
+            const __m256 m0 = _mm256_fmadd_ps(dv, _mm256_loadu_ps(k + i), _mm256_loadu_ps(m + i));
+            const __m256 m1 = _mm256_fmadd_ps(dv, _mm256_loadu_ps(k + i + 8), _mm256_loadu_ps(m + i + 8));
+            _mm256_storeu_ps(m + i, m0);
+            _mm256_storeu_ps(m + i + 8, m1);
+            a0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(q + i), a0);
+            a1 = _mm256_fmadd_ps(m1, _mm256_loadu_ps(q + i + 8), a1);
+        }
+        for (; i < S8; i += 8) {
+            const __m256 m0 = _mm256_fmadd_ps(dv, _mm256_loadu_ps(k + i), _mm256_loadu_ps(m + i));
+            _mm256_storeu_ps(m + i, m0);
+            a0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(q + i), a0);
+        }
+        float sq = hsum(_mm256_add_ps(a0, a1));
+        for (; i < S; ++i) {
+            m[i] += d * k[i];
+            sq += m[i] * q[i];
+        }
+        out[j] = sq * scale;
+    }
+}
+
 float exp_sub_sum_avx2(float* s, int64_t n, float max) {
     const __m256 m = _mm256_set1_ps(max);
     __m256 acc = _mm256_setzero_ps();
@@ -1968,6 +2023,7 @@ void register_avx2_attention(AttentionKernels& k) {
     k.scores = attn_scores_avx2;
     k.accumulate = attn_accumulate_avx2;
     k.swiglu = swiglu_avx2;
+    k.delta_step = delta_step_avx2;
 }
 
 void register_avx2_kernels(KernelTable& t) {

@@ -127,6 +127,8 @@ void op_glu(const Tensor* t, int ith, int nth, Isa isa) {
         float* yi = row_at<float>(t, i);
         if (act == Activation::SILU) {
             swiglu(gi, ui, yi, n);
+        } else if (act == Activation::SIGMOID) {
+            for (int64_t k = 0; k < n; ++k) yi[k] = ui[k] * (1.0f / (1.0f + std::exp(-gi[k])));
         } else if (act == Activation::SWIGLU_OAI) {
             const float alpha = t->fparams[0], limit = t->fparams[1];
             for (int64_t k = 0; k < n; ++k) {
@@ -466,6 +468,9 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::MOE_WEIGHTS: op_moe_weights(t, ith, nth); return;
         case Op::MUL_MAT_ID: op_mul_mat_id(t, p); return;
         case Op::MOE_SUM: op_moe_sum(t, ith, nth); return;
+        case Op::SSM_CONV: op_ssm_conv(t, ith, nth); return;
+        case Op::GDN_GATES: op_gdn_gates(t, ith, nth); return;
+        case Op::DELTA_NET: op_delta_net(t, p); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));

@@ -119,6 +119,10 @@ void op_moe_weights(const Tensor* t, int ith, int nth);
 void op_mul_mat_id(const Tensor* t, ComputeParams& p);
 void op_moe_sum(const Tensor* t, int ith, int nth);
 size_t mul_mat_id_work_size(const Tensor* t, Isa isa, int n_threads);
+// The recurrent-layer ops (cpu/recurrent.cpp).
+void op_ssm_conv(const Tensor* t, int ith, int nth);
+void op_gdn_gates(const Tensor* t, int ith, int nth);
+void op_delta_net(const Tensor* t, ComputeParams& p);
 // Whether a MUL_MAT node converts its activations into the work buffer, given what the
 // previous product left there (updated in converted / converted_type): op_mul_mat's
 // decision, which the barrier plan mirrors.

@@ -536,8 +536,9 @@ bool cu_supports(int, const Tensor* t) {
             return weight_type_ok(t->src[0]->type) && t->src[0]->ne[0] % block_elems(t->src[0]->type) == 0;
         case Op::RMS_NORM_MUL:
         case Op::ADD:
-        case Op::GLU:  // SiLU and GELU; gpt-oss's clamped SwiGLU stays on the CPU
-            return t->iparams[0] != (int32_t)Activation::SWIGLU_OAI && rows_contiguous_f32(t->src[0]) &&
+        case Op::GLU:  // SiLU and GELU; gpt-oss's clamped SwiGLU and the sigmoid gate stay on the CPU
+            return (t->iparams[0] == (int32_t)Activation::SILU || t->iparams[0] == (int32_t)Activation::GELU_TANH) &&
+                   rows_contiguous_f32(t->src[0]) &&
                    rows_contiguous_f32(t);
         case Op::SCALE:
             return rows_contiguous_f32(t->src[0]) && rows_contiguous_f32(t);

@@ -29,6 +29,8 @@ const ArchSpec kArchs[] = {
      gemma3_read_hparams, nullptr,            gemma3_bind_layer, gemma3_build_graph},
     {"gemma4", "Gemma 4 (dense: E2B, E4B, 31B; text)", RopeMode::NEOX,
      gemma4_read_hparams, gemma4_bind_model,  gemma4_bind_layer, gemma4_build_graph},
+    {"qwen35", "Qwen3.5, Qwen3.6 (dense: 0.8B-27B; text)", RopeMode::NEOX,
+     qwen35_read_hparams, nullptr,            qwen35_bind_layer, qwen35_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
      phi3_read_hparams,   phi3_bind_model,    phi3_bind_layer,   llama_build_graph},
 };

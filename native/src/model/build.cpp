@@ -24,9 +24,10 @@ Tensor* last_token(Graph& g, Tensor* t) {
 
 }  // namespace
 
-GraphBuilder::GraphBuilder(const Model& m, KVCache& kv, BatchGraph& bg, int32_t n_tokens, Outputs outputs,
-                           int32_t n_ctx, void* in_tokens, void* in_pos)
-    : model(m), hp(m.hparams()), g(bg.graph), kv_(kv), bg_(bg), n_tokens_(n_tokens), outputs_(outputs), n_ctx_(n_ctx) {
+GraphBuilder::GraphBuilder(const Model& m, KVCache& kv, RecurrentState* rs, BatchGraph& bg, int32_t n_tokens,
+                           Outputs outputs, int32_t n_ctx, void* in_tokens, void* in_pos)
+    : model(m), hp(m.hparams()), g(bg.graph), kv_(kv), rs_(rs), bg_(bg), n_tokens_(n_tokens), outputs_(outputs),
+      n_ctx_(n_ctx) {
     bg.tokens = g.leaf(DType::I32, n_tokens, 1, 1, 1, in_tokens, "inp_tokens");
     bg.pos = g.leaf(DType::I32, n_tokens, 1, 1, 1, in_pos, "inp_pos");
 }
@@ -90,9 +91,9 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         k = name(rope ? g.rope(k, bg_.pos, rp, rope_factors) : k, "Kcur", il);
         name(v, "Vcur", il);
         stored_[(size_t)il] = g.kv_store(k, v, &kv_.k[(size_t)il], &kv_.v[(size_t)il], bg_.pos);
-        // the last block that stores: from there on a batch that only fills the cache is done
-        const int32_t last_kv = hp.n_layer_kv > 0 ? hp.n_layer_kv - 1 : hp.n_layer - 1;
-        if (il == last_kv && outputs_ == Outputs::NONE) {
+        // the last block that stores (keys and values, or a recurrent state): from there on
+        // a batch that only fills the memories is done
+        if (il == hp.last_stateful_layer() && outputs_ == Outputs::NONE) {
             g.finalize({stored_[(size_t)il]});
             return nullptr;
         }
@@ -110,10 +111,21 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
         const size_t nb[4] = {sizeof(int32_t), sizeof(int32_t), sizeof(int32_t), sizeof(int32_t)};
         pos = g.view(bg_.pos, ne, nb, (size_t)(N - 1) * sizeof(int32_t));
     }
+    Tensor* gate = nullptr;  // attn_q_gate: sigmoid(gate) scales the attention's output
     if (!q) {
         q = g.mul_mat(L.wq, cur);
         if (L.bq) q = g.add(q, L.bq);
-        q = g.reshape(q, hd, n_head, cur->ne[1]);
+        if (hp.attn_q_gate) {
+            // per head [q | gate], hd floats each
+            const int64_t n = cur->ne[1];
+            const int64_t ne[4] = {hd, n_head, n, 1};
+            const size_t nb[4] = {sizeof(float), 2 * (size_t)hd * sizeof(float), q->nb[1], q->nb[1] * (size_t)n};
+            Tensor* full = q;
+            q = g.view(full, ne, nb, 0);
+            gate = g.view(full, ne, nb, (size_t)hd * sizeof(float));
+        } else {
+            q = g.reshape(q, hd, n_head, cur->ne[1]);
+        }
     }
     if (L.q_norm) q = name(norm(q, L.q_norm), "Qcur_normed", il);
     RopeParams rq = rp;
@@ -124,6 +136,11 @@ Tensor* GraphBuilder::attention(int32_t il, Tensor* cur, Tensor*& residual, Tens
     Tensor* attn = g.attention(q, &kv_.k[(size_t)src], &kv_.v[(size_t)src], pos, stored, scale,
                                hp.is_swa(il) ? hp.n_swa : 0, hp.attn_softcap, L.attn_sinks);
     name(attn, "kqv_out", il);
+    if (gate) {
+        const int64_t n = attn->ne[1];
+        attn = g.glu(gate, g.reshape(attn, hd, n_head, n), Activation::SIGMOID);
+        attn = name(g.reshape(attn, hd * n_head, n), "attn_gated", il);
+    }
     Tensor* out = g.mul_mat(L.wo, attn);
     if (L.bo) out = g.add(out, L.bo);
     return name(out, "attn_out", il);

@@ -13,8 +13,8 @@ namespace ember {
 
 class GraphBuilder {
 public:
-    GraphBuilder(const Model& model, KVCache& kv, BatchGraph& bg, int32_t n_tokens, Outputs outputs, int32_t n_ctx,
-                 void* in_tokens, void* in_pos);
+    GraphBuilder(const Model& model, KVCache& kv, RecurrentState* rs, BatchGraph& bg, int32_t n_tokens, Outputs outputs,
+                 int32_t n_ctx, void* in_tokens, void* in_pos);
 
     const Model& model;
     const HParams& hp;
@@ -54,9 +54,16 @@ public:
     Tensor* moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il);
     // Final norm, output head (soft-capped where the model says so); finishes the graph.
     void output(Tensor* x);
+    // A recurrent block's state leaves (model/recurrent_state.h): the convolution's and
+    // the delta rule's.
+    Tensor* conv_state(int32_t il) const { return &rs_->conv[(size_t)il]; }
+    Tensor* ssm_state(int32_t il) const { return &rs_->ssm[(size_t)il]; }
+    int64_t n_tokens() const { return n_tokens_; }
+    Outputs outputs() const { return outputs_; }
 
 private:
     KVCache& kv_;
+    RecurrentState* rs_;
     BatchGraph& bg_;
     int64_t n_tokens_;
     Outputs outputs_;

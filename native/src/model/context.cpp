@@ -52,6 +52,10 @@ Context::Context(const Model& model, const ContextOptions& opts)
     // The KV cache's shapes first (the graphs refer to them), its memory once the layers
     // are placed: one host allocation for the CPU's layers, the device's own for the rest.
     memories_.push_back(&kv_);
+    if (h.has_recurrent()) {
+        rs_ = std::make_unique<RecurrentState>(h, RecurrentState::kDefaultSnapshots);
+        memories_.push_back(rs_.get());
+    }
     in_tokens_.resize((size_t)n_batch_);
     in_pos_.resize((size_t)n_batch_);
 
@@ -66,7 +70,7 @@ Context::Context(const Model& model, const ContextOptions& opts)
         if (offload_ && offload_->layer_on_device(il)) continue;
         const LayerWeights& L = model.layers[(size_t)il];
         for (Tensor* t : {L.wq, L.wk, L.wv, L.wqkv, L.wo, L.ffn_gate, L.ffn_up, L.ffn_down, L.per_layer_inp_gate,
-                          L.per_layer_proj})
+                          L.per_layer_proj, L.ssm_in, L.ssm_z, L.ssm_beta, L.ssm_alpha, L.ssm_out})
             cpu.push_back(t);
     }
     if (model.per_layer_model_proj) cpu.push_back(model.per_layer_model_proj);
@@ -78,7 +82,7 @@ Context::~Context() { model_.close_context(); }
 
 std::unique_ptr<BatchGraph> Context::build(int32_t n_tokens, Outputs outputs) {
     auto bg = std::make_unique<BatchGraph>();
-    GraphBuilder builder(model_, kv_, *bg, n_tokens, outputs, n_ctx_, in_tokens_.data(), in_pos_.data());
+    GraphBuilder builder(model_, kv_, rs_.get(), *bg, n_tokens, outputs, n_ctx_, in_tokens_.data(), in_pos_.data());
     model_.arch().build_graph(builder);
     return bg;
 }
@@ -91,6 +95,12 @@ void Context::place(const ContextOptions& opts) {
     DeviceChoice choice = choose_devices(opts.backend);
     if (opts.n_gpu_layers < -1) fail(EMBER_ERR_INVALID_ARGUMENT, "n_gpu_layers must be -1 (auto) or >= 0");
     if (choice.name == "cpu") return;
+    if (model_.hparams().has_recurrent()) {
+        // the recurrent ops and their state have no device kernels yet
+        if (!choice.candidates.empty())
+            placement_.note = "the recurrent (delta-net) layers of " + model_.hparams().arch + " run on the CPU only";
+        return;
+    }
     if (opts.n_gpu_layers == 0) {
         if (!choice.candidates.empty()) placement_.note = "no layers offloaded (0 GPU layers asked for)";
         return;
@@ -276,6 +286,10 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
         fail(EMBER_ERR_INVALID_ARGUMENT, "position " + std::to_string(pos0) +
                                              " is before the sliding-window cache's reach (" +
                                              std::to_string(rewind_limit()) + "); decode again from 0");
+    if (restart_point(pos0) != pos0)
+        fail(EMBER_ERR_INVALID_ARGUMENT, "position " + std::to_string(pos0) +
+                                             " has no recurrent-state snapshot; decode again from " +
+                                             std::to_string(restart_point(pos0)) + " (ember_context_restart_point)");
     if ((int64_t)pos0 + n_tokens > n_ctx_)
         fail(EMBER_ERR_CONTEXT_FULL, "context is full: " + std::to_string(pos0) + " + " +
                                          std::to_string(n_tokens) + " tokens exceed n_ctx = " +
@@ -293,7 +307,13 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
     n_past_ = pos0;  // positions >= pos0 are overwritten from here on
 
     for (int32_t done = 0; done < n_tokens;) {
-        const int32_t n = std::min(n_batch_, n_tokens - done);
+        int32_t n = std::min(n_batch_, n_tokens - done);
+        // Recurrent layers: a prompt's last token runs on its own, so that a snapshot of the
+        // state before it is kept: regenerating the reply, which re-evaluates the prompt's
+        // last token for its logits, restarts there (model/recurrent_state.h).
+        const bool prompt = rs_ && n_tokens > 1;
+        if (prompt && n > 1 && done + n == n_tokens) --n;
+        const bool keep = prompt && done + n < n_tokens;
         const bool last_chunk = done + n == n_tokens;
         const Outputs outs = all_logits ? Outputs::ALL : last_chunk ? Outputs::LAST : Outputs::NONE;
         BatchGraph& bg = graph_for(n, outs);
@@ -315,8 +335,19 @@ void Context::decode(const int32_t* tokens, int32_t n_tokens, int32_t pos0, bool
                 std::memcpy(dst + r * n_vocab, bg.logits->row<float>(r), (size_t)n_vocab * sizeof(float));
             n_logits_ += (int32_t)rows;
         }
+        for (LayerMemory* m : memories_) m->stored(pos0 + done, n, keep);
         done += n;
         n_past_ = pos0 + done;
+    }
+}
+
+int32_t Context::restart_point(int32_t pos) const {
+    pos = std::max(0, std::min(pos, n_past_));
+    for (;;) {  // the latest position every memory accepts: each step only moves down
+        int32_t q = pos;
+        for (const LayerMemory* m : memories_) q = std::min(q, m->restart_point(q));
+        if (q == pos) return q;
+        pos = q;
     }
 }
 

@@ -14,6 +14,7 @@
 #include "core/graph.h"
 #include "cpu/ops.h"
 #include "model/kv_cache.h"
+#include "model/recurrent_state.h"
 #include "model/model.h"
 
 namespace ember {
@@ -62,6 +63,11 @@ public:
     int32_t n_ctx() const { return n_ctx_; }
     int32_t n_past() const { return n_past_; }
     int32_t rewind_limit() const;
+    // The latest position at or before pos (clamped to 0..n_past) from which a decode may
+    // start and keep what precedes it: any from rewind_limit() on for attention caches, a
+    // snapshot's or the live position for recurrent layers, 0 always (model/memory.h).
+    int32_t restart_point(int32_t pos) const;
+    const RecurrentState* recurrent_state() const { return rs_.get(); }
     void set_cancel_flag(const volatile int32_t* flag) { cancel_ = flag; }
 
     // Throws ember::Error; on failure n_past() tells how much of the cache is valid.
@@ -93,7 +99,8 @@ private:
     int32_t n_past_ = 0;
     const volatile int32_t* cancel_ = nullptr;
     KVCache kv_;
-    std::vector<LayerMemory*> memories_;  // what the context keeps between decodes: kv_
+    std::unique_ptr<RecurrentState> rs_;   // null: no recurrent layers
+    std::vector<LayerMemory*> memories_;  // what the context keeps between decodes: kv_, rs_
     CpuBackend backend_;
     std::map<std::pair<int32_t, int>, std::unique_ptr<BatchGraph>> graphs_;
     AlignedBuffer compute_buffer_;

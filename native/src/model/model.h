@@ -86,6 +86,15 @@ struct HParams {
     int32_t n_embd_per_layer = 0;
     // Values RMS-normed (no weight) before they are stored (Gemma 4).
     bool v_norm = false;
+    // Recurrent layers (Qwen3.5's gated delta-net; model/recurrent_state.h): which blocks are
+    // recurrent (empty: none), and their shapes from the ssm.* keys: the convolution's
+    // width, the value heads' total width, the head size, key heads (group_count) and value
+    // heads (time_step_rank).
+    std::vector<uint8_t> recurrent_layers;
+    int32_t ssm_d_conv = 0, ssm_d_inner = 0, ssm_d_state = 0, ssm_n_group = 0, ssm_dt_rank = 0;
+    // Full-attention blocks whose Q projection also yields a gate per head (Qwen3.5, Qwen3-
+    // Next): [q | gate] per head, the attention's output times sigmoid(gate).
+    bool attn_q_gate = false;
 
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
     bool ropes(int32_t il) const { return n_no_rope_step <= 0 || (il + 1) % n_no_rope_step != 0; }
@@ -96,7 +105,20 @@ struct HParams {
     int32_t n_ff_of(int32_t il) const { return n_ff_layer.empty() ? n_ff : n_ff_layer[(size_t)il]; }
     int32_t head_dim_of(int32_t il) const { return is_swa(il) && head_dim_swa > 0 ? head_dim_swa : head_dim; }
     int32_t n_rot_of(int32_t il) const { return is_swa(il) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
-    bool has_kv(int32_t il) const { return n_layer_kv <= 0 || il < n_layer_kv; }
+    bool is_recurrent(int32_t il) const { return !recurrent_layers.empty() && recurrent_layers[(size_t)il]; }
+    bool has_recurrent() const {
+        return std::find(recurrent_layers.begin(), recurrent_layers.end(), 1) != recurrent_layers.end();
+    }
+    // The width of a recurrent layer's convolution: Q and K (key heads) and V (value heads).
+    int64_t ssm_conv_channels() const { return 2 * (int64_t)ssm_d_state * ssm_n_group + ssm_d_inner; }
+    bool has_kv(int32_t il) const { return !is_recurrent(il) && (n_layer_kv <= 0 || il < n_layer_kv); }
+    // The last block whose work a batch that only fills the memories must do: the last one
+    // that stores keys and values or updates a recurrent state.
+    int32_t last_stateful_layer() const {
+        for (int32_t il = n_layer - 1; il >= 0; --il)
+            if (has_kv(il) || is_recurrent(il)) return il;
+        return -1;
+    }
     // The block whose cache block il attends over (il itself when it has one).
     int32_t kv_layer(int32_t il) const {
         if (has_kv(il)) return il;
@@ -150,6 +172,19 @@ struct LayerWeights {
     Tensor* ffn_gate_exps_b = nullptr;
     Tensor* ffn_up_exps_b = nullptr;
     Tensor* ffn_down_exps_b = nullptr;
+    // a gated delta-net block (Qwen3.5): the input projection to Q|K|V (attn_qkv) and to the
+    // output gate z (attn_gate), the convolution's kernel [d_conv, channels], the per-head
+    // dt bias and A, the projections to the per-head beta and alpha, the output norm (one
+    // head's width) and the output projection
+    Tensor* ssm_in = nullptr;
+    Tensor* ssm_z = nullptr;
+    Tensor* ssm_conv1d = nullptr;
+    Tensor* ssm_dt = nullptr;
+    Tensor* ssm_a = nullptr;
+    Tensor* ssm_beta = nullptr;
+    Tensor* ssm_alpha = nullptr;
+    Tensor* ssm_norm = nullptr;
+    Tensor* ssm_out = nullptr;
 };
 
 struct ArchSpec;
