@@ -148,3 +148,50 @@ def test_session_regenerate_and_follow_up_reuse_the_state(qwen35_path, text_toke
         assert fresh == out_edit and st5.token_ids == st4.token_ids
     finally:
         m.close()
+
+
+def _rewrite(src, dst, drop=(), override=None):
+    """src's metadata and tensors into dst, without the keys in drop, with override's
+    (key -> (value, GGUFValueType)) in their place."""
+    import gguf
+    from tools.make_variants import copy_kv
+    override = override or {}
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(str(dst), "qwen35")
+    for key, f in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture" or key in drop or key in override:
+            continue
+        copy_kv(w, key, f)
+    for key, (val, vt) in override.items():
+        if vt == gguf.GGUFValueType.ARRAY:
+            w.add_array(key, val)
+        else:
+            w.add_key_value(key, val, vt)
+    for t in r.tensors:
+        w.add_tensor(t.name, t.data, raw_shape=list(reversed([int(x) for x in t.shape])), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("case, want", [
+    ("no_state_size", r"qwen35\.ssm\.state_size"),
+    ("heads", r"not a multiple of ssm\.group_count"),
+    ("sections", r"fourth section, which is not supported"),
+    ("interval", r"full_attention_interval 0 is invalid"),
+])
+def test_bad_qwen35_files_are_refused_clearly(qwen35_path, tmp_path, case, want):
+    import gguf
+    U32 = gguf.GGUFValueType.UINT32
+    edits = {
+        "no_state_size": {"drop": ("qwen35.ssm.state_size",)},
+        "heads": {"override": {"qwen35.ssm.time_step_rank": (3, U32), "qwen35.ssm.inner_size": (192, U32)}},
+        "sections": {"override": {"qwen35.rope.dimension_sections": ([2, 2, 2, 2], gguf.GGUFValueType.ARRAY)}},
+        "interval": {"override": {"qwen35.full_attention_interval": (0, U32)}},
+    }[case]
+    bad = _rewrite(qwen35_path, tmp_path / f"{case}.gguf", **edits)
+    with pytest.raises(EmberError, match=want):
+        Model(bad, n_ctx=64).close()
