@@ -13,7 +13,8 @@ very same bytes:
 Shapes (docs/PERFORMANCE.md): llama-1b = Llama-3.2-1B (2048, 16 layers, 32/8 heads, n_ff
 8192, tied), llama-3b = Llama-3.2-3B (3072, 28, 24/8, 8192, tied), llama-8b = Llama-3.1-8B
 (4096, 32, 32/8, 14336, untied; a 16 GB F16 file, so made on demand only), each with
-Llama 3.1's rope_freqs.
+Llama 3.1's rope_freqs; qwen35-4b = Qwen3.5-4B (2560, 32 blocks, 24 of them gated delta-net;
+an 8 GB F16 file).
 """
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ SHAPES = {
                             131072, 1e-5, tied=True, llama3_rope=True, note="Llama-3.2-3B shape"),
     "llama-8b": arch.Family("llama", arch._vocab("llama-bpe"), 128256, 4096, 32, 32, 8, 14336, 500000.0,
                             131072, 1e-5, tied=False, llama3_rope=True, note="Llama-3.1-8B shape"),
+    # Qwen3.5-4B: 32 blocks of n_embd 2560 (24 gated delta-net: 16 key / 32 value heads of
+    # 128, conv 4; 8 gated attention: 16/4 heads of 256, 64 rotated dims), n_ff 9216, tied.
+    # The vocabulary is llama.cpp's qwen35 test file (151936 tokens; the release has 248320).
+    "qwen35-4b": arch.Family("qwen35", arch._vocab("qwen35"), 151936, 2560, 32, 16, 4, 9216, 10000000.0,
+                             262144, 1e-6, tied=True, head_dim=256, write_head_dim=True, qk_norm=True,
+                             qwen35=arch.Qwen35Layout(d_state=128, n_k_heads=16, n_v_heads=32, n_rot=64,
+                                                      sections=(11, 11, 10, 0)),
+                             note="Qwen3.5-4B shape"),
 }
 
 
