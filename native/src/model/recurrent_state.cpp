@@ -37,8 +37,10 @@ RecurrentState::RecurrentState(const HParams& h, int32_t n_snapshots) {
         at[(size_t)il * 2 + 1] = bytes_;
         bytes_ += align_up((size_t)s.n_elements() * sizeof(float));
     }
+    // the live state's pages committed now; a snapshot slot's only when a snapshot is first
+    // taken into it (an unused slot costs address space, not memory)
     storage_.resize(bytes_ * (1 + snaps_.size()));
-    storage_.zero();  // commit the pages now
+    std::memset(storage_.data(), 0, bytes_);
     for (int32_t il = 0; il < h.n_layer; ++il) {
         if (!h.is_recurrent(il)) continue;
         conv[(size_t)il].data = storage_.data() + at[(size_t)il * 2];

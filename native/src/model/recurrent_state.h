@@ -12,7 +12,8 @@
 // generated reply's tokens (one per decode) take none: regenerating a reply restarts just
 // before the prompt's last token, editing the last message at the latest snapshot before
 // the edit. Memory: (1 + slots) copies of bytes(),
-// allocated once with the context; nothing is allocated while decoding.
+// reserved once with the context (a slot's pages are committed when it is first used);
+// nothing is allocated while decoding.
 #pragma once
 
 #include <cstdint>
