@@ -1,0 +1,85 @@
+"""The numpy MiniLM pass (ember.documents.minilm): WordPiece ids against Hugging Face
+`tokenizers` and llama.cpp's bert-bge suite, vectors from the converted GGUF against the
+safetensors, and sentence-transformers' property: paraphrases closer than unrelated text."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ember.documents.minilm import MiniLMEmbedder
+from ember.documents.wordpiece import WordPiece
+from ember.gguf_file import read_layout
+from tests.tokenizer.test_tokenizer_suites import read_suite
+
+SENTENCES = [
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "A man is riding a horse.",
+    "A woman is playing violin.",
+    "Two men pushed carts through the woods.",
+    "A monkey is playing drums.",
+]
+HARD_TEXT = ("Héllo wörld! It's 3.14 — naïve café, 東京 $100 U.S.A. e-mail: foo@bar.com "
+             "unaffable\tTABS\u00a0nbsp\u200bzero-width [CLS] 1,000,000 ñandú")
+
+
+@pytest.fixture(scope="module")
+def reference(minilm_dir):
+    return MiniLMEmbedder.from_safetensors(minilm_dir)
+
+
+def test_token_ids_equal_huggingface_tokenizers(reference, minilm_dir):
+    tokenizers = pytest.importorskip("tokenizers")
+    tk = tokenizers.Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    tk.no_truncation()
+    tk.no_padding()
+    for text in SENTENCES + [HARD_TEXT.replace("[CLS]", "")]:
+        assert reference.tokenize(text) == tk.encode(text).ids, text
+
+
+def test_wordpiece_matches_llamacpp_bert_suite(vocab_dir):
+    gguf_path = vocab_dir / "ggml-vocab-bert-bge.gguf"
+    wp = WordPiece.from_gguf_layout(read_layout(gguf_path))
+    cases = read_suite(gguf_path)
+    assert len(cases) > 40
+    for text, ids in cases:
+        assert wp.encode(text, max_tokens=1 << 20)[1:-1] == ids, repr(text)
+
+
+def test_long_text_is_cut_to_max_tokens(reference):
+    ids = reference.tokenize("word " * 1000)
+    assert len(ids) == 256 and ids[0] == 101 and ids[-1] == 102
+
+
+def test_f32_gguf_gives_the_safetensors_vectors(reference, minilm_gguf):
+    from_gguf = MiniLMEmbedder.from_gguf(minilm_gguf("f32"))
+    assert from_gguf.tokenize(HARD_TEXT) == reference.tokenize(HARD_TEXT)
+    a, b = reference.embed(SENTENCES), from_gguf.embed(SENTENCES)
+    assert a.tobytes() == b.tobytes()
+
+
+def test_f16_gguf_within_cosine_1e_4(reference, minilm_gguf):
+    a = reference.embed(SENTENCES)
+    b = MiniLMEmbedder.from_gguf(minilm_gguf("f16")).embed(SENTENCES)
+    assert np.min(np.sum(a * b, axis=1)) >= 0.9999
+
+
+def test_paraphrases_are_closer_than_unrelated_sentences(reference):
+    v = reference.embed(SENTENCES)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    sim = v @ v.T
+    # "eating food" / "eating a piece of bread": 0.755 in this pass, the figure
+    # sentence-transformers' own run of the model gives for the pair
+    assert sim[0, 1] > 0.7
+    unrelated = [sim[0, j] for j in range(2, len(SENTENCES))]
+    assert sim[0, 1] > max(unrelated) + 0.4
+    q = reference.embed(["Someone is having a meal."])[0]
+    assert int(np.argmax(v @ q)) in (0, 1)
+
+
+def test_a_batch_equals_each_text_alone(reference):
+    texts = SENTENCES[:3] + ["a much longer sentence " * 12]
+    batched = reference.embed(texts)
+    alone = np.stack([reference.embed([t])[0] for t in texts])
+    assert np.max(np.abs(batched - alone)) < 1e-5
