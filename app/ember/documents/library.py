@@ -8,6 +8,7 @@ matrix of them, read once and read again only after a write (docs/DOCUMENTS.md s
 not sqlite-vec)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -114,9 +115,9 @@ class Library:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
-        self._vectors: tuple[int, str, np.ndarray, np.ndarray] | None = None
+        self._vectors: tuple | None = None  # (write stamp, embedder, ids, file ids, matrix)
         self._writes = 0
+        self._migrate()
 
     # ---- schema -------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -130,21 +131,19 @@ class Library:
                     self.db.execute(stmt)
                 self.db.execute(f"PRAGMA user_version = {v + 1}")
 
+    @contextlib.contextmanager
     def _transaction(self):
-        db = self
-
-        class _Tx:
-            def __enter__(self):
-                db.db.execute("BEGIN IMMEDIATE")
-
-            def __exit__(self, kind, exc, tb):
-                if kind is None:
-                    db.db.execute("COMMIT")
-                    db._writes += 1
-                elif db.db.in_transaction:
-                    db.db.execute("ROLLBACK")
-                return False
-        return _Tx()
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            # SQLite may have rolled back already (SQLITE_FULL); a second ROLLBACK would
+            # hide the error that matters
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+        self._writes += 1
 
     def close(self) -> None:
         if self.db is not None:
