@@ -2,6 +2,8 @@
 across a page or a heading."""
 from __future__ import annotations
 
+import itertools
+
 from ember.documents.chunking import chunk, units
 from ember.documents.parsers.section import Section
 
@@ -18,7 +20,7 @@ def test_passages_are_whole_sentences_within_the_size():
 
 def test_each_passage_starts_with_the_last_sentences_of_the_one_before():
     cs = chunk([Section(TEXT)], max_chars=300, overlap_chars=80)
-    for a, b in zip(cs, cs[1:]):
+    for a, b in itertools.pairwise(cs):
         first = b.text.split(". ", 1)[0] + "."
         overlap = a.text[a.text.index(first):]
         assert b.text.startswith(overlap) and 25 < len(overlap) <= 80
@@ -51,3 +53,11 @@ def test_code_is_cut_between_lines():
     for c in cs:
         assert all(line.startswith("line_") for line in c.text.split("\n"))
     assert sum(len(c.text.split("\n")) for c in cs) == 200
+
+
+def test_a_title_alone_joins_the_next_section():
+    secs = [Section("House rules", heading="House rules"), Section("Pets\nCats only.", heading="Pets"),
+            Section("Rent\nMonthly.", heading="Rent")]
+    cs = chunk(secs)
+    assert [(c.heading, c.text) for c in cs] == [("Pets", "House rules\n\nPets Cats only."),
+                                                 ("Rent", "Rent Monthly.")]

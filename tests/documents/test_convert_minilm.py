@@ -8,7 +8,6 @@ import pytest
 from safetensors.numpy import load_file
 
 
-
 def _field(reader: gguf.GGUFReader, key: str):
     f = reader.fields[key]
     if f.types[0] == gguf.GGUFValueType.STRING:
@@ -33,7 +32,7 @@ def test_metadata_is_what_llamacpp_writes_for_bert(reader_f32):
     assert _field(r, "bert.feed_forward_length") == 1536
     assert _field(r, "bert.attention.head_count") == 12
     assert _field(r, "bert.context_length") == 512
-    assert _field(r, "bert.attention.causal") == False  # noqa: E712 (a numpy bool)
+    assert _field(r, "bert.attention.causal") == False
     assert _field(r, "bert.pooling_type") == gguf.PoolingType.MEAN
     assert abs(_field(r, "bert.attention.layer_norm_epsilon") - 1e-12) < 1e-18
     assert _field(r, "tokenizer.ggml.model") == "bert"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from ember.chat.streaming import CancelToken
 from ember.documents.indexer import index_paths
 from ember.documents.library import Library, fts_query
 from ember.documents.retrieval import reciprocal_rank_fusion, search
+
 from tests.support.documents import HashEmbedder, make_pdf
 
 DOCS = {

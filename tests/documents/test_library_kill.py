@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from ember.documents.indexer import index_paths
 from ember.documents.library import Library
+
 from tests.support.documents import HashEmbedder
 
 DRIVER = Path(__file__).resolve().parents[1] / "support" / "library_kill_driver.py"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from ember.documents.minilm import MiniLMEmbedder
 from ember.documents.wordpiece import WordPiece
 from ember.gguf_file import read_layout
+
 from tests.tokenizer.test_tokenizer_suites import read_suite
 
 SENTENCES = [

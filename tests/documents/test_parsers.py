@@ -6,10 +6,15 @@ import os
 
 import pypdf
 import pytest
-
-from ember.documents.errors import (CorruptFile, EncryptedFile, FileTooLarge, FileVanished,
-                                    UnsupportedFile)
+from ember.documents.errors import (
+    CorruptFile,
+    EncryptedFile,
+    FileTooLarge,
+    FileVanished,
+    UnsupportedFile,
+)
 from ember.documents.parsers import Limits, parse
+
 from tests.support.documents import make_docx, make_pdf
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "app"), str(ROOT)]
 
-from ember.documents import indexer  # noqa: E402
-from ember.documents.indexer import index_paths  # noqa: E402
-from ember.documents.library import Library  # noqa: E402
-from tests.support.documents import HashEmbedder  # noqa: E402
+from ember.documents import indexer
+from ember.documents.indexer import index_paths
+from ember.documents.library import Library
+
+from tests.support.documents import HashEmbedder
 
 
 def main() -> None:

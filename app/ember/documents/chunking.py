@@ -12,6 +12,7 @@ from ember.documents.parsers.section import Section
 # capital-letter look-ahead keeps "e.g. this" and "3.14" whole
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_SHORT = 80  # characters: one line this short alone in a section is a title, not a passage
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,16 @@ def chunk_section(section: Section, max_chars: int = 1000, overlap_chars: int = 
 def chunk(sections: list[Section], max_chars: int = 1000, overlap_chars: int = 200,
           code: bool = False) -> list[Chunk]:
     out: list[Chunk] = []
-    for s in sections:
-        for text in chunk_section(s, max_chars, overlap_chars, code):
-            out.append(Chunk(text, s.page, s.heading, len(out)))
+    pending = ""  # a section that is only a title line joins the next one
+    for i, s in enumerate(sections):
+        text = f"{pending}\n\n{s.text}" if pending else s.text
+        pending = ""
+        following = sections[i + 1] if i + 1 < len(sections) else None
+        title_only = "\n" not in text.strip() and len(text.strip()) < _SHORT
+        if title_only and following is not None and following.page == s.page:
+            pending = text.strip()
+            continue
+        for piece in chunk_section(Section(text, s.page, s.heading), max_chars, overlap_chars,
+                                   code):
+            out.append(Chunk(piece, s.page, s.heading, len(out)))
     return out

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ember.documents.chunking import chunk
 from ember.documents.embedder import Embedder
 from ember.documents.errors import DocumentError, FileVanished
 from ember.documents.library import Library
-from ember.documents.parsers import SUFFIXES, Limits, kind_of, parse
+from ember.documents.parsers import DEFAULT_LIMITS, SUFFIXES, Limits, kind_of, parse
 
 EMBED_BATCH = 32
 
@@ -85,7 +85,7 @@ def _embed_text(c) -> str:
 
 def index_paths(library: Library, paths: list[str | Path], embedder: Embedder | None,
                 progress: Callable[[Progress], None] | None = None,
-                cancel: CancelToken | None = None, limits: Limits = Limits(),
+                cancel: CancelToken | None = None, limits: Limits = DEFAULT_LIMITS,
                 max_chars: int = 1000, overlap_chars: int = 200) -> IndexReport:
     """Adds `paths` (files and folders) as sources and indexes what changed under them.
     Without an embedder only words are indexed."""

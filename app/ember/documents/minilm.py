@@ -202,12 +202,12 @@ class MiniLMEmbedder:
         self.dim = weights.tok_embd.shape[1]
 
     @classmethod
-    def from_gguf(cls, path: str | Path, **kw) -> "MiniLMEmbedder":
+    def from_gguf(cls, path: str | Path, **kw) -> MiniLMEmbedder:
         w, v = load_gguf(path)
         return cls(w, v, name=Path(path).stem, **kw)
 
     @classmethod
-    def from_safetensors(cls, model_dir: str | Path, **kw) -> "MiniLMEmbedder":
+    def from_safetensors(cls, model_dir: str | Path, **kw) -> MiniLMEmbedder:
         w, v = load_safetensors(model_dir)
         return cls(w, v, name=Path(model_dir).name, **kw)
 

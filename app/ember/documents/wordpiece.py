@@ -86,7 +86,7 @@ class WordPiece:
 
     @classmethod
     def from_gguf_tokens(cls, tokens: list[str], types: list[int], unk_id: int, cls_id: int,
-                         sep_id: int, pad_id: int = 0) -> "WordPiece":
+                         sep_id: int, pad_id: int = 0) -> WordPiece:
         initial, continuation = {}, {}
         for i, (tok, kind) in enumerate(zip(tokens, types)):
             if kind == _CONTROL:
@@ -98,7 +98,7 @@ class WordPiece:
         return cls(initial, continuation, unk_id, cls_id, sep_id, pad_id)
 
     @classmethod
-    def from_gguf_layout(cls, layout) -> "WordPiece":
+    def from_gguf_layout(cls, layout) -> WordPiece:
         """From a GGUF file's vocabulary (an `ember.gguf_file.GGUFLayout`)."""
         v = layout.values
         tokens = layout.array("tokenizer.ggml.tokens")
@@ -112,7 +112,7 @@ class WordPiece:
                                     pad_id=v.get("tokenizer.ggml.padding_token_id", 0))
 
     @classmethod
-    def from_vocab(cls, vocab: dict[str, int], lowercase: bool = True) -> "WordPiece":
+    def from_vocab(cls, vocab: dict[str, int], lowercase: bool = True) -> WordPiece:
         """From a Hugging Face tokenizer.json's model.vocab ("##" marks continuations)."""
         initial = {t: i for t, i in vocab.items() if not t.startswith("##")}
         continuation = {t[2:]: i for t, i in vocab.items() if t.startswith("##")}

@@ -2,32 +2,34 @@
 kind; one module per format. `parse` is the door; `SUFFIXES` what the library reads."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ember.documents.errors import FileTooLarge, FileVanished, UnsupportedFile
 from ember.documents.parsers import docx, html, markdown, pdf, text
 from ember.documents.parsers.section import Section
 
-__all__ = ["Section", "SUFFIXES", "Limits", "kind_of", "parse"]
+__all__ = ["SUFFIXES", "Limits", "Section", "kind_of", "parse"]
 
 # suffix -> the module that reads it; source code is read as plain text, by lines
 _BY_SUFFIX = {".pdf": pdf, ".docx": docx, ".md": markdown, ".markdown": markdown,
               ".html": html, ".htm": html, ".txt": text, ".text": text, ".rst": text}
 CODE_SUFFIXES = frozenset(
-    ".py .pyi .c .h .cc .cpp .hpp .cxx .cu .m .mm .rs .go .java .kt .kts .scala .swift .js .mjs "
-    ".ts .tsx .jsx .rb .php .pl .lua .r .jl .cs .fs .sh .bash .zsh .ps1 .sql .toml .yaml .yml "
-    ".ini .cfg .json .xml .css .scss .cmake .mk .zig .dart .hs .ml .ex .exs .erl .clj .vue"
-    .split())
+    [".py", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".cxx", ".cu", ".m", ".mm", ".rs", ".go", ".java", ".kt", ".kts", ".scala", ".swift", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".rb", ".php", ".pl", ".lua", ".r", ".jl", ".cs", ".fs", ".sh", ".bash", ".zsh", ".ps1", ".sql", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".json", ".xml", ".css", ".scss", ".cmake", ".mk", ".zig", ".dart", ".hs", ".ml", ".ex", ".exs", ".erl", ".clj", ".vue"])
 SUFFIXES = frozenset(_BY_SUFFIX) | CODE_SUFFIXES
 
 
+@dataclass(frozen=True)
 class Limits:
     """What the library refuses to read: files past these sizes (bytes). A PDF's text is a
     small part of its bytes (images, fonts), so it may be larger than a text file."""
-    max_text_bytes = 64 << 20
-    max_pdf_bytes = 512 << 20
-    max_docx_bytes = 256 << 20
-    max_pages = 20_000
+    max_text_bytes: int = 64 << 20
+    max_pdf_bytes: int = 512 << 20
+    max_docx_bytes: int = 256 << 20
+    max_pages: int = 20_000
+
+
+DEFAULT_LIMITS = Limits()
 
 
 def kind_of(path: Path) -> str | None:
@@ -38,7 +40,7 @@ def kind_of(path: Path) -> str | None:
     return mod.__name__.rsplit(".", 1)[1] if mod else None
 
 
-def parse(path: str | Path, limits: Limits = Limits()) -> list[Section]:
+def parse(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> list[Section]:
     """The file's sections, or a DocumentError saying why not."""
     path = Path(path)
     kind = kind_of(path)

@@ -12,8 +12,7 @@ from ember.documents.parsers.section import Section
 
 def parse(path: Path, max_pages: int = 20_000) -> list[Section]:
     import pypdf
-    from pypdf.errors import (DependencyError, FileNotDecryptedError, PdfReadError,
-                              PdfStreamError)
+    from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PdfStreamError
 
     # pypdf logs every recoverable oddity of a damaged file as a warning; the library
     # reports one message per file instead
