@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ember.documents.parsers.section import Section
+from .parsers.section import Section
 
 # a sentence ends at . ! ? (with closing quotes or brackets) before white space; the
 # capital-letter look-ahead keeps "e.g. this" and "3.14" whole

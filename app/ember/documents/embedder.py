@@ -20,9 +20,9 @@ class Embedder(Protocol):
 def default_embedder(model_path=None) -> Embedder:
     """The numpy MiniLM on a converted GGUF file (the library's model until the engine
     runs `bert`)."""
-    from ember.documents.minilm import MiniLMEmbedder
+    from .minilm import MiniLMEmbedder
 
     if model_path is None:
-        from ember.storage.paths import models_dir
+        from ..storage.paths import models_dir
         model_path = models_dir() / "all-MiniLM-L6-v2.F16.gguf"
     return MiniLMEmbedder.from_gguf(model_path)

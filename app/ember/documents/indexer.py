@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.chat.streaming import CancelToken
-from ember.documents.chunking import chunk
-from ember.documents.embedder import Embedder
-from ember.documents.errors import DocumentError, FileVanished
-from ember.documents.library import Library
-from ember.documents.parsers import DEFAULT_LIMITS, SUFFIXES, Limits, kind_of, parse
+from ..chat.streaming import CancelToken
+from .chunking import chunk
+from .embedder import Embedder
+from .errors import DocumentError, FileVanished
+from .library import Library
+from .parsers import DEFAULT_LIMITS, SUFFIXES, Limits, kind_of, parse
 
 EMBED_BATCH = 32
 

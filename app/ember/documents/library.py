@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.documents.chunking import Chunk
+from .chunking import Chunk
 
 MIGRATIONS: list[list[str]] = [
     # 1: sources (what the user added), files, passages, words
@@ -94,7 +94,7 @@ class Passage:
 
 
 def default_path() -> Path:
-    from ember.storage.paths import data_dir
+    from ..storage.paths import data_dir
     return data_dir() / "library.sqlite3"
 
 

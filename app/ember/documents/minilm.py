@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.documents.wordpiece import WordPiece
-from ember.gguf_file import read_layout
+from ..gguf_file import read_layout
+from .wordpiece import WordPiece
 
 POOLING_MEAN, POOLING_CLS = 1, 2  # gguf's PoolingType values
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ember.documents.embedder import Embedder
-from ember.documents.library import Library, Passage
+from .embedder import Embedder
+from .library import Library, Passage
 
 RRF_K = 60  # Cormack et al.'s constant: ranks past ~60 add little, the top ones dominate
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ember.documents.errors import FileTooLarge, FileVanished, UnsupportedFile
-from ember.documents.parsers import docx, html, markdown, pdf, text
-from ember.documents.parsers.section import Section
+from ..errors import FileTooLarge, FileVanished, UnsupportedFile
+from . import docx, html, markdown, pdf, text
+from .section import Section
 
 __all__ = ["SUFFIXES", "Limits", "Section", "kind_of", "parse"]
 

@@ -7,8 +7,8 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from ember.documents.errors import CorruptFile, EncryptedFile
-from ember.documents.parsers.section import Section
+from ..errors import CorruptFile, EncryptedFile
+from .section import Section
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MAX_XML_BYTES = 512 << 20  # a zip bomb stops here, not in the parser

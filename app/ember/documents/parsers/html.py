@@ -5,8 +5,8 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-from ember.documents.parsers.section import Section
-from ember.documents.parsers.text import decode
+from .section import Section
+from .text import decode
 
 _HIDDEN = {"script", "style", "noscript", "template", "svg", "head"}
 _BLOCK = {"p", "div", "br", "li", "tr", "td", "th", "section", "article", "blockquote", "pre",

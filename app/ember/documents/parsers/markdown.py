@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ember.documents.parsers.section import Section
-from ember.documents.parsers.text import decode
+from .section import Section
+from .text import decode
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")

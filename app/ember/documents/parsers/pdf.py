@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ember.documents.errors import CorruptFile, EncryptedFile
-from ember.documents.parsers.section import Section
+from ..errors import CorruptFile, EncryptedFile
+from .section import Section
 
 
 def parse(path: Path, max_pages: int = 20_000) -> list[Section]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ember.documents.errors import CorruptFile
-from ember.documents.parsers.section import Section
+from ..errors import CorruptFile
+from .section import Section
 
 
 def decode(raw: bytes, name: str) -> str:
