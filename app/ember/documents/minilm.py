@@ -195,7 +195,7 @@ class MiniLMEmbedder:
     """The numpy encoder behind the library's `Embedder` protocol."""
 
     def __init__(self, weights: BertWeights, vocab: WordPiece, max_tokens: int = 256,
-                 batch_size: int = 16, name: str = "all-MiniLM-L6-v2"):
+                 batch_size: int = 8, name: str = "all-MiniLM-L6-v2"):
         self.weights, self.vocab = weights, vocab
         self.max_tokens, self.batch_size = max_tokens, batch_size
         self.name = name
