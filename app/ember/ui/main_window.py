@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
                                    self)
         self._local_server = None  # made when the Settings switch first asks for it
         self._models_view = None  # made when the Models page is first shown
+        self._documents_view = None  # the Documents window, made when first opened
         self._hub_dialog = None  # File > Find models on Hugging Face…, while open
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
@@ -398,6 +399,7 @@ class MainWindow(QMainWindow):
         act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
         act(f, "Models", self.show_models, "Ctrl+Shift+M", "actionModels")
         act(f, "Find models on Hugging Face…", self.open_hub, None, "actionHub")
+        act(f, "Documents…", self.show_documents, "Ctrl+Shift+D", "actionDocuments")
         act(f, "Add an OpenAI-compatible endpoint…", self.choose_endpoint, None,
             "actionAddEndpoint")
         f.addSeparator()
@@ -472,6 +474,19 @@ class MainWindow(QMainWindow):
             if self.starter_worker is not None:
                 v.starter_panel.set_running(True)
         return self._models_view
+
+    def show_documents(self) -> None:
+        """The Documents window (library.sqlite3 in the data folder), made on first use."""
+        if self._documents_view is None:
+            from ..documents.embedder import default_embedder
+            from .documents_view import DocumentsView
+            model = self.models_folder / "all-MiniLM-L6-v2.F16.gguf"
+            embedder = default_embedder(model) if model.is_file() else None
+            self._documents_view = DocumentsView(self.data_dir / "library.sqlite3", embedder)
+            self._documents_view.setWindowFlag(Qt.Window)
+            self._documents_view.resize(900, 600)
+        self._documents_view.show()
+        self._documents_view.raise_()
 
     @property
     def local_server(self):
@@ -1690,6 +1705,8 @@ class MainWindow(QMainWindow):
             self.starter_worker.wait(10000)
         for w in list(self._old_workers):
             w.wait(10000)
+        if self._documents_view is not None:  # an indexing run stops after its batch
+            self._documents_view.close()
         if self._hub_dialog is not None:  # its download stops, its part kept for next time
             self._hub_dialog.reject()
         for t in (self._mem_timer, self._undo_timer, self._status_timer, self._system_timer):

@@ -1,0 +1,100 @@
+"""The Documents window: a folder added and indexed off the UI thread, a question whose
+answer is in one file cites that file's passage (page and text), Cancel mid-run leaves the
+library consistent, and a refused file shows why."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from ember.documents.library import Library
+from ember.ui.documents_view import DocumentsView
+from PySide6.QtCore import Qt
+
+from tests.support.documents import HashEmbedder, make_pdf
+from tests.support.ui import data_dir, make_window  # noqa: F401 (offscreen; skips without Qt)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "lease.md").write_text("# Pets\nCats are allowed. Dogs need written consent.\n\n"
+                                   "# Rent\nRent is due on the first of the month.")
+    (root / "soup.txt").write_text("Simmer the onions slowly, then add the stock.")
+    make_pdf(root / "manual.pdf",
+             ["Boiler manual.", "To reset the boiler hold the red button for five seconds."])
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really")
+    return root
+
+
+@pytest.fixture
+def view(qtbot, tmp_path):
+    from ember.ui.app import create_application
+    create_application()
+    v = DocumentsView(tmp_path / "library.sqlite3", HashEmbedder())
+    qtbot.addWidget(v)
+    v.show()
+    return v
+
+
+def test_add_a_folder_and_cite_the_file_that_answers(qtbot, view, folder):
+    with qtbot.waitSignal(view.indexing_finished, timeout=30_000) as done:
+        view.index([folder])
+    assert min(done.args[0].added).endswith("lease.md")
+    rows = [view.file_list.item(i).text() for i in range(view.file_list.count())]
+    assert rows[0].startswith("broken.pdf — not added: broken.pdf is damaged")
+    assert "manual.pdf — 2 passages" in rows
+    assert view.progress_bar.isHidden() and view.progress_label.text().startswith("Done: 3 added")
+
+    view.search_box.setText("how do I reset the boiler")
+    with qtbot.waitSignal(view.searched):
+        qtbot.keyClick(view.search_box, Qt.Key_Return)
+    first = view.result_list.item(0).text()
+    assert first.startswith("[1] manual.pdf, p. 2 — To reset the boiler")
+    shown = view.passage_view.toPlainText()
+    assert shown.startswith(f"[1] {folder.resolve() / 'manual.pdf'}, page 2")
+    assert "hold the red button" in shown
+
+
+def test_cancel_stops_the_run_and_the_library_stays_consistent(qtbot, view, tmp_path):
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(20):
+        (root / f"f{i:02}.txt").write_text(" ".join(f"Line {j} of file {i}." for j in range(400)))
+    view.embedder = HashEmbedder(on_batch=lambda texts: time.sleep(0.05))
+    view.index([root])
+    qtbot.waitUntil(lambda: view.progress_label.text().startswith("Indexing 2 of 20"),
+                    timeout=30_000)
+    assert view.cancel_button.isVisible() and not view.add_folder_button.isEnabled()
+    with qtbot.waitSignal(view.indexing_finished, timeout=30_000) as done:
+        qtbot.mouseClick(view.cancel_button, Qt.LeftButton)
+    report = done.args[0]
+    assert report.cancelled and 1 <= len(report.added) < 20
+    assert view.progress_label.text().startswith("Cancelled: ")
+    assert view.file_list.count() == len(report.added)
+    lib = Library(tmp_path / "library.sqlite3")
+    assert lib.check() == [] and len(lib.files()) == len(report.added)
+    lib.close()
+
+
+def test_remove_takes_a_file_out(qtbot, view, folder):
+    with qtbot.waitSignal(view.indexing_finished, timeout=30_000):
+        view.index([folder / "soup.txt"])
+    assert view.file_list.count() == 1
+    view.file_list.setCurrentRow(0)
+    qtbot.mouseClick(view.remove_button, Qt.LeftButton)
+    assert view.file_list.count() == 0 and view.library.files() == []
+
+
+def test_file_menu_opens_the_documents_window(qtbot, data_dir):  # noqa: F811 (the fixture)
+    win = make_window(qtbot, data_dir)
+    top = next(a for a in win.menuBar().actions() if a.text().replace("&", "") == "File")
+    [action] = [a for a in top.menu().actions() if a.text() == "Documents…"]
+    action.trigger()
+    v = win._documents_view
+    qtbot.waitUntil(v.isVisible)
+    assert v.library_path == data_dir / "library.sqlite3"
+    # no document model in the models folder: words only, and the window says so
+    assert v.embedder is None and "searches words only" in v.note.text()
+    win.close()
+    assert not v.isVisible()
