@@ -98,3 +98,43 @@ def test_file_menu_opens_the_documents_window(qtbot, data_dir):  # noqa: F811 (t
     assert v.embedder is None and "searches words only" in v.note.text()
     win.close()
     assert not v.isVisible()
+
+
+@pytest.mark.native
+def test_a_chat_with_the_library_attached_is_answered_from_its_passages(
+        qtbot, tmp_path, folder, starter_model_path):
+    from ember.documents.indexer import index_paths
+    from ember.storage.store import Store
+    from ember.ui.app import create_application
+    from ember.ui.chat_controller import ChatController
+
+    from tests.support.ui import GEN_TIMEOUT_MS, LOAD_TIMEOUT_MS, write_settings
+    create_application()
+    lib = Library(tmp_path / "library.sqlite3")
+    emb = HashEmbedder()
+    index_paths(lib, [folder], emb)
+    store = Store(tmp_path / "history.sqlite3")
+    c = ChatController(store, write_settings(tmp_path), tmp_path / "settings.json")
+    try:
+        with qtbot.waitSignal(c.model_ready, timeout=LOAD_TIMEOUT_MS):
+            c.open_model(str(starter_model_path))
+        plain, grounded = store.create_conversation("plain"), store.create_conversation("docs")
+        c.attach_documents(grounded, lib, emb)
+        metas = {}
+        for conv in (plain, grounded):
+            with qtbot.waitSignal(c.reply_finished, timeout=GEN_TIMEOUT_MS) as done:
+                c.send(conv, "How do I reset the boiler?")
+            metas[conv] = done.args[1]
+        meta = metas[grounded]
+        assert meta["sources"][0]["path"] == str(folder.resolve() / "manual.pdf")
+        assert meta["sources"][0]["page"] == 2 and "red button" in meta["sources"][0]["text"]
+        assert "sources" not in metas[plain]
+        # the model read the passages: a longer prompt than the same question alone
+        assert meta["prompt_tokens"] > metas[plain]["prompt_tokens"] + 20
+        # what is stored is the user's question, not the prompt built from it
+        assert store.messages(grounded)[0].content == "How do I reset the boiler?"
+        assert store.messages(grounded)[1].meta["sources"] == meta["sources"]
+    finally:
+        c.shutdown(lambda: None)
+        store.close()
+        lib.close()
