@@ -138,3 +138,31 @@ def test_a_chat_with_the_library_attached_is_answered_from_its_passages(
         c.shutdown(lambda: None)
         store.close()
         lib.close()
+
+
+@pytest.mark.native
+def test_add_a_folder_ask_in_the_chat_and_open_the_cited_passage(
+        qtbot, data_dir, folder, starter_model_path):  # noqa: F811 (the fixture)
+    from tests.support.ui import load_by_drop, type_and_send
+    win = make_window(qtbot, data_dir)
+    load_by_drop(qtbot, win, starter_model_path)
+    win.new_chat()
+    win.show_documents()
+    v = win._documents_view
+    with qtbot.waitSignal(v.indexing_finished, timeout=30_000):
+        v.index([folder])
+    qtbot.mouseClick(v.attach_button, Qt.LeftButton)
+    assert win.current_conv in win.chat.attached_documents
+    type_and_send(qtbot, win, "How do I reset the boiler?")
+    reply = win.store.messages(win.current_conv)[-1]
+    w = win.chat_view.widget_for(reply.id)
+    assert w.sources_label.isVisible()
+    assert "[1] manual.pdf, page 2" in w.sources_label.text()
+    w.sources_label.linkActivated.emit("source:1")
+    box = win._source_box
+    assert box.isVisible() and box.windowTitle() == "[1] manual.pdf, page 2"
+    assert "hold the red button" in box.text()
+    assert box.informativeText() == str(folder.resolve() / "manual.pdf")
+    # the chat shown again from the store keeps its sources
+    win._render_conversation()
+    assert "manual.pdf" in win.chat_view.widget_for(reply.id).sources_label.text()

@@ -57,6 +57,7 @@ class IndexWorker(QObject):
 class DocumentsView(QWidget):
     indexing_finished = Signal(object)  # the IndexReport, or None after a failure
     searched = Signal(list)             # the hits shown
+    attach_requested = Signal()         # "Use in this chat": the window attaches the library
 
     def __init__(self, library_path: Path, embedder=None, parent=None):
         super().__init__(parent)
@@ -74,11 +75,16 @@ class DocumentsView(QWidget):
         self.add_folder_button = QPushButton("Add folder…")
         self.reindex_button = QPushButton("Index again")
         self.remove_button = QPushButton("Remove")
+        self.attach_button = QPushButton("Use in this chat")
+        self.attach_button.setToolTip("Answer the chat on screen from these documents, "
+                                      "with numbered citations")
+        self.attach_button.clicked.connect(self.attach_requested)
         buttons = QHBoxLayout()
         for b in (self.add_files_button, self.add_folder_button, self.reindex_button,
                   self.remove_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
+        buttons.addWidget(self.attach_button)
         self.add_files_button.clicked.connect(self.choose_files)
         self.add_folder_button.clicked.connect(self.choose_folder)
         self.reindex_button.clicked.connect(lambda: self.index(self.library.sources()))

@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         self._local_server = None  # made when the Settings switch first asks for it
         self._models_view = None  # made when the Models page is first shown
         self._documents_view = None  # the Documents window, made when first opened
+        self._source_box = None  # the last citation opened under a reply
         self._hub_dialog = None  # File > Find models on Hugging Face…, while open
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
@@ -475,6 +476,26 @@ class MainWindow(QMainWindow):
                 v.starter_panel.set_running(True)
         return self._models_view
 
+    def show_source(self, msg_id: int, source: dict) -> None:
+        """A citation under a reply, opened: its file, page and passage."""
+        where = Path(source["path"]).name + (f", page {source['page']}" if source.get("page")
+                                             else "")
+        box = QMessageBox(QMessageBox.Information, f"[{source['n']}] {where}",
+                          source["text"], QMessageBox.Close, self)
+        box.setObjectName("sourceDialog")
+        box.setInformativeText(source["path"])
+        box.setModal(False)
+        box.show()
+        self._source_box = box  # kept so the tests (and the window) can find it
+
+    def attach_documents_here(self) -> None:
+        """The chat on screen answered from the library (Documents > Use in this chat)."""
+        v = self._documents_view
+        if v is None or self.current_conv is None:
+            return
+        self.chat.attach_documents(self.current_conv, v.library, v.embedder)
+        self.status_msg.setText("This chat now answers from your documents")
+
     def show_documents(self) -> None:
         """The Documents window (library.sqlite3 in the data folder), made on first use."""
         if self._documents_view is None:
@@ -484,6 +505,7 @@ class MainWindow(QMainWindow):
             embedder = default_embedder(model) if model.is_file() else None
             self._documents_view = DocumentsView(self.data_dir / "library.sqlite3", embedder)
             self._documents_view.setWindowFlag(Qt.Window)
+            self._documents_view.attach_requested.connect(self.attach_documents_here)
             self._documents_view.resize(900, 600)
         self._documents_view.show()
         self._documents_view.raise_()
@@ -761,6 +783,8 @@ class MainWindow(QMainWindow):
                 w.set_streaming(True)
             elif m.meta:
                 w.set_footer(self._footer(m.meta))
+                if m.meta.get("sources"):
+                    w.set_sources(m.meta["sources"], m.meta.get("cited", []))
         self._apply_versions()
         self._update_actions()
         self.chat_view.scroll_to_bottom()
@@ -807,6 +831,7 @@ class MainWindow(QMainWindow):
         w = MessageWidget(msg_id, role, content, self.colors, created=created, complete=complete,
                           assistant_name=name)
         w.action.connect(self._message_action)
+        w.source_clicked.connect(self.show_source)
         w.edit_submitted.connect(self.edit_message)
         return self.chat_view.add(w)
 
@@ -1360,6 +1385,8 @@ class MainWindow(QMainWindow):
             w.complete = True
             w.set_streaming(False)
             w.set_footer(self._footer(meta))
+            if meta.get("sources"):
+                w.set_sources(meta["sources"], meta.get("cited", []))
         if stats["stop_reason"] == "context_full" and g.text and w is not None:
             self.notice_banner.show_message(
                 "The context window is full",

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import time
+from html import escape
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
@@ -28,6 +30,7 @@ class MessageWidget(QFrame):
 
     action = Signal(str, int)  # "copy" | "edit" | "regenerate" | "continue" | "submit-edit"
     edit_submitted = Signal(int, str)
+    source_clicked = Signal(int, dict)  # msg_id, the cited passage (documents.grounding)
 
     def __init__(self, msg_id: int, role: str, content: str, colors: dict, *,
                  created: float | None = None, complete: bool = True, assistant_name: str = "",
@@ -105,6 +108,15 @@ class MessageWidget(QFrame):
         lay.addWidget(self.body)
         self.editor: QPlainTextEdit | None = None
         self.editor_box: QWidget | None = None
+        # the documents a reply was written from, each a link that opens its passage
+        self.sources_label = QLabel("")
+        self.sources_label.setObjectName("messageSources")
+        self.sources_label.setWordWrap(True)
+        self.sources_label.setTextFormat(Qt.RichText)
+        self.sources_label.linkActivated.connect(self._source_link)
+        self.sources_label.hide()
+        self.sources: list[dict] = []
+        lay.addWidget(self.sources_label)
         foot = HeaderLayout()  # the counts at the left, the actions at the right, wrapping
         self.footer = QLabel("")
         self.footer.setObjectName("messageFooter")
@@ -228,6 +240,30 @@ class MessageWidget(QFrame):
     def set_footer(self, text: str) -> None:
         self.footer.setText(text)
         self.footer.setVisible(bool(text))
+
+    def set_sources(self, sources: list[dict], cited: list[int]) -> None:
+        """The passages the reply was given; those its text cites ([n]) first, the rest
+        after "also given"."""
+        self.sources = list(sources)
+
+        def link(src):
+            label = Path(src["path"]).name + (f", page {src['page']}" if src.get("page") else "")
+            return f'<a href="source:{src["n"]}">[{src["n"]}] {escape(label)}</a>'
+        first = [src for n in cited for src in sources if src["n"] == n]
+        rest = [src for src in sources if src["n"] not in cited]
+        parts = []
+        if first:
+            parts.append("Sources: " + " · ".join(link(x) for x in first))
+        if rest:
+            parts.append(("Also given: " if first else "Given: ") + " · ".join(link(x) for x in rest))
+        self.sources_label.setText("<br>".join(parts))
+        self.sources_label.setVisible(bool(sources))
+
+    def _source_link(self, href: str) -> None:
+        n = int(href.split(":", 1)[1])
+        src = next((x for x in self.sources if x["n"] == n), None)
+        if src is not None:
+            self.source_clicked.emit(self.msg_id, src)
 
     def set_versions(self, index: int, count: int) -> None:
         """Shows "‹ index/count ›" when the message has more than one version."""
