@@ -166,3 +166,19 @@ def test_add_a_folder_ask_in_the_chat_and_open_the_cited_passage(
     # the chat shown again from the store keeps its sources
     win._render_conversation()
     assert "manual.pdf" in win.chat_view.widget_for(reply.id).sources_label.text()
+
+
+@pytest.mark.native
+def test_a_document_dropped_on_the_chat_is_asked_about_alone(
+        qtbot, data_dir, folder, starter_model_path):  # noqa: F811 (the fixture)
+    from tests.support.ui import drop_file, load_by_drop, type_and_send
+    win = make_window(qtbot, data_dir)
+    load_by_drop(qtbot, win, starter_model_path)
+    win.new_chat()
+    with qtbot.waitSignal(win.file_ready, timeout=30_000) as ready:
+        assert drop_file(win.centralWidget(), folder / "lease.md")
+    assert ready.args[0] == str(folder.resolve() / "lease.md")
+    assert win.model is not None  # the model stays loaded
+    type_and_send(qtbot, win, "What about the boiler and my pets?")
+    meta = win.store.messages(win.current_conv)[-1].meta
+    assert {s["path"] for s in meta["sources"]} == {str(folder.resolve() / "lease.md")}

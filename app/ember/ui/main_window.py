@@ -111,6 +111,7 @@ class MainWindow(QMainWindow):
     starter_download_done = Signal(str, str)  # "installed" | "failed" | "cancelled", detail
     serving_started = Signal(str)  # the local server's address
     serving_failed = Signal(str)
+    file_ready = Signal(str)  # a dropped document is in the library and the chat answers from it
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *,
                  open_model: str | None = None, restore_last: bool = True):
@@ -496,19 +497,48 @@ class MainWindow(QMainWindow):
         self.chat.attach_documents(self.current_conv, v.library, v.embedder)
         self.status_msg.setText("This chat now answers from your documents")
 
-    def show_documents(self) -> None:
+    @property
+    def documents_view(self):
         """The Documents window (library.sqlite3 in the data folder), made on first use."""
         if self._documents_view is None:
             from ..documents.embedder import default_embedder
             from .documents_view import DocumentsView
             model = self.models_folder / "all-MiniLM-L6-v2.F16.gguf"
             embedder = default_embedder(model) if model.is_file() else None
-            self._documents_view = DocumentsView(self.data_dir / "library.sqlite3", embedder)
-            self._documents_view.setWindowFlag(Qt.Window)
-            self._documents_view.attach_requested.connect(self.attach_documents_here)
-            self._documents_view.resize(900, 600)
-        self._documents_view.show()
-        self._documents_view.raise_()
+            v = DocumentsView(self.data_dir / "library.sqlite3", embedder)
+            v.setWindowFlag(Qt.Window)
+            v.resize(900, 600)
+            v.attach_requested.connect(self.attach_documents_here)
+            self._documents_view = v
+        return self._documents_view
+
+    def show_documents(self) -> None:
+        self.documents_view.show()
+        self.documents_view.raise_()
+
+    def ask_about_file(self, path: str) -> None:
+        """A document dropped on a chat: added to the library, then the chat on screen
+        answers from that file alone."""
+        conv = self.current_conv if self.current_conv is not None else self.new_chat()
+        v = self.documents_view
+        if v.indexing:
+            self.status_msg.setText("The library is indexing; drop the file again when it is done")
+            return
+        target = str(Path(path).resolve())
+
+        def ready(report) -> None:
+            v.indexing_finished.disconnect(ready)
+            failed = dict(report.failed) if report is not None else {}
+            if report is None or target in failed:
+                self.show_error(f"{Path(path).name} could not be read",
+                                failed.get(target, v.progress_label.text()))
+                return
+            self.chat.attach_documents(conv, v.library, v.embedder, scope=[target])
+            self.status_msg.setText(f"Ask about {Path(path).name}: this chat answers from it")
+            self.file_ready.emit(target)
+        v.indexing_finished.connect(ready)
+        self.status_msg.setText(f"Reading {Path(path).name}…")
+        v.index([target])
 
     @property
     def local_server(self):
@@ -1624,8 +1654,11 @@ class MainWindow(QMainWindow):
         self.open_dropped(path)
 
     def open_dropped(self, path: str) -> None:
+        from ..documents.parsers import SUFFIXES
         if path.lower().endswith(".json"):
             self.import_chats(path)
+        elif self.model is not None and Path(path).suffix.lower() in SUFFIXES:
+            self.ask_about_file(path)  # a document on a chat: ask about it
         else:
             self.open_model_path(path)
 
