@@ -101,7 +101,7 @@ def index_paths(library: Library, paths: list[str | Path], embedder: Embedder | 
     for root in roots:
         for f in library.files(under=root):
             if f.path not in seen:
-                library.remove(f.path)
+                library.forget_file(f.path)
                 report.removed.append(f.path)
     emb_name = embedder.name if embedder is not None else None
 
@@ -170,7 +170,6 @@ def index_paths(library: Library, paths: list[str | Path], embedder: Embedder | 
 
 
 def _forget(library: Library, key: str, report: IndexReport, message: str) -> None:
-    if library.file(key) is not None:
-        library.remove(key)
+    if library.forget_file(key):
         report.removed.append(key)
     report.failed.append((key, message))

@@ -212,6 +212,16 @@ class Library:
             (path, mtime_ns, size, sha256, status, error, embedder, n_chunks, time.time()))
         return cur.lastrowid
 
+    def forget_file(self, path: str | Path) -> bool:
+        """Forgets one file (by its exact path); False when it was not in the library."""
+        with self._transaction():
+            row = self.db.execute("SELECT id FROM files WHERE path = ?", (str(path),)).fetchone()
+            if row is None:
+                return False
+            self.db.execute("DELETE FROM chunks WHERE file_id = ?", (row[0],))
+            self.db.execute("DELETE FROM files WHERE id = ?", (row[0],))
+        return True
+
     def remove(self, path: str | Path) -> int:
         """Forgets a file, or a folder's files and the folder as a source; returns how many
         files went."""
@@ -248,13 +258,16 @@ class Library:
         if q is None:
             return []
         ids = self.file_ids(scope)
+        if ids is not None and not ids:
+            return []
+        where = "" if ids is None else f" AND c.file_id IN ({','.join('?' * len(ids))})"
         # bm25() is lower for better matches; heading words count double
         rows = self.db.execute(
-            "SELECT c.id, c.file_id, -bm25(chunks_fts, 1.0, 2.0) FROM chunks_fts "
-            "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? "
-            "ORDER BY bm25(chunks_fts, 1.0, 2.0) LIMIT ?",
-            (q, k if ids is None else max(k * 20, 200))).fetchall()
-        return [(r[0], r[2]) for r in rows if ids is None or r[1] in ids][:k]
+            "SELECT c.id, -bm25(chunks_fts, 1.0, 2.0) FROM chunks_fts "
+            "JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ?" + where +
+            " ORDER BY bm25(chunks_fts, 1.0, 2.0) LIMIT ?",
+            (q, *sorted(ids or ()), k)).fetchall()
+        return [(r[0], r[1]) for r in rows]
 
     def vector_matrix(self, embedder: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(passage ids, their file ids, vectors [n, dim]) of passages embedded by
