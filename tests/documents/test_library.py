@@ -137,7 +137,9 @@ def test_reciprocal_rank_fusion():
 
 
 def test_fts_query_quotes_words():
-    assert fts_query('pets AND "dogs" NEAR(x)') == '"pets" OR "and" OR "dogs" OR "near" OR "x"'
+    assert fts_query('pets AND "dogs" NEAR(x)') == '"pets" OR "dogs" OR "near" OR "x"'
+    assert fts_query("How do I reset the boiler?") == '"reset" OR "boiler"'
+    assert fts_query("what is it") == '"what" OR "is" OR "it"'  # stopwords alone stay
     assert fts_query("?!") is None
 
 

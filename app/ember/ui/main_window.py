@@ -503,9 +503,9 @@ class MainWindow(QMainWindow):
         if self._documents_view is None:
             from ..documents.embedder import default_embedder
             from .documents_view import DocumentsView
-            model = self.models_folder / "all-MiniLM-L6-v2.F16.gguf"
-            embedder = default_embedder(model) if model.is_file() else None
-            v = DocumentsView(self.data_dir / "library.sqlite3", embedder)
+            v = DocumentsView(self.data_dir / "library.sqlite3",
+                              default_embedder(self.models_folder),
+                              models_folder=self.models_folder)
             v.setWindowFlag(Qt.Window)
             v.resize(900, 600)
             v.attach_requested.connect(self.attach_documents_here)
