@@ -238,3 +238,16 @@ def test_the_document_model_download_can_be_cancelled(qtbot, tmp_path, minilm_in
     assert v.note.text() == "Download cancelled" and v.download_button.isVisible()
     assert v.embedder is None
     assert not any((models / "documents").glob("*")) if (models / "documents").exists() else True
+
+
+def test_a_library_from_a_newer_ember_is_refused_with_a_message(qtbot, data_dir):  # noqa: F811
+    import sqlite3
+    db = sqlite3.connect(data_dir / "library.sqlite3")
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    win = make_window(qtbot, data_dir)
+    win.show_documents()
+    assert win._documents_view is None and win.error_banner.isVisible()
+    assert win.error_banner.plain.startswith("The document library could not be opened\n")
+    assert "was written by a newer Ember (schema 99, this version knows 1)" in \
+        win.error_banner.plain

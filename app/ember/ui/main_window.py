@@ -513,8 +513,16 @@ class MainWindow(QMainWindow):
         return self._documents_view
 
     def show_documents(self) -> None:
-        self.documents_view.show()
-        self.documents_view.raise_()
+        import sqlite3
+
+        from ..documents.library import LibraryError
+        try:
+            v = self.documents_view
+        except (LibraryError, sqlite3.Error, OSError) as e:  # a newer or damaged library
+            self.show_error("The document library could not be opened", str(e))
+            return
+        v.show()
+        v.raise_()
 
     def ask_about_file(self, path: str) -> None:
         """A document dropped on a chat: added to the library, then the chat on screen
