@@ -31,6 +31,7 @@ def test_sources_go_before_the_last_question_only():
 
 def test_a_first_passage_past_the_budget_is_cut_not_dropped():
     msgs, cites = ground(CHAT, HITS[2:], budget_chars=500)
+    assert msgs[-1]["content"].endswith("Question: Can I keep a cat?")
     assert len(cites) == 1 and len(cites[0].text) <= 500
 
 

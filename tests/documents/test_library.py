@@ -195,3 +195,31 @@ def test_an_embedder_change_embeds_again(lib, folder):
     assert len(r.updated) == 5
     assert {f.embedder for f in lib.files()} == {"hash-32"}
     assert lib.vector_matrix("hash-32")[2].shape[1] == 32
+
+
+def test_chat_attachments_last_and_a_version_1_library_upgrades(tmp_path, folder):
+    import sqlite3
+
+    from ember.documents.library import MIGRATIONS, SCHEMA_VERSION
+    path = tmp_path / "old.sqlite3"
+    db = sqlite3.connect(path)
+    for stmt in MIGRATIONS[0]:
+        db.execute(stmt)
+    db.execute("INSERT INTO files(path, mtime_ns, size, sha256, status, n_chunks, indexed_at) "
+               "VALUES ('/d/a.txt', 1, 2, 'x', 'indexed', 0, 0)")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    lib = Library(path)
+    assert int(lib.db.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION == 2
+    assert [f.path for f in lib.files()] == ["/d/a.txt"]
+    assert lib.attachment(7) == (False, None)
+    lib.attach(7)
+    lib.attach(8, scope=[folder / "recipes"])
+    lib.close()
+    lib = Library(path)
+    assert lib.attachment(7) == (True, None)
+    assert lib.attachment(8) == (True, [str(folder / "recipes")])
+    lib.detach(7)
+    assert lib.attachment(7) == (False, None) and lib.check() == []
+    lib.close()

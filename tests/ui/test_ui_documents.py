@@ -152,7 +152,7 @@ def test_add_a_folder_ask_in_the_chat_and_open_the_cited_passage(
     with qtbot.waitSignal(v.indexing_finished, timeout=30_000):
         v.index([folder])
     qtbot.mouseClick(v.attach_button, Qt.LeftButton)
-    assert win.current_conv in win.chat.attached_documents
+    assert v.library.attachment(win.current_conv) == (True, None)
     type_and_send(qtbot, win, "How do I reset the boiler?")
     reply = win.store.messages(win.current_conv)[-1]
     w = win.chat_view.widget_for(reply.id)
@@ -166,6 +166,16 @@ def test_add_a_folder_ask_in_the_chat_and_open_the_cited_passage(
     # the chat shown again from the store keeps its sources
     win._render_conversation()
     assert "manual.pdf" in win.chat_view.widget_for(reply.id).sources_label.text()
+    conv = win.current_conv
+    win.close()
+    # the attachment lasts: a new window (a relaunch) answers the chat from the library
+    # without the Documents window having been opened
+    again = make_window(qtbot, data_dir)
+    other = again.chat.new_conversation()
+    assert again.chat.documents_for(other) is None
+    assert again._documents_view is None  # a chat not attached opens nothing
+    found = again.chat.documents_for(conv)
+    assert found is not None and found[2] is None and again._documents_view is not None
 
 
 @pytest.mark.native
@@ -249,5 +259,6 @@ def test_a_library_from_a_newer_ember_is_refused_with_a_message(qtbot, data_dir)
     win.show_documents()
     assert win._documents_view is None and win.error_banner.isVisible()
     assert win.error_banner.plain.startswith("The document library could not be opened\n")
-    assert "was written by a newer Ember (schema 99, this version knows 1)" in \
-        win.error_banner.plain
+    from ember.documents.library import SCHEMA_VERSION
+    assert (f"was written by a newer Ember (schema 99, this version knows {SCHEMA_VERSION})"
+            in win.error_banner.plain)

@@ -9,6 +9,7 @@ not sqlite-vec)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sqlite3
@@ -60,6 +61,15 @@ MIGRATIONS: list[list[str]] = [
             INSERT INTO chunks_fts(chunks_fts, rowid, text, heading)
                 VALUES ('delete', old.id, old.text, old.heading);
         END""",
+    ],
+    # 2: chats that answer from the library (kept here, not in the chats' history, so the
+    # two databases migrate apart); scope: a JSON list of files and folders, NULL for all
+    [
+        """CREATE TABLE chat_attachments (
+            conv_id  INTEGER PRIMARY KEY,
+            scope    TEXT,
+            attached REAL NOT NULL
+        )""",
     ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -164,6 +174,25 @@ class Library:
 
     def sources(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT path FROM sources ORDER BY path")]
+
+    # ---- chats that answer from the library --------------------------------------------
+    def attach(self, conv_id: int, scope: list[str | Path] | None = None) -> None:
+        value = None if scope is None else json.dumps([str(p) for p in scope])
+        with self._transaction():
+            self.db.execute("INSERT OR REPLACE INTO chat_attachments(conv_id, scope, attached) "
+                            "VALUES (?, ?, ?)", (conv_id, value, time.time()))
+
+    def detach(self, conv_id: int) -> None:
+        with self._transaction():
+            self.db.execute("DELETE FROM chat_attachments WHERE conv_id = ?", (conv_id,))
+
+    def attachment(self, conv_id: int) -> tuple[bool, list[str] | None]:
+        """(attached, its scope: None for the whole library)."""
+        row = self.db.execute("SELECT scope FROM chat_attachments WHERE conv_id = ?",
+                              (conv_id,)).fetchone()
+        if row is None:
+            return False, None
+        return True, (json.loads(row[0]) if row[0] is not None else None)
 
     # ---- files ----------------------------------------------------------------------
     def file(self, path: str | Path) -> FileRecord | None:

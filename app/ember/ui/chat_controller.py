@@ -110,8 +110,9 @@ class ChatController(QObject):
         self.reply: ActiveReply | None = None
         self.cache_conv: int | None = None  # the chat whose prompt the KV cache holds
         self.queue: list[int] = []  # chats whose last message waits for a reply, in order
-        # chat id -> (library, embedder, scope): its questions are answered from documents
-        self.attached_documents: dict[int, tuple] = {}
+        # conv id -> (library, embedder, scope) or None: the document library a chat answers
+        # from, opened when such a chat first needs it (set by the window)
+        self.documents_opener = None
         self.closing = False
         # reply writes that failed (full disk, read-only or locked file), by message id:
         # retried, newest values winning, with every later write
@@ -436,7 +437,7 @@ class ChatController(QObject):
             mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
             history = self.history(conv_id, upto=mid)
         sources = []
-        if conv_id in self.attached_documents and continue_id is None:
+        if continue_id is None:
             history, sources = self._ground(conv_id, history, s.n_ctx)
         reply = ActiveReply(conv_id, mid, text=prefix, base_tokens=base_tokens,
                             continued=continue_id is not None, preset=preset, sources=sources)
@@ -456,18 +457,30 @@ class ChatController(QObject):
     # ---- documents ----------------------------------------------------------------------------
     def attach_documents(self, conv_id: int, library, embedder=None, scope=None) -> None:
         """The chat's questions are answered from `library` (a documents.Library; scope: its
-        files and folders to search, None for all) until detach_documents."""
-        self.attached_documents[conv_id] = (library, embedder, scope)
+        files and folders to search, None for all), kept in the library so it lasts."""
+        library.attach(conv_id, scope)
+        if self.documents_opener is None:  # no window: this library answers
+            def opener(cid):
+                attached, sc = library.attachment(cid)
+                return (library, embedder, sc) if attached else None
+            self.documents_opener = opener
 
-    def detach_documents(self, conv_id: int) -> None:
-        self.attached_documents.pop(conv_id, None)
+    def detach_documents(self, conv_id: int, library) -> None:
+        library.detach(conv_id)
+
+    def documents_for(self, conv_id: int):
+        """(library, embedder, scope) where the chat answers from documents, else None."""
+        return self.documents_opener(conv_id) if self.documents_opener is not None else None
 
     def _ground(self, conv_id: int, history: list[dict], n_ctx: int):
         """The history with the passages found for its last question in front of it; the
         prompt policy then fits the whole as for any chat."""
         from ..documents.grounding import ground
         from ..documents.retrieval import search
-        library, embedder, scope = self.attached_documents[conv_id]
+        found = self.documents_for(conv_id)
+        if found is None:
+            return history, []
+        library, embedder, scope = found
         question = next((m["content"] for m in reversed(history) if m["role"] == "user"), "")
         if not question.strip():
             return history, []

@@ -129,6 +129,7 @@ class MainWindow(QMainWindow):
         self._models_view = None  # made when the Models page is first shown
         self._documents_view = None  # the Documents window, made when first opened
         self._source_box = None  # the last citation opened under a reply
+        self.chat.documents_opener = self._documents_for
         self._hub_dialog = None  # File > Find models on Hugging Face…, while open
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
@@ -511,6 +512,35 @@ class MainWindow(QMainWindow):
             v.attach_requested.connect(self.attach_documents_here)
             self._documents_view = v
         return self._documents_view
+
+    def _documents_for(self, conv_id: int):
+        """The controller's documents_opener: (library, embedder, scope) where the chat
+        answers from the library. Until the Documents window exists a read-only look at the
+        library says whether this chat is attached, so other chats never pay for opening
+        the library and its model; a library that cannot be opened answers no chat."""
+        import sqlite3
+        if self._documents_view is None:
+            path = self.data_dir / "library.sqlite3"
+            if not path.exists():
+                return None
+            try:
+                db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                try:
+                    row = db.execute("SELECT 1 FROM chat_attachments WHERE conv_id = ?",
+                                     (conv_id,)).fetchone()
+                finally:
+                    db.close()
+            except sqlite3.Error:
+                return None
+            if row is None:
+                return None
+        try:
+            v = self.documents_view
+        except Exception as e:  # noqa: BLE001 (a newer or damaged library: logged, not fatal)
+            log.warning("the document library could not be opened: %s", e)
+            return None
+        attached, scope = v.library.attachment(conv_id)
+        return (v.library, v.embedder, scope) if attached else None
 
     def show_documents(self) -> None:
         import sqlite3
