@@ -151,8 +151,15 @@ def test_add_a_folder_ask_in_the_chat_and_open_the_cited_passage(
     v = win._documents_view
     with qtbot.waitSignal(v.indexing_finished, timeout=30_000):
         v.index([folder])
+    assert v.attach_button.text() == "Use in this chat"
     qtbot.mouseClick(v.attach_button, Qt.LeftButton)
     assert v.library.attachment(win.current_conv) == (True, None)
+    assert v.attach_button.text() == "Stop using in this chat"
+    first = win.current_conv
+    win.select_conversation(win.chat.new_conversation())  # another chat: the button is its
+    assert v.attach_button.text() == "Use in this chat"
+    win.select_conversation(first)
+    assert v.attach_button.text() == "Stop using in this chat"
     type_and_send(qtbot, win, "How do I reset the boiler?")
     reply = win.store.messages(win.current_conv)[-1]
     w = win.chat_view.widget_for(reply.id)

@@ -258,6 +258,11 @@ class DocumentsView(QWidget):
         self.progress_bar.setVisible(shown)
         self.cancel_button.setVisible(shown)
 
+    def set_attached(self, attached: bool, has_chat: bool = True) -> None:
+        """What "Use in this chat" does for the chat on screen (the window says)."""
+        self.attach_button.setText("Stop using in this chat" if attached else "Use in this chat")
+        self.attach_button.setEnabled(has_chat)
+
     # ---- the document model ---------------------------------------------------------
     def download_model(self) -> None:
         """Fetches MiniLM like the starter model (progress, Cancel, checksums); once it is

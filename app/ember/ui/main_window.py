@@ -491,12 +491,26 @@ class MainWindow(QMainWindow):
         self._source_box = box  # kept so the tests (and the window) can find it
 
     def attach_documents_here(self) -> None:
-        """The chat on screen answered from the library (Documents > Use in this chat)."""
+        """The Documents window's "Use in this chat" / "Stop using in this chat": the chat
+        on screen answered from the library, or no longer."""
         v = self._documents_view
         if v is None or self.current_conv is None:
             return
-        self.chat.attach_documents(self.current_conv, v.library, v.embedder)
-        self.status_msg.setText("This chat now answers from your documents")
+        if v.library.attachment(self.current_conv)[0]:
+            self.chat.detach_documents(self.current_conv, v.library)
+            self.status_msg.setText("This chat no longer answers from your documents")
+        else:
+            self.chat.attach_documents(self.current_conv, v.library, v.embedder)
+            self.status_msg.setText("This chat now answers from your documents")
+        self._show_attachment()
+
+    def _show_attachment(self) -> None:
+        """The Documents window's attach button as the chat on screen is."""
+        v = self._documents_view
+        if v is not None:
+            v.set_attached(self.current_conv is not None
+                           and v.library.attachment(self.current_conv)[0],
+                           self.current_conv is not None)
 
     @property
     def documents_view(self):
@@ -551,6 +565,7 @@ class MainWindow(QMainWindow):
         except (LibraryError, sqlite3.Error, OSError) as e:  # a newer or damaged library
             self.show_error("The document library could not be opened", str(e))
             return
+        self._show_attachment()
         v.show()
         v.raise_()
 
@@ -572,6 +587,7 @@ class MainWindow(QMainWindow):
                                 failed.get(target, v.progress_label.text()))
                 return
             self.chat.attach_documents(conv, v.library, v.embedder, scope=[target])
+            self._show_attachment()
             self.status_msg.setText(f"Ask about {Path(path).name}: this chat answers from it")
             self.file_ready.emit(target)
         v.indexing_finished.connect(ready)
@@ -821,6 +837,7 @@ class MainWindow(QMainWindow):
         self.notice_banner.hide()
         self._render_conversation()
         self._show_chat_status()
+        self._show_attachment()
         self._update_view()
 
     def _swap_draft(self, conv_id: int | None) -> None:
