@@ -8,7 +8,7 @@ import time
 import pytest
 from ember.documents.library import Library
 from ember.ui.documents_view import DocumentsView
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QUrl
 
 from tests.support.documents import HashEmbedder, make_pdf
 from tests.support.ui import data_dir, make_window  # noqa: F401 (offscreen; skips without Qt)
@@ -269,3 +269,26 @@ def test_a_library_from_a_newer_ember_is_refused_with_a_message(qtbot, data_dir)
     from ember.documents.library import SCHEMA_VERSION
     assert (f"was written by a newer Ember (schema 99, this version knows {SCHEMA_VERSION})"
             in win.error_banner.plain)
+
+
+def test_citations_in_the_answer_are_links_to_their_passages(qtbot):
+    from ember.ui.app import create_application
+    from ember.ui.theme import LIGHT
+    from ember.ui.widgets.message import MessageWidget
+    create_application()
+    w = MessageWidget(5, "assistant", "Hold the red button [1]. Not [7]. `arr[1]` stays.",
+                      LIGHT)
+    qtbot.addWidget(w)
+    sources = [{"n": 1, "path": "/d/manual.pdf", "page": 2, "heading": None,
+                "text": "To reset the boiler hold the red button."},
+               {"n": 2, "path": "/d/lease.md", "page": None, "heading": "Pets", "text": "Cats."}]
+    w.set_sources(sources, cited=[1])
+    html = w.body.toHtml()
+    assert html.count('href="source:1"') == 1  # the prose's [1], not the code's
+    assert 'href="source:7"' not in html
+    label = w.sources_label.text()
+    assert label.index("Sources: ") < label.index("manual.pdf, page 2") < label.index(
+        "Also given: ") < label.index("[2] lease.md")
+    with qtbot.waitSignal(w.source_clicked) as clicked:
+        w.body.anchorClicked.emit(QUrl("source:1"))
+    assert clicked.args == [5, sources[0]]

@@ -1,6 +1,7 @@
 """One message of the chat: its text (Markdown, reasoning folded), versions, and actions."""
 from __future__ import annotations
 
+import re
 import time
 from html import escape
 from pathlib import Path
@@ -23,6 +24,10 @@ from .basics import AutoTextBrowser, ElidedLabel, HeaderLayout, _button, _tool
 
 COPIED_MS = 1200  # how long "Copied" shows after a copy
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
+
+
+_CITATION_MARK = re.compile(r"\[(\d{1,3})\]")
+_CODE_SPANS = re.compile(r"(<pre\b.*?</pre>|<code\b.*?</code>)", re.S)
 
 
 class MessageWidget(QFrame):
@@ -186,7 +191,22 @@ class MessageWidget(QFrame):
             body += (f'<p style="color:{c["muted"]}; margin:0"><i>(no answer: the reply '
                      f'stopped while the model was still thinking)</i></p>')
         self.code_blocks = r.code_blocks
+        if self.sources:
+            body = self._link_citations(body)
         self.body.setHtml(f'<div style="color:{c["text"]}">{body}</div>')
+
+    def _link_citations(self, html_text: str) -> str:
+        """Each [n] of the answer that names a source it was given, a link to the passage;
+        code (pre and code elements) is left as written."""
+        known = {src["n"] for src in self.sources}
+
+        def link(m):
+            n = int(m.group(1))
+            return f'<a href="source:{n}">[{n}]</a>' if n in known else m.group(0)
+        parts = _CODE_SPANS.split(html_text)
+        for i in range(0, len(parts), 2):  # the odd parts are code
+            parts[i] = _CITATION_MARK.sub(link, parts[i])
+        return "".join(parts)
 
     def _render_thoughts(self, reply: Reply) -> None:
         if not reply.has_thoughts:
@@ -258,6 +278,7 @@ class MessageWidget(QFrame):
             parts.append(("Also given: " if first else "Given: ") + " · ".join(link(x) for x in rest))
         self.sources_label.setText("<br>".join(parts))
         self.sources_label.setVisible(bool(sources))
+        self.render()  # the answer's [n] become links
 
     def _source_link(self, href: str) -> None:
         n = int(href.split(":", 1)[1])
@@ -326,6 +347,8 @@ class MessageWidget(QFrame):
             self.copied_block = index
             self.render()
             QTimer.singleShot(COPIED_MS, self, self._end_copied)
+        elif s.startswith("source:"):
+            self._source_link(s)
         elif url.scheme() in ("http", "https", "mailto"):
             QDesktopServices.openUrl(url)  # the user's browser, never the app itself
 
