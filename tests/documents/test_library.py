@@ -223,3 +223,28 @@ def test_chat_attachments_last_and_a_version_1_library_upgrades(tmp_path, folder
     lib.detach(7)
     assert lib.attachment(7) == (False, None) and lib.check() == []
     lib.close()
+
+
+def test_a_parser_bug_or_an_unreadable_file_fails_that_file_only(lib, folder, monkeypatch):
+    from ember.documents import indexer
+    real = indexer.parse
+
+    def flaky(path, limits):
+        if path.name == "soup.txt":
+            raise ZeroDivisionError("a parser bug")
+        if path.name == "bread.txt":
+            raise PermissionError(13, "Permission denied")
+        return real(path, limits)
+    monkeypatch.setattr(indexer, "parse", flaky)
+    r = index_paths(lib, [folder], HashEmbedder())
+    assert paths(r.added) == ["garden.html", "lease.md", "manual.pdf"]
+    assert sorted(m for _, m in r.failed) == [
+        "Ember could not read soup.txt (ZeroDivisionError: a parser bug)",
+        "bread.txt could not be read (Permission denied)"]
+    # the parser's failure is kept (not read again until the file changes); the permission
+    # problem is not, so the next run tries again
+    assert lib.file(folder.resolve() / "recipes" / "soup.txt").status == "failed"
+    assert lib.file(folder.resolve() / "recipes" / "bread.txt") is None
+    monkeypatch.setattr(indexer, "parse", real)
+    r = index_paths(lib, [folder], HashEmbedder())
+    assert paths(r.added) == ["bread.txt"] and lib.check() == []

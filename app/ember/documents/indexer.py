@@ -5,6 +5,7 @@ CancelToken is honoured between files and between embedding batches."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,11 +16,12 @@ import numpy as np
 from ..chat.streaming import CancelToken
 from .chunking import chunk
 from .embedder import Embedder
-from .errors import DocumentError, FileVanished
+from .errors import CorruptFile, DocumentError, FileVanished
 from .library import Library
 from .parsers import DEFAULT_LIMITS, SUFFIXES, Limits, kind_of, parse
 
 EMBED_BATCH = 32
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -139,7 +141,7 @@ def index_paths(library: Library, paths: list[str | Path], embedder: Embedder | 
             report.unchanged.append(key)
             continue
         try:
-            sections = parse(path, limits)
+            sections = _read(path, limits)
             chunks = chunk(sections, max_chars, overlap_chars, code=kind_of(path) == "code")
             vectors = None
             if embedder is not None and chunks:
@@ -159,6 +161,9 @@ def index_paths(library: Library, paths: list[str | Path], embedder: Embedder | 
         except FileVanished as e:
             _forget(library, key, report, str(e))
             continue
+        except _Unreadable as e:  # a permission, an I/O error: tried again next time
+            report.failed.append((key, str(e)))
+            continue
         except DocumentError as e:
             library.mark_failed(key, st.st_mtime_ns, st.st_size, digest, str(e))
             report.failed.append((key, str(e)))
@@ -167,6 +172,24 @@ def index_paths(library: Library, paths: list[str | Path], embedder: Embedder | 
         (report.updated if known else report.added).append(key)
     tell(len(found) if not report.cancelled else done, "")
     return report
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _read(path: Path, limits: Limits):
+    """parse(), with what a parser was not written for turned into a refusal of this one
+    file: one odd file never stops a folder's indexing."""
+    try:
+        return parse(path, limits)
+    except (DocumentError, FileNotFoundError):
+        raise
+    except OSError as e:
+        raise _Unreadable(f"{path.name} could not be read ({e.strerror or e})") from None
+    except Exception as e:  # noqa: BLE001 (a parser's bug on a strange file)
+        log.warning("reading %s failed", path, exc_info=True)
+        raise CorruptFile(f"Ember could not read {path.name} ({type(e).__name__}: {e})") from None
 
 
 def _forget(library: Library, key: str, report: IndexReport, message: str) -> None:
