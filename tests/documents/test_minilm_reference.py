@@ -88,9 +88,9 @@ def test_a_batch_equals_each_text_alone(reference):
 def test_the_packageless_safetensors_reader_and_the_zip(reference, minilm_dir, tmp_path):
     import zipfile
 
+    from ember.documents.minilm import read_safetensors
     from safetensors.numpy import load_file
 
-    from ember.documents.minilm import read_safetensors
     from tools.fetch_assets import MINILM_ZIP_MEMBER, minilm_wheel
 
     ours = read_safetensors((minilm_dir / "model.safetensors").read_bytes())
