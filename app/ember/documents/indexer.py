@@ -187,7 +187,7 @@ def _read(path: Path, limits: Limits):
         raise
     except OSError as e:
         raise _Unreadable(f"{path.name} could not be read ({e.strerror or e})") from None
-    except Exception as e:
+    except Exception as e:  # a parser's bug on a strange file
         log.warning("reading %s failed", path, exc_info=True)
         raise CorruptFile(f"Ember could not read {path.name} ({type(e).__name__}: {e})") from None
 
