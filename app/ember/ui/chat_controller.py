@@ -484,8 +484,12 @@ class ChatController(QObject):
         question = next((m["content"] for m in reversed(history) if m["role"] == "user"), "")
         if not question.strip():
             return history, []
-        hits = search(library, question, embedder, k=5,
-                      mode="hybrid" if embedder is not None else "words", scope=scope)
+        try:
+            hits = search(library, question, embedder, k=5,
+                          mode="hybrid" if embedder is not None else "words", scope=scope)
+        except Exception:  # a library locked or damaged since: the chat still answers
+            log.warning("searching the document library failed", exc_info=True)
+            return history, []
         # about 3 characters a token; the sources take at most a third of the context
         return ground(history, hits, budget_chars=n_ctx)
 
