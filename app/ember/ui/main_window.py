@@ -111,6 +111,7 @@ class MainWindow(QMainWindow):
     starter_download_done = Signal(str, str)  # "installed" | "failed" | "cancelled", detail
     serving_started = Signal(str)  # the local server's address
     serving_failed = Signal(str)
+    file_ready = Signal(str)  # a dropped document is in the library and the chat answers from it
 
     def __init__(self, data_dir: str | os.PathLike | None = None, *,
                  open_model: str | None = None, restore_last: bool = True):
@@ -126,6 +127,9 @@ class MainWindow(QMainWindow):
                                    self)
         self._local_server = None  # made when the Settings switch first asks for it
         self._models_view = None  # made when the Models page is first shown
+        self._documents_view = None  # the Documents window, made when first opened
+        self._source_box = None  # the last citation opened under a reply
+        self.chat.documents_opener = self._documents_for
         self._hub_dialog = None  # File > Find models on Hugging Face…, while open
         self.models_folder = self.data_dir / "models"
         self.starter_source = starter.STARTER
@@ -398,6 +402,7 @@ class MainWindow(QMainWindow):
         act(f, "Open model…", self.choose_model, "Ctrl+O", "actionOpenModel")
         act(f, "Models", self.show_models, "Ctrl+Shift+M", "actionModels")
         act(f, "Find models on Hugging Face…", self.open_hub, None, "actionHub")
+        act(f, "Documents…", self.show_documents, "Ctrl+Shift+D", "actionDocuments")
         act(f, "Add an OpenAI-compatible endpoint…", self.choose_endpoint, None,
             "actionAddEndpoint")
         f.addSeparator()
@@ -472,6 +477,122 @@ class MainWindow(QMainWindow):
             if self.starter_worker is not None:
                 v.starter_panel.set_running(True)
         return self._models_view
+
+    def show_source(self, msg_id: int, source: dict) -> None:
+        """A citation under a reply, opened: its file, page and passage."""
+        where = Path(source["path"]).name + (f", page {source['page']}" if source.get("page")
+                                             else "")
+        box = QMessageBox(QMessageBox.Information, f"[{source['n']}] {where}",
+                          source["text"], QMessageBox.Close, self)
+        box.setObjectName("sourceDialog")
+        box.setInformativeText(source["path"])
+        box.setModal(False)
+        box.show()
+        self._source_box = box  # kept so the tests (and the window) can find it
+
+    def attach_documents_here(self) -> None:
+        """The Documents window's "Use in this chat" / "Stop using in this chat": the chat
+        on screen answered from the library, or no longer."""
+        v = self._documents_view
+        if v is None or self.current_conv is None:
+            return
+        if v.library.attachment(self.current_conv)[0]:
+            self.chat.detach_documents(self.current_conv, v.library)
+            self.status_msg.setText("This chat no longer answers from your documents")
+        else:
+            self.chat.attach_documents(self.current_conv, v.library, v.embedder)
+            self.status_msg.setText("This chat now answers from your documents")
+        self._show_attachment()
+
+    def _show_attachment(self) -> None:
+        """The Documents window's attach button as the chat on screen is."""
+        v = self._documents_view
+        if v is not None:
+            v.set_attached(self.current_conv is not None
+                           and v.library.attachment(self.current_conv)[0],
+                           self.current_conv is not None)
+
+    @property
+    def documents_view(self):
+        """The Documents window (library.sqlite3 in the data folder), made on first use."""
+        if self._documents_view is None:
+            from ..documents.embedder import default_embedder
+            from .documents_view import DocumentsView
+            v = DocumentsView(self.data_dir / "library.sqlite3",
+                              default_embedder(self.models_folder),
+                              models_folder=self.models_folder)
+            v.setWindowFlag(Qt.Window)
+            v.resize(900, 600)
+            v.attach_requested.connect(self.attach_documents_here)
+            self._documents_view = v
+        return self._documents_view
+
+    def _documents_for(self, conv_id: int):
+        """The controller's documents_opener: (library, embedder, scope) where the chat
+        answers from the library. Until the Documents window exists a read-only look at the
+        library says whether this chat is attached, so other chats never pay for opening
+        the library and its model; a library that cannot be opened answers no chat."""
+        import sqlite3
+        if self._documents_view is None:
+            path = self.data_dir / "library.sqlite3"
+            if not path.exists():
+                return None
+            try:
+                db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                try:
+                    row = db.execute("SELECT 1 FROM chat_attachments WHERE conv_id = ?",
+                                     (conv_id,)).fetchone()
+                finally:
+                    db.close()
+            except sqlite3.Error:
+                return None
+            if row is None:
+                return None
+        try:
+            v = self.documents_view
+        except Exception as e:  # noqa: BLE001 (a newer or damaged library: logged, not fatal)
+            log.warning("the document library could not be opened: %s", e)
+            return None
+        attached, scope = v.library.attachment(conv_id)
+        return (v.library, v.embedder, scope) if attached else None
+
+    def show_documents(self) -> None:
+        import sqlite3
+
+        from ..documents.library import LibraryError
+        try:
+            v = self.documents_view
+        except (LibraryError, sqlite3.Error, OSError) as e:  # a newer or damaged library
+            self.show_error("The document library could not be opened", str(e))
+            return
+        self._show_attachment()
+        v.show()
+        v.raise_()
+
+    def ask_about_file(self, path: str) -> None:
+        """A document dropped on a chat: added to the library, then the chat on screen
+        answers from that file alone."""
+        conv = self.current_conv if self.current_conv is not None else self.new_chat()
+        v = self.documents_view
+        if v.indexing:
+            self.status_msg.setText("The library is indexing; drop the file again when it is done")
+            return
+        target = str(Path(path).resolve())
+
+        def ready(report) -> None:
+            v.indexing_finished.disconnect(ready)
+            failed = dict(report.failed) if report is not None else {}
+            if report is None or target in failed:
+                self.show_error(f"{Path(path).name} could not be read",
+                                failed.get(target, v.progress_label.text()))
+                return
+            self.chat.attach_documents(conv, v.library, v.embedder, scope=[target])
+            self._show_attachment()
+            self.status_msg.setText(f"Ask about {Path(path).name}: this chat answers from it")
+            self.file_ready.emit(target)
+        v.indexing_finished.connect(ready)
+        self.status_msg.setText(f"Reading {Path(path).name}…")
+        v.index([target])
 
     @property
     def local_server(self):
@@ -716,6 +837,7 @@ class MainWindow(QMainWindow):
         self.notice_banner.hide()
         self._render_conversation()
         self._show_chat_status()
+        self._show_attachment()
         self._update_view()
 
     def _swap_draft(self, conv_id: int | None) -> None:
@@ -746,6 +868,8 @@ class MainWindow(QMainWindow):
                 w.set_streaming(True)
             elif m.meta:
                 w.set_footer(self._footer(m.meta))
+                if m.meta.get("sources"):
+                    w.set_sources(m.meta["sources"], m.meta.get("cited", []))
         self._apply_versions()
         self._update_actions()
         self.chat_view.scroll_to_bottom()
@@ -792,6 +916,7 @@ class MainWindow(QMainWindow):
         w = MessageWidget(msg_id, role, content, self.colors, created=created, complete=complete,
                           assistant_name=name)
         w.action.connect(self._message_action)
+        w.source_clicked.connect(self.show_source)
         w.edit_submitted.connect(self.edit_message)
         return self.chat_view.add(w)
 
@@ -1345,6 +1470,8 @@ class MainWindow(QMainWindow):
             w.complete = True
             w.set_streaming(False)
             w.set_footer(self._footer(meta))
+            if meta.get("sources"):
+                w.set_sources(meta["sources"], meta.get("cited", []))
         if stats["stop_reason"] == "context_full" and g.text and w is not None:
             self.notice_banner.show_message(
                 "The context window is full",
@@ -1582,8 +1709,11 @@ class MainWindow(QMainWindow):
         self.open_dropped(path)
 
     def open_dropped(self, path: str) -> None:
+        from ..documents.parsers import SUFFIXES
         if path.lower().endswith(".json"):
             self.import_chats(path)
+        elif self.model is not None and Path(path).suffix.lower() in SUFFIXES:
+            self.ask_about_file(path)  # a document on a chat: ask about it
         else:
             self.open_model_path(path)
 
@@ -1690,6 +1820,8 @@ class MainWindow(QMainWindow):
             self.starter_worker.wait(10000)
         for w in list(self._old_workers):
             w.wait(10000)
+        if self._documents_view is not None:  # an indexing run stops after its batch
+            self._documents_view.close()
         if self._hub_dialog is not None:  # its download stops, its part kept for next time
             self._hub_dialog.reject()
         for t in (self._mem_timer, self._undo_timer, self._status_timer, self._system_timer):

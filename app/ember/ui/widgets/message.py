@@ -1,7 +1,10 @@
 """One message of the chat: its text (Markdown, reasoning folded), versions, and actions."""
 from __future__ import annotations
 
+import re
 import time
+from html import escape
+from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
@@ -23,11 +26,16 @@ COPIED_MS = 1200  # how long "Copied" shows after a copy
 ROLE_NAMES = {"user": "You", "assistant": "Assistant", "system": "System"}
 
 
+_CITATION_MARK = re.compile(r"\[(\d{1,3})\]")
+_CODE_SPANS = re.compile(r"(<pre\b.*?</pre>|<code\b.*?</code>)", re.S)
+
+
 class MessageWidget(QFrame):
     """One message: who, when, the rendered text, and its actions."""
 
     action = Signal(str, int)  # "copy" | "edit" | "regenerate" | "continue" | "submit-edit"
     edit_submitted = Signal(int, str)
+    source_clicked = Signal(int, dict)  # msg_id, the cited passage (documents.grounding)
 
     def __init__(self, msg_id: int, role: str, content: str, colors: dict, *,
                  created: float | None = None, complete: bool = True, assistant_name: str = "",
@@ -105,6 +113,15 @@ class MessageWidget(QFrame):
         lay.addWidget(self.body)
         self.editor: QPlainTextEdit | None = None
         self.editor_box: QWidget | None = None
+        # the documents a reply was written from, each a link that opens its passage
+        self.sources_label = QLabel("")
+        self.sources_label.setObjectName("messageSources")
+        self.sources_label.setWordWrap(True)
+        self.sources_label.setTextFormat(Qt.RichText)
+        self.sources_label.linkActivated.connect(self._source_link)
+        self.sources_label.hide()
+        self.sources: list[dict] = []
+        lay.addWidget(self.sources_label)
         foot = HeaderLayout()  # the counts at the left, the actions at the right, wrapping
         self.footer = QLabel("")
         self.footer.setObjectName("messageFooter")
@@ -174,7 +191,22 @@ class MessageWidget(QFrame):
             body += (f'<p style="color:{c["muted"]}; margin:0"><i>(no answer: the reply '
                      f'stopped while the model was still thinking)</i></p>')
         self.code_blocks = r.code_blocks
+        if self.sources:
+            body = self._link_citations(body)
         self.body.setHtml(f'<div style="color:{c["text"]}">{body}</div>')
+
+    def _link_citations(self, html_text: str) -> str:
+        """Each [n] of the answer that names a source it was given, a link to the passage;
+        code (pre and code elements) is left as written."""
+        known = {src["n"] for src in self.sources}
+
+        def link(m):
+            n = int(m.group(1))
+            return f'<a href="source:{n}">[{n}]</a>' if n in known else m.group(0)
+        parts = _CODE_SPANS.split(html_text)
+        for i in range(0, len(parts), 2):  # the odd parts are code
+            parts[i] = _CITATION_MARK.sub(link, parts[i])
+        return "".join(parts)
 
     def _render_thoughts(self, reply: Reply) -> None:
         if not reply.has_thoughts:
@@ -228,6 +260,31 @@ class MessageWidget(QFrame):
     def set_footer(self, text: str) -> None:
         self.footer.setText(text)
         self.footer.setVisible(bool(text))
+
+    def set_sources(self, sources: list[dict], cited: list[int]) -> None:
+        """The passages the reply was given; those its text cites ([n]) first, the rest
+        after "also given"."""
+        self.sources = list(sources)
+
+        def link(src):
+            label = Path(src["path"]).name + (f", page {src['page']}" if src.get("page") else "")
+            return f'<a href="source:{src["n"]}">[{src["n"]}] {escape(label)}</a>'
+        first = [src for n in cited for src in sources if src["n"] == n]
+        rest = [src for src in sources if src["n"] not in cited]
+        parts = []
+        if first:
+            parts.append("Sources: " + " · ".join(link(x) for x in first))
+        if rest:
+            parts.append(("Also given: " if first else "Given: ") + " · ".join(link(x) for x in rest))
+        self.sources_label.setText("<br>".join(parts))
+        self.sources_label.setVisible(bool(sources))
+        self.render()  # the answer's [n] become links
+
+    def _source_link(self, href: str) -> None:
+        n = int(href.split(":", 1)[1])
+        src = next((x for x in self.sources if x["n"] == n), None)
+        if src is not None:
+            self.source_clicked.emit(self.msg_id, src)
 
     def set_versions(self, index: int, count: int) -> None:
         """Shows "‹ index/count ›" when the message has more than one version."""
@@ -290,6 +347,8 @@ class MessageWidget(QFrame):
             self.copied_block = index
             self.render()
             QTimer.singleShot(COPIED_MS, self, self._end_copied)
+        elif s.startswith("source:"):
+            self._source_link(s)
         elif url.scheme() in ("http", "https", "mailto"):
             QDesktopServices.openUrl(url)  # the user's browser, never the app itself
 
