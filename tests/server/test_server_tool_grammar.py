@@ -91,3 +91,25 @@ def test_a_schema_the_grammar_cannot_enforce_is_a_400(client):
                                        tool_choice="required")
     assert (e.value.param, e.value.code) == ("tools", "invalid_value")
     assert "tools[0].function.parameters" in e.value.body["message"]
+
+
+def test_streamed_forced_calls_arrive_as_deltas_that_validate(client):
+    calls: dict[int, dict] = {}
+    reasons = []
+    for chunk in client.chat.completions.create(model="m", messages=USER, tools=TOOLS,
+                                                temperature=0, max_tokens=200, stream=True,
+                                                tool_choice="required",
+                                                # greedy, this model repeats calls until
+                                                # max_tokens cuts one: one call only
+                                                parallel_tool_calls=False):
+        for choice in chunk.choices:
+            assert not choice.delta.content  # nothing of a call leaks into content
+            for d in choice.delta.tool_calls or ():
+                c = calls.setdefault(d.index, {"name": "", "arguments": ""})
+                c["name"] += d.function.name or ""
+                c["arguments"] += d.function.arguments or ""
+            if choice.finish_reason:
+                reasons.append(choice.finish_reason)
+    assert reasons == ["tool_calls"] and len(calls) == 1
+    for c in calls.values():
+        jsonschema.validate(json.loads(c["arguments"]), SCHEMAS[c["name"]])
