@@ -11,8 +11,15 @@ import pytest
 from ember.chat.harmony import HarmonyFormat
 from ember.chat.json_schema import SchemaError
 from ember.chat.tool_grammar import tool_call_gbnf
-from ember.chat.tools import (CommandRFormat, GlmFormat, HermesFormat, Llama3Format,
-                              MistralFormat, QwenXmlFormat, ToolCallsJsonFormat)
+from ember.chat.tools import (
+    CommandRFormat,
+    GlmFormat,
+    HermesFormat,
+    Llama3Format,
+    MistralFormat,
+    QwenXmlFormat,
+    ToolCallsJsonFormat,
+)
 from ember.engine import Grammar
 
 TOOLS = [{"type": "function", "function": {
@@ -37,19 +44,19 @@ CASES = [
      f'\n<tool_call>\n{{"name": "get_time", "arguments": {j(ROME)}}}\n</tool_call>',
      f'{j(PARIS)}}}\n</tool_call>'),
     (QwenXmlFormat("<tool_call><function="),
-     "get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n"
-     "</function>\n</tool_call>",
-     "\n<tool_call>\n<function=get_time>\n<parameter=city>\nRome\n</parameter>\n"
-     "</function>\n</tool_call>",
-     "<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n"
-     "</function>\n</tool_call>"),
+     ("get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n"
+      "</parameter>\n</function>\n</tool_call>"),
+     ("\n<tool_call>\n<function=get_time>\n<parameter=city>\nRome\n</parameter>\n"
+      "</function>\n</tool_call>"),
+     ("<parameter=city>\nParis\n</parameter>\n<parameter=days>\n2\n</parameter>\n"
+      "</function>\n</tool_call>")),
     (GlmFormat("<tool_call><arg_key>"),
-     "get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
-     "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
-     "\n<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n"
-     "</tool_call>",
-     "\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n"
-     "<arg_value>2</arg_value>\n</tool_call>"),
+     ("get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+      "<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"),
+     ("\n<tool_call>get_time\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n"
+      "</tool_call>"),
+     ("\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n"
+      "<arg_value>2</arg_value>\n</tool_call>")),
     (ToolCallsJsonFormat(),
      f'[{{"name": "get_weather", "arguments": {j(PARIS)}}}',
      f', {{"name": "get_time", "arguments": {j(ROME)}}}',
@@ -81,7 +88,7 @@ def _ids(case) -> str:
 
 
 def _parsed(fmt, prefix_name, text):
-    content, calls = fmt.parse(fmt.forced_prefix(prefix_name) + text, TOOLS)
+    _, calls = fmt.parse(fmt.forced_prefix(prefix_name) + text, TOOLS)
     return [(c.name, json.loads(c.arguments)) for c in calls]
 
 
