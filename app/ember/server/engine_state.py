@@ -185,6 +185,12 @@ class LoadedModel:
         last = req.messages[-1]
         if last["role"] == "assistant" and not last.get("tool_calls"):
             return req  # a prefill: the reply continues the client's text, no forced call
+        if tools.choice == "required" and len(tools.tools) == 1:
+            # the one tool named: its header goes in the prompt, where markers that are
+            # control tokens (harmony's <|message|>) are the real tokens, not spelled out
+            tools = dataclasses.replace(tools, choice="function",
+                                        name=tools.tools[0]["function"]["name"])
+            req = dataclasses.replace(req, tools=tools)
         try:
             gbnf = tool_call_gbnf(self.tool_support.format, tools.tools, tools.name,
                                   tools.parallel)
