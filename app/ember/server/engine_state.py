@@ -9,10 +9,12 @@ from pathlib import Path
 
 from ..chat import ChatTemplate, ChatTemplateError, prompt_opens_thinking
 from ..chat.harmony import HarmonyFormat, HarmonyStream
+from ..chat.json_schema import SchemaError
 from ..chat.reasoning_split import ReplySplitter
+from ..chat.tool_grammar import tool_call_gbnf
 from ..chat.tools import TOOL_FORMATS, ToolCallStream, tool_support
 from ..engine import Model
-from .constraints import compile_grammar
+from .constraints import Constraint, compile_grammar
 from .errors import ApiError, bad_request
 from .jobs import Job
 from .protocol import GenerationRequest
@@ -64,6 +66,7 @@ class LoadedModel:
         stops = req.stop
         reply = None
         if req.messages is not None:
+            req = self._tool_constrained(req)
             text, template_stops, reply = self.chat_prompt(req)
             ids = self.model.prompt_ids(text)
             stops = tuple(dict.fromkeys((*template_stops, *req.stop)))
@@ -101,11 +104,18 @@ class LoadedModel:
             elif not req.reasoning_optional:
                 raise unsupported("reasoning_effort", "the model's chat template takes no "
                                                       "reasoning effort")
-        if req.constraint is not None and (tools is not None or self.harmony):
+        # a forced call's grammar (prepare: _tool_constrained) takes the place of the
+        # request's own: the reply is a call, with no text for response_format to shape
+        forcing = tools is not None and tools.choice != "auto" and not prefill
+        if req.constraint is not None and req.constraint.param != "tools" and not forcing \
+                and (tools is not None or self.harmony):
             # the grammar would hold the whole reply, leaving no room for a call or a channel
-            raise unsupported(req.constraint.param, "constrained decoding together with tools"
-                              if tools is not None else "constrained decoding with gpt-oss's "
-                                                        "harmony channels")
+            raise unsupported(req.constraint.param,
+                              "constrained decoding together with tool_choice 'auto' (the "
+                              "reply may be text or a call, and the grammar would hold all of "
+                              "it; ask for tool_choice 'required' or a named function, whose "
+                              "call is constrained instead)" if tools is not None else
+                              "constrained decoding with gpt-oss's harmony channels")
         if tools is not None:
             self._check_tools()
             kwargs["tools"] = tools.tools
@@ -164,6 +174,32 @@ class LoadedModel:
                   special_text=special, grammar=grammar)
         job.reply = reply
         return job
+
+    def _tool_constrained(self, req: GenerationRequest) -> GenerationRequest:
+        """req with tool_choice "required" or a named function: its constraint the grammar
+        of that call in the model's family (the text after the forced prefix), the tools'
+        schemas enforced on the arguments; any other request as it is."""
+        tools = req.tools
+        if tools is None or tools.choice in ("auto", "none") or not self.tool_support.usable:
+            return req
+        last = req.messages[-1]
+        if last["role"] == "assistant" and not last.get("tool_calls"):
+            return req  # a prefill: the reply continues the client's text, no forced call
+        if tools.choice == "required" and len(tools.tools) == 1:
+            # the one tool named: its header goes in the prompt, where markers that are
+            # control tokens (harmony's <|message|>) are the real tokens, not spelled out
+            tools = dataclasses.replace(tools, choice="function",
+                                        name=tools.tools[0]["function"]["name"])
+            req = dataclasses.replace(req, tools=tools)
+        try:
+            gbnf = tool_call_gbnf(self.tool_support.format, tools.tools, tools.name,
+                                  tools.parallel)
+        except SchemaError as e:
+            raise bad_request(f"'tools' cannot be enforced for tool_choice "
+                              f"{tools.choice!r}: {e}", "tools", "invalid_value") from None
+        if gbnf is None:
+            return req
+        return dataclasses.replace(req, constraint=Constraint(gbnf, "tools"))
 
     def _check_tools(self) -> None:
         support = self.tool_support
