@@ -56,7 +56,7 @@
 extern "C" {
 #endif
 
-#define EMBER_ABI_VERSION 5
+#define EMBER_ABI_VERSION 6
 
 typedef int32_t ember_token;
 typedef struct ember_model ember_model;
@@ -320,6 +320,14 @@ EMBER_API void ember_sampler_reset(ember_sampler *sampler); /* history and RNG (
 EMBER_API void ember_sampler_accept(ember_sampler *sampler, ember_token token);
 EMBER_API ember_status ember_sampler_sample(ember_sampler *sampler, const float *logits,
                                             int32_t n_vocab, ember_token *out);
+/* The distribution ember_sampler_sample would draw from for these logits (the penalties over
+ * the history, top-k, top-p, min-p, the temperature; at temperature <= 0 the first maximum
+ * with probability 1), without drawing: the RNG does not move. Writes up to `capacity` kept
+ * candidates' ids and probabilities (in no particular order; n_vocab always suffices) and
+ * sets *n_kept to how many were kept. Speculative decoding's accept/reject rule reads it. */
+EMBER_API ember_status ember_sampler_distribution(ember_sampler *sampler, const float *logits,
+                                                  int32_t n_vocab, ember_token *ids, float *probs,
+                                                  int32_t capacity, int32_t *n_kept);
 
 /* ---- grammar (constrained sampling) -------------------------------------- */
 

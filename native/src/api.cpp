@@ -607,6 +607,15 @@ ember_status ember_sampler_sample(ember_sampler* s, const float* logits, int32_t
     });
 }
 
+ember_status ember_sampler_distribution(ember_sampler* s, const float* logits, int32_t n_vocab, ember_token* ids,
+                                        float* probs, int32_t capacity, int32_t* n_kept) {
+    return guarded(nullptr, [&] {
+        require(s && logits && n_kept && n_vocab > 0, "sampler, logits and n_kept must be valid");
+        require(capacity >= 0 && (capacity == 0 || (ids && probs)), "ids and probs must hold capacity entries");
+        *n_kept = s->sampler->distribution(logits, n_vocab, ids, probs, capacity);
+    });
+}
+
 // ---- grammar ------------------------------------------------------------------
 
 ember_status ember_grammar_create(const ember_model* m, const char* gbnf, int32_t gbnf_len, const char* root_rule,

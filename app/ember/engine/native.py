@@ -20,7 +20,7 @@ from ctypes import (
 )
 from pathlib import Path
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 token_p = POINTER(c_int32)
 PROGRESS_FN = ctypes.CFUNCTYPE(c_bool, c_float, c_void_p)
@@ -186,6 +186,8 @@ _SIGNATURES = {
     "ember_sampler_reset": (None, [c_void_p]),
     "ember_sampler_accept": (None, [c_void_p, c_int32]),
     "ember_sampler_sample": (c_int32, [c_void_p, POINTER(c_float), c_int32, POINTER(c_int32)]),
+    "ember_sampler_distribution": (c_int32, [c_void_p, POINTER(c_float), c_int32, POINTER(c_int32),
+                                             POINTER(c_float), c_int32, POINTER(c_int32)]),
     "ember_grammar_create": (c_int32, [c_void_p, c_char_p, c_int32, c_char_p, POINTER(c_void_p)]),
     "ember_grammar_free": (None, [c_void_p]),
     "ember_grammar_reset": (c_int32, [c_void_p]),

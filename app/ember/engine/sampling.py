@@ -65,6 +65,16 @@ class GenerationStats:
     token_ids: list[int] = field(default_factory=list)  # generated, end-of-generation excluded
     stop_token: int | None = None  # the end-of-generation token, when one ended it
     stop_string: str | None = None  # the stop string that ended it (chat.stream_reply's)
+    # speculative decoding (engine/speculative.py): tokens drafted and verified, those the
+    # target accepted, and how drafts were made or why there were none ("" without it)
+    draft_tokens: int = 0
+    draft_accepted: int = 0
+    speculative: str = ""
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Accepted drafted tokens over drafted ones (0 with none drafted)."""
+        return self.draft_accepted / self.draft_tokens if self.draft_tokens else 0.0
 
 
 class Sampler:
@@ -83,6 +93,21 @@ class Sampler:
         out = c_int32()
         _check(native.lib().ember_sampler_sample(self._h, logits_ptr, n_vocab, ctypes.byref(out)))
         return out.value
+
+    def distribution(self, logits_ptr, n_vocab: int):
+        """(ids, probs): the distribution sample() would draw from for this row (penalties
+        over the accepted history, top-k, top-p, min-p, temperature; greedy: the first
+        maximum with probability 1), read without drawing. Fresh int32 / float32 arrays."""
+        import numpy as np
+        if getattr(self, "_ids", None) is None or self._ids.size < n_vocab:
+            self._ids = np.empty(n_vocab, dtype=np.int32)
+            self._probs = np.empty(n_vocab, dtype=np.float32)
+        n = c_int32()
+        _check(native.lib().ember_sampler_distribution(
+            self._h, logits_ptr, n_vocab, self._ids.ctypes.data_as(ctypes.POINTER(c_int32)),
+            self._probs.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), n_vocab, ctypes.byref(n)))
+        k = min(n.value, n_vocab)
+        return self._ids[:k].copy(), self._probs[:k].copy()
 
     @staticmethod
     def row_pointer(row):

@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from .context import Context
     from .grammar import Grammar
     from .model import Model
+    from .speculative import DraftModel, SpeculativeParams
+
+# A recurrent model (Qwen3.5) rewinds to a state snapshot and evaluates again from there;
+# when the latest snapshot is further back than this, drafts cost more than they save.
+SPECULATIVE_REPLAY_LIMIT = 64
 
 
 class Session:
@@ -24,11 +29,27 @@ class Session:
     tokens are in the KV cache, so a following prompt that shares a prefix only evaluates
     what is new."""
 
-    def __init__(self, target: Model | Context, reuse_prefix: bool = True):
+    def __init__(self, target: Model | Context, reuse_prefix: bool = True,
+                 speculative: SpeculativeParams | None = None):
         from .model import Model  # at call time: model.py imports this module
         self.context = target.context if isinstance(target, Model) else target
         self.model = self.context.model
         self.reuse_prefix = reuse_prefix
+        self.speculative = speculative  # generate()'s default (engine/speculative.py)
+        self._drafter: DraftModel | None = None  # the draft model's context, kept between replies
+
+    def _draft_model(self, spec: SpeculativeParams) -> DraftModel:
+        """The drafter for spec's draft model, made once per draft model (its own context,
+        whose cache, like the target's, is reused by the next reply)."""
+        from .speculative import DraftModel
+        d = self._drafter
+        if d is None or d.model is not spec.draft_model:
+            if d is not None:
+                d.close()
+            n_ctx = spec.draft_n_ctx or self.context.n_ctx
+            self._drafter = d = DraftModel(spec.draft_model, self.model, n_ctx, spec.draft_p_min)
+        d.p_min = spec.draft_p_min
+        return d
 
     @property
     def cached(self) -> list[int]:
@@ -62,7 +83,8 @@ class Session:
                  on_token: Callable[[int, np.ndarray], None] | None = None,
                  logit_bias: Mapping[int, float] | None = None,
                  special_text: bool = False,
-                 grammar: Grammar | None = None) -> Iterator[str]:
+                 grammar: Grammar | None = None,
+                 speculative: SpeculativeParams | None = None) -> Iterator[str]:
         """Yields text pieces. cancel: an event another thread may set before generation
         starts (set later, Context.cancel() is what stops it); the context's flag is reset
         here, so a cancel that came earlier would otherwise be lost. penalize_prompt: the
@@ -76,7 +98,11 @@ class Session:
         <|python_tag|>: a tool-call parser looks for them); the end-of-generation token that
         ends the reply never is. grammar: the reply is a sentence of it (reset here): before
         each draw the tokens that cannot continue it are masked, and the reply ends, as at
-        an end-of-generation token, once the grammar is complete and nothing may follow."""
+        an end-of-generation token, once the grammar is complete and nothing may follow.
+        speculative: drafts verified in batches (engine/speculative.py; None: the session's
+        default): greedy replies are the same tokens, sampled ones have the same
+        distribution. Not with a grammar: its state cannot be rewound past a rejected
+        draft, so a constrained reply is decoded plainly (stats.speculative says so)."""
         import time
 
         ctx = self.context
@@ -104,6 +130,14 @@ class Session:
                                       count=len(logit_bias))
         if grammar is not None:
             grammar.reset()
+        spec = speculative if speculative is not None else self.speculative
+        if spec is not None and not spec.enabled:
+            spec = None
+        if spec is not None and grammar is not None:
+            stats.speculative = ("off: a grammar constrains the reply (its state cannot be "
+                                 "rewound past a rejected draft)")
+            spec = None
+        drafter = self._draft_model(spec) if spec is not None and spec.draft_model else None
         ctx.reset_cancel()
         if cancel is not None and cancel.is_set():
             ctx.cancel()
@@ -117,6 +151,11 @@ class Session:
             stats.prompt_seconds = time.perf_counter() - t0
             t1 = time.perf_counter()
             try:
+                if spec is not None:
+                    yield from self._speculative_loop(
+                        ids, max_tokens, params, spec, drafter, stats, sampler, decoder,
+                        on_token, logit_bias, special_text)
+                    return
                 for _ in range(max_tokens):
                     if ctx.cancelled:
                         stats.stop_reason = "cancelled"
@@ -176,3 +215,155 @@ class Session:
             finally:
                 stats.generation_seconds = time.perf_counter() - t1
                 sampler.close()
+
+    def _speculative_loop(self, ids: list[int], max_tokens: int, params: SamplingParams,
+                          spec: SpeculativeParams, drafter: DraftModel | None,
+                          stats: GenerationStats, sampler: Sampler, decoder,
+                          on_token, logit_bias, special_text: bool) -> Iterator[str]:
+        """generate()'s token loop with drafts, after the prompt's prefill.
+
+        Each pass evaluates the last emitted token t (not yet in the cache) and the drafts
+        d1..dk in one batch at t's position; row i of its logits is the target's prediction
+        after d_i (row 0: after t). The drafts are checked in order by the accept/reject
+        rule against the target's sampling distribution (the sampler's, so penalties,
+        top-k/p, min-p and temperature count as in plain decoding); the first rejection
+        emits the rule's replacement, a run with none emits one more token from the last
+        row. What the cache holds past the accepted tokens is simply decoded over by the
+        next pass (an attention cache keeps positions < pos0); a recurrent state restarts
+        at its latest snapshot, the tokens from there evaluated again in the same batch."""
+        import numpy as np
+
+        from .speculative import DraftLength, PromptLookup, accept_or_resample, draw
+
+        ctx = self.context
+        m = self.model
+        n_vocab = m.n_vocab
+        lib = ctx._lib
+        stats.speculative = spec.describe()
+        rng = np.random.default_rng(params.seed)
+        lookup = PromptLookup(spec.ngram_min, spec.ngram_max) if spec.lookup else None
+        draft_sampler = None
+        if drafter is not None:
+            # the draft's own proposal distribution: any distribution keeps the rule exact;
+            # the target's truncation without its penalties is a close one
+            draft_sampler = Sampler(SamplingParams(
+                temperature=params.temperature, top_k=params.top_k, top_p=params.top_p,
+                min_p=params.min_p, repeat_penalty=1.0, presence_penalty=0.0,
+                frequency_penalty=0.0, seed=0))
+        length = DraftLength(spec.draft_min, spec.draft_max)
+        drafting = True
+        biased = np.empty(n_vocab, dtype=np.float32)
+        biased_ptr = Sampler.row_pointer(biased)
+        if logit_bias:
+            bias_ids = np.fromiter(logit_bias.keys(), dtype=np.int64, count=len(logit_bias))
+            bias_values = np.fromiter(logit_bias.values(), dtype=np.float32, count=len(logit_bias))
+
+        def target_distribution(ptr):
+            if logit_bias:
+                biased[:] = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
+                biased[bias_ids] += bias_values
+                ptr = biased_ptr
+            return sampler.distribution(ptr, n_vocab)
+
+        history = list(ids)  # the prompt and the tokens emitted so far
+
+        def emit(token: int, ptr) -> tuple[str, bool]:
+            """One token of the reply, as the plain loop takes it: (text, stop)."""
+            if m.is_eog(token):
+                stats.stop_reason = "eog"
+                stats.stop_token = token
+                return "", True
+            sampler.accept(token)
+            if on_token is not None:
+                on_token(token, np.ctypeslib.as_array(ptr, shape=(n_vocab,)).copy())
+            history.append(token)
+            stats.token_ids.append(token)
+            stats.generated_tokens += 1
+            text = decoder.decode(m.token_to_piece(token, special_text))
+            if len(stats.token_ids) == max_tokens:
+                stats.stop_reason = "length"
+                return text, True
+            return text, False
+
+        try:
+            if max_tokens <= 0:
+                stats.stop_reason = "length"
+                return
+            if ctx.cancelled:
+                stats.stop_reason = "cancelled"
+                return
+            # the first token from the prefill's row, as plain decoding draws it
+            ptr = lib.ember_get_logits(ctx._ctx, -1)
+            p_ids, p_probs = target_distribution(ptr)
+            text, stop = emit(draw(p_ids, p_probs, rng.random()), ptr)
+            if text:
+                yield text
+            if stop:
+                return
+            pos = len(ids)  # where the pending token (history[-1]) goes; the cache holds what precedes
+            while True:
+                if ctx.cancelled:
+                    stats.stop_reason = "cancelled"
+                    break
+                if pos >= ctx.n_ctx:
+                    stats.stop_reason = "context_full"
+                    break
+                room = min(max_tokens - len(stats.token_ids) - 1, ctx.n_ctx - pos - 1)
+                drafts: list[int] = []
+                dists: list = []
+                want = min(length.next(), room) if drafting else 0
+                if want > 0:
+                    if lookup is not None:
+                        drafts = lookup.propose(history, want)
+                        dists = [None] * len(drafts)
+                    if not drafts and drafter is not None:
+                        drafts, dists = drafter.propose(history, want, params, draft_sampler, rng)
+                    if len(drafts) < spec.draft_min:
+                        drafts, dists = [], []
+                start = ctx.restart_point(pos)
+                if pos - start > SPECULATIVE_REPLAY_LIMIT and drafting:
+                    drafting = False
+                    drafts, dists = [], []
+                    stats.speculative += (f"; stopped: the recurrent state's latest snapshot is "
+                                          f"{pos - start} tokens back")
+                batch = history[start:pos + 1] + drafts
+                try:
+                    ctx.decode(batch, start, all_logits=bool(drafts))
+                except CancelledError:
+                    stats.stop_reason = "cancelled"
+                    ctx.cached[:] = history[:min(start, ctx.n_past)]
+                    break
+                valid = pos + 1  # the pending token's keys/values are in the cache now
+                ctx.cached[:] = history[:valid]
+                first = pos - start  # the row after the pending token
+                stop = False
+                accepted = 0
+                for i in range(len(drafts) + 1):
+                    ptr = lib.ember_get_logits(ctx._ctx, first + i if drafts else -1)
+                    p_ids, p_probs = target_distribution(ptr)
+                    if i < len(drafts):
+                        q = dists[i]
+                        ok, token = accept_or_resample(p_ids, p_probs, drafts[i],
+                                                       q[0] if q else None, q[1] if q else None, rng)
+                        stats.draft_tokens += 1
+                    else:
+                        ok, token = False, draw(p_ids, p_probs, rng.random())
+                    if ok:
+                        accepted += 1
+                        stats.draft_accepted += 1
+                    text, stop = emit(token, ptr)
+                    if ok and not m.is_eog(token):
+                        valid += 1  # an accepted draft's keys/values are right
+                    if text:
+                        yield text
+                    if stop or not ok:
+                        break
+                length.update(len(drafts), accepted)
+                ctx.cached[:] = history[:valid]
+                if stop:
+                    break
+                pos = valid
+            decoder.reset()
+        finally:
+            if draft_sampler is not None:
+                draft_sampler.close()

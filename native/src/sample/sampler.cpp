@@ -164,7 +164,10 @@ void Sampler::keep_min_p() {
     sorted_ = std::min(sorted_, n);
 }
 
-int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+// Fills candidates_ with the distribution a draw picks from: penalties, top-k, top-p,
+// min-p, then the temperature's softmax; at temperature 0 only the first maximum is kept,
+// with probability 1.
+void Sampler::prepare(const float* logits, int32_t n_vocab) {
     candidates_.resize((size_t)n_vocab);
     sorted_ = 0;
     if (counts_.size() != (size_t)n_vocab) counts_.assign((size_t)n_vocab, 0);
@@ -172,10 +175,14 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     apply_penalties();
 
     if (params_.temperature <= 0.0f) {  // greedy: first maximum wins, as argmax does
-        const Candidate* best = &candidates_[0];
-        for (const auto& c : candidates_)
-            if (c.logit > best->logit) best = &c;
-        return best->id;
+        size_t best = 0;
+        for (size_t i = 1; i < candidates_.size(); ++i)
+            if (candidates_[i].logit > candidates_[best].logit) best = i;
+        candidates_[0] = candidates_[best];
+        candidates_[0].p = 1.0f;
+        candidates_.resize(1);
+        sorted_ = 1;
+        return;
     }
 
     if (params_.top_k > 0 && (size_t)params_.top_k < candidates_.size()) {
@@ -189,11 +196,26 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
     }
     if (params_.min_p > 0.0f) keep_min_p();
     softmax(params_.temperature);
+}
 
+int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+    prepare(logits, n_vocab);
+    if (params_.temperature <= 0.0f) return candidates_[0].id;
     // The draw walks the kept distribution in rank order, as it always has, so a seed
     // picks the same token it did when the whole vocabulary was sorted first.
     const double u = rng_.uniform();
     return candidates_[rank_reaching(u, false) - 1].id;
+}
+
+int32_t Sampler::distribution(const float* logits, int32_t n_vocab, int32_t* ids, float* probs,
+                              int32_t capacity) {
+    prepare(logits, n_vocab);
+    const int32_t n = std::min(capacity, (int32_t)candidates_.size());
+    for (int32_t i = 0; i < n; ++i) {
+        ids[i] = candidates_[(size_t)i].id;
+        probs[i] = candidates_[(size_t)i].p;
+    }
+    return (int32_t)candidates_.size();
 }
 
 }  // namespace ember

@@ -39,6 +39,10 @@ public:
     void reset();
     void accept(int32_t token);
     int32_t sample(const float* logits, int32_t n_vocab);
+    // The distribution sample() would draw from, without drawing (the RNG does not move):
+    // up to capacity kept candidates' ids and probabilities, in no particular order; returns
+    // how many were kept (speculative decoding's accept/reject rule reads it).
+    int32_t distribution(const float* logits, int32_t n_vocab, int32_t* ids, float* probs, int32_t capacity);
 
 private:
     struct Candidate {
@@ -46,6 +50,7 @@ private:
         float logit;
         float p;
     };
+    void prepare(const float* logits, int32_t n_vocab);
     void apply_penalties();
     void softmax(float temperature = 1.0f);  // over candidates_, in any order
     void sort_head(size_t k);  // puts the first k candidates in rank order
