@@ -316,6 +316,11 @@ class Session:
                     if lookup is not None:
                         drafts = lookup.propose(history, want)
                         dists = [None] * len(drafts)
+                    if not drafts and spec.drafter is not None:
+                        drafts = list(spec.drafter.propose(history, want))[:want]
+                        bad = [i for i, t in enumerate(drafts) if not 0 <= t < n_vocab]
+                        drafts = drafts[:bad[0]] if bad else drafts
+                        dists = [None] * len(drafts)
                     if not drafts and drafter is not None:
                         drafts, dists = drafter.propose(history, want, params, draft_sampler, rng)
                     if len(drafts) < spec.draft_min:

@@ -31,7 +31,8 @@ class SpeculativeParams:
     where the lookup finds nothing. draft_max: the most tokens one pass verifies; draft_min:
     drafts shorter than this are dropped (a plain step instead). The length asked for
     adapts to the acceptance rate between the two. draft_p_min: a draft model stops drafting
-    once its most likely token is less likely than this."""
+    once its most likely token is less likely than this. drafter: any other deterministic
+    draft source, an object with propose(history, n_max) -> token ids (as PromptLookup)."""
 
     lookup: bool = False
     draft_model: Model | None = None
@@ -41,15 +42,19 @@ class SpeculativeParams:
     ngram_min: int = 1
     draft_p_min: float = 0.5
     draft_n_ctx: int | None = None  # the draft context's length (None: the target's)
+    drafter: object | None = None
 
     @property
     def enabled(self) -> bool:
-        return (self.lookup or self.draft_model is not None) and self.draft_max > 0
+        return ((self.lookup or self.draft_model is not None or self.drafter is not None)
+                and self.draft_max > 0)
 
     def describe(self) -> str:
         parts = []
         if self.lookup:
             parts.append(f"prompt lookup ({self.ngram_min}-{self.ngram_max}-grams)")
+        if self.drafter is not None:
+            parts.append(type(self.drafter).__name__)
         if self.draft_model is not None:
             parts.append(f"draft model {self.draft_model.path.name}")
         return " + ".join(parts) + f", up to {self.draft_max} tokens"
