@@ -7,10 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ember.engine import (
+    EmberError,
+    GenerationStats,
+    Grammar,
+    Model,
+    Sampler,
+    SamplingParams,
+    Session,
+)
+from ember.engine.speculative import (
+    DraftLength,
+    PromptLookup,
+    SpeculativeParams,
+    accept_or_resample,
+    check_vocab_compatible,
+)
 
-from ember.engine import EmberError, GenerationStats, Grammar, Model, Sampler, SamplingParams, Session
-from ember.engine.speculative import (DraftLength, PromptLookup, SpeculativeParams, accept_or_resample,
-                                      check_vocab_compatible)
 from tools import make_arch_models
 
 pytestmark = pytest.mark.native

@@ -17,6 +17,7 @@ from .grammar import Grammar
 from .model import Model, TensorInfo
 from .sampling import GenerationStats, Sampler, SamplingParams
 from .session import Session
+from .speculative import SpeculativeParams
 from .system import (
     BackendDevice,
     backend_devices,
@@ -30,7 +31,7 @@ from .system import (
 __all__ = [
     "BackendDevice", "CancelledError", "Context", "ContextFullError", "DecodeGate", "EmberError",
     "EngineMemoryError", "FileReadError", "GenerationStats", "Grammar", "Model", "ModelFormatError",
-    "Sampler", "SamplingParams", "Session", "TensorInfo", "UnsupportedModelError",
+    "Sampler", "SamplingParams", "Session", "SpeculativeParams", "TensorInfo", "UnsupportedModelError",
     "backend_devices", "default_threads", "dequantize", "quantize", "quantize_into",
     "set_default_placement", "supported_architectures", "supported_isas", "system_info",
     "type_block", "type_name", "weight_types",
