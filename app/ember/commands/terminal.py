@@ -81,9 +81,10 @@ class ReplyWriter:
 
 def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = None,
               system: str | None = None, max_tokens: int = 512, stdin=None, stdout=None,
-              policy: str = "drop_oldest") -> int:
+              policy: str = "drop_oldest", speculative=None) -> int:
     """A chat on stdin/stdout. The chat is fitted into the context as the app fits it
-    (policy "drop_oldest" leaves out the oldest turns and says so; "stop" refuses)."""
+    (policy "drop_oldest" leaves out the oldest turns and says so; "stop" refuses).
+    speculative: SpeculativeParams for every reply (engine/speculative.py)."""
     stdin = stdin or sys.stdin
     out = stdout or sys.stdout
     print(f"loading {model_path} ...", file=sys.stderr)
@@ -91,7 +92,10 @@ def chat_loop(model_path, n_ctx: int = 2048, params: SamplingParams | None = Non
     template = ChatTemplate.from_metadata(model.metadata, token_text=model.token_text)
     if template.notice:
         print(f"note: {template.notice}", file=sys.stderr)
-    session = Session(model)
+    if speculative is not None and speculative.draft_model is not None:
+        from ..engine.speculative import check_vocab_compatible
+        check_vocab_compatible(model, speculative.draft_model)  # EmberError: ember's message
+    session = Session(model, speculative=speculative)
     messages: list[dict] = [{"role": "system", "content": system}] if system else []
     params = params or SamplingParams(temperature=0.7)
     where = model.context.backend + (f" ({model.context.backend_note})" if model.context.backend_note else "")

@@ -13,7 +13,8 @@ from ..chat.json_schema import SchemaError
 from ..chat.reasoning_split import ReplySplitter
 from ..chat.tool_grammar import tool_call_gbnf
 from ..chat.tools import TOOL_FORMATS, ToolCallStream, tool_support
-from ..engine import Model
+from ..engine import Model, SpeculativeParams
+from ..engine.speculative import check_vocab_compatible
 from .constraints import Constraint, compile_grammar
 from .errors import ApiError, bad_request
 from .jobs import Job
@@ -34,12 +35,15 @@ def model_ids(path: Path, alias: str | None) -> tuple[str, ...]:
 class LoadedModel:
     def __init__(self, path: Path, *, n_slots: int, n_ctx: int | None, n_threads: int | None,
                  alias: str | None = None, model: Model | None = None,
-                 strict_model_names: bool = False, reasoning_format: str = "deepseek"):
+                 strict_model_names: bool = False, reasoning_format: str = "deepseek",
+                 speculative: SpeculativeParams | None = None):
         """model: serve a model already loaded (the app's: the slots are new contexts on
         its weights, and close() leaves it open), else path is loaded. strict_model_names:
         a request must name this model (else any name is answered by it). reasoning_format:
         "deepseek" returns a chat reply's reasoning block as reasoning_content, "none" leaves
-        it in content (a request's reasoning_format says otherwise)."""
+        it in content (a request's reasoning_format says otherwise). speculative: drafts
+        for every slot's replies (each slot its own draft context; close() closes the draft
+        model)."""
         self.path = path
         self.ids = model_ids(path, alias)
         self.strict_model_names = strict_model_names
@@ -53,7 +57,10 @@ class LoadedModel:
         # gpt-oss: replies on channels (analysis, final, commentary), parsed as harmony
         self.harmony = not self.template.is_fallback and HarmonyFormat.detect(
             self.template.source)
-        self.pool = SlotPool(self.model, n_slots, n_ctx, n_threads)
+        self.speculative = speculative
+        if speculative is not None and speculative.draft_model is not None:
+            check_vocab_compatible(self.model, speculative.draft_model)
+        self.pool = SlotPool(self.model, n_slots, n_ctx, n_threads, speculative)
         self.n_ctx = self.pool.n_ctx
 
     @property
@@ -216,5 +223,10 @@ class LoadedModel:
         self.pool.close()
         for ctx in self.pool.contexts:
             ctx.close()
+        for slot in self.pool._slots:
+            if slot.session._drafter is not None:
+                slot.session._drafter.close()
         if self._owns_model:
             self.model.close()
+        if self.speculative is not None and self.speculative.draft_model is not None:
+            self.speculative.draft_model.close()

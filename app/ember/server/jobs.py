@@ -63,10 +63,12 @@ class Job:
             self.token.cancel()
 
 
-def run_job(ctx: Context, job: Job) -> GenerationStats:
+def run_job(ctx: Context, job: Job, session: Session | None = None) -> GenerationStats:
     """Generates on ctx for job, in the slot's thread, through the app's reply loop; returns
-    the generation's counts (the server's metrics add them up)."""
+    the generation's counts (the server's metrics add them up). session: the slot's own on
+    ctx (which carries its speculative-decoding settings and draft context), else a new one."""
     stats = GenerationStats()
+    session = session if session is not None else Session(ctx)
     pending: list[dict] = []  # logprobs of tokens whose text has not been sent yet
     on_token = None
     if job.top_logprobs is not None:
@@ -86,7 +88,7 @@ def run_job(ctx: Context, job: Job) -> GenerationStats:
         # tokens held back by the stop scanner go with the text that releases them; those
         # of a stop string itself are never sent, as its text is not. OpenAI's penalties
         # count the tokens generated so far, not the prompt's.
-        for text in stream_reply(Session(ctx), built, job.params, stats, job.token,
+        for text in stream_reply(session, built, job.params, stats, job.token,
                                  penalize_prompt=False, on_token=on_token,
                                  logit_bias=job.logit_bias,
                                  special_text=job.special_text, grammar=job.grammar):

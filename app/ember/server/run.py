@@ -45,6 +45,8 @@ def add_arguments(p) -> None:
                    help="refuse (404) a request whose 'model' is not this model's id or file "
                         "name (default: any name is answered by the one model, which the "
                         "answer's 'model' names)")
+    from ..commands.speculative_args import add_speculative_args
+    add_speculative_args(p)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -101,11 +103,13 @@ def serve(args) -> int:
     server = uvicorn_server(app)
 
     def load() -> None:
+        from ..commands.speculative_args import speculative_from_args
         try:
             state.loaded = LoadedModel(path, n_slots=args.parallel, n_ctx=args.ctx_size,
                                        n_threads=args.threads, alias=args.alias,
                                        strict_model_names=args.strict_model_names,
-                                       reasoning_format=args.reasoning_format)
+                                       reasoning_format=args.reasoning_format,
+                                       speculative=speculative_from_args(args))
         except Exception as e:  # noqa: BLE001 (EmberError, OSError...: told, then exit 1)
             state.error = str(e) or type(e).__name__
             print(f"ember serve: cannot load {path}: {state.error}", file=sys.stderr, flush=True)
@@ -121,6 +125,8 @@ def serve(args) -> int:
         slots = f"{args.parallel} slot{'s' if args.parallel != 1 else ''}"
         print(f"ember serve: {loaded.id} loaded ({slots} of {loaded.n_ctx} tokens, {how})",
               flush=True)
+        if loaded.speculative is not None:
+            print(f"ember serve: speculative decoding: {loaded.speculative.describe()}", flush=True)
 
     url = _url(args.host, port)
     print(f"ember serve: listening on {url} (OpenAI API at {url}/v1)", flush=True)

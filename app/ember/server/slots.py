@@ -7,7 +7,7 @@ import queue
 import threading
 from collections import deque
 
-from ..engine import DecodeGate, Model, default_threads
+from ..engine import DecodeGate, Model, Session, SpeculativeParams, default_threads
 from .jobs import Job, run_job
 
 
@@ -35,8 +35,9 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 class _Slot:
     """One context and the thread that works it; a job is handed over through `inbox`."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, speculative=None):
         self.ctx = ctx
+        self.session = Session(ctx, speculative=speculative)  # its drafts' context, kept
         self.inbox: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.last_used = 0
 
@@ -55,13 +56,13 @@ class SlotPool:
     used; with no slot idle it waits, and a slot that comes free takes the oldest job."""
 
     def __init__(self, model: Model, n_slots: int, n_ctx: int | None = None,
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, speculative: SpeculativeParams | None = None):
         self.threads, self.width = plan_threads(n_slots, n_threads, default_threads())
         self.gate = DecodeGate(self.width)
         self.contexts = [model.new_context(n_ctx=n_ctx, n_threads=self.threads, gate=self.gate)
                          for _ in range(n_slots)]
         self.n_ctx = self.contexts[0].n_ctx
-        self._slots = [_Slot(ctx) for ctx in self.contexts]
+        self._slots = [_Slot(ctx, speculative) for ctx in self.contexts]
         self._idle = list(self._slots)
         self._waiting: deque[Job] = deque()
         self._lock = threading.Lock()
@@ -70,7 +71,8 @@ class SlotPool:
         self._uses = 0
         # what every generation so far added up to (/metrics)
         self.totals = {"prompt_tokens": 0, "prompt_tokens_evaluated": 0, "prompt_seconds": 0.0,
-                       "generated_tokens": 0, "generation_seconds": 0.0}
+                       "generated_tokens": 0, "generation_seconds": 0.0,
+                       "draft_tokens": 0, "draft_tokens_accepted": 0}
         self._threads = [threading.Thread(target=self._work, args=(slot,), daemon=True,
                                           name=f"ember-slot-{i}")
                          for i, slot in enumerate(self._slots)]
@@ -126,7 +128,7 @@ class SlotPool:
     def _run(self, slot: _Slot, job: Job) -> None:
         stats = None
         try:
-            stats = run_job(slot.ctx, job)
+            stats = run_job(slot.ctx, job, slot.session)
         except Exception as e:  # noqa: BLE001 (a bug must not take the slot down)
             job.emit("error", f"internal error: {type(e).__name__}: {e}")
         with self._lock:
@@ -141,6 +143,8 @@ class SlotPool:
                 t["prompt_seconds"] += stats.prompt_seconds
                 t["generated_tokens"] += stats.generated_tokens
                 t["generation_seconds"] += stats.generation_seconds
+                t["draft_tokens"] += stats.draft_tokens
+                t["draft_tokens_accepted"] += stats.draft_accepted
 
     def _work(self, slot: _Slot) -> None:
         while True:
