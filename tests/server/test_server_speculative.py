@@ -13,6 +13,7 @@ from ember.engine import Model, SamplingParams, SpeculativeParams
 from ember.server.engine_state import LoadedModel
 from ember.server.extras import metrics_text
 from ember.server.protocol import parse_completion
+
 from tools import make_arch_models
 
 PROMPT = ("def area(width, height):\n    return width * height\n\n"
