@@ -53,6 +53,7 @@ def test_dialog_edits_and_persists(qtbot, data_dir):
         dlg.theme.setCurrentIndex(dlg.theme.findData("dark"))
         dlg.font_size.setValue(13)
         dlg.context_policy.setCurrentIndex(dlg.context_policy.findData("stop"))
+        dlg.prompt_lookup.setChecked(True)
         dlg.accept()
 
     QTimer.singleShot(200, handle)
@@ -62,6 +63,8 @@ def test_dialog_edits_and_persists(qtbot, data_dir):
     s = Settings.load(data_dir / "settings.json")
     assert (s.temperature, s.seed, s.theme, s.font_size, s.context_policy) == \
         (1.3, 42, "dark", 13, "stop")
+    assert s.prompt_lookup is True
+    assert win.chat._speculative().lookup  # the sessions of the replies that follow draft
     assert win.colors["name"] == "dark"
     assert QApplication.instance().font().pointSize() == 13
     assert win.findChild(type(win.menuBar().actions()[0]), "actionSettings").shortcut() \

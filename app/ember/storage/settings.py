@@ -60,6 +60,9 @@ class Settings:
     endpoints: list[dict] = field(default_factory=list)
     serve: bool = False  # serve the loaded model on http://127.0.0.1:serve_port
     serve_port: int = 8080
+    # speculative decoding with prompt-lookup drafts (engine/speculative.py): the same
+    # replies, faster where they repeat the prompt (editing code, quoting a document)
+    prompt_lookup: bool = False
 
     # ---- persistence -------------------------------------------------------------
     @staticmethod
@@ -169,6 +172,8 @@ class Settings:
             self.window_geometry = None
         if not isinstance(self.model_panel, bool):
             self.model_panel = d.model_panel
+        if not isinstance(self.prompt_lookup, bool):
+            self.prompt_lookup = d.prompt_lookup
         if not isinstance(self.endpoints, list):
             self.endpoints = []
         self.endpoints = [

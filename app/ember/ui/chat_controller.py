@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..chat import GenRequest
 from ..chat.reasoning import normalize_reply
-from ..engine import Session
+from ..engine import Session, SpeculativeParams
 from ..storage.settings import Settings
 from ..storage.store import ImportResult, Store, StoreError
 from .engine_thread import EngineThread, GenJob, LoadJob
@@ -218,7 +218,7 @@ class ChatController(QObject):
         self.load_job = None
         old = self.model
         self.model, self.template, self.model_info = model, template, info
-        self.session = None if info.get("remote") else Session(model)
+        self.session = None if info.get("remote") else Session(model, speculative=self._speculative())
         self.cache_conv = None
         if old is not None:
             self.model_closing.emit()  # whoever borrowed it (the local server) lets go
@@ -255,8 +255,14 @@ class ChatController(QObject):
                   or (new.gpu_layers != old.gpu_layers and new.backend != "cpu"))
         self.settings = new.validate()
         self.save_settings()
+        if self.session is not None:
+            self.session.speculative = self._speculative()  # the next reply drafts, or not
         if reload and self.model_info is not None and not self.loading and not self.remote:
             self.open_model(self.model_info["path"])
+
+    def _speculative(self) -> SpeculativeParams | None:
+        """The replies' speculative decoding: prompt-lookup drafts when the setting is on."""
+        return SpeculativeParams(lookup=True) if self.settings.prompt_lookup else None
 
     def save_settings(self) -> None:
         try:

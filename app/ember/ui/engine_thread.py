@@ -220,7 +220,9 @@ class EngineWorker(QObject):
             self.reply_failed.emit(job.id, f"Generation failed: {type(e).__name__}: {e}")
             stats.stop_reason = "error"
         try:
-            n_past = job.session.context.n_past
+            # the tokens the cache holds for this chat: after speculative decoding the context
+            # may also hold rejected drafts past them, which the next reply decodes over
+            n_past = len(job.session.cached)
         except Exception:
             n_past = n_prompt + stats.generated_tokens
         self.reply_finished.emit(job.id, {

@@ -148,6 +148,14 @@ class SettingsDialog(QDialog):
         f.addRow("Repeat penalty", self.repeat_penalty)
         f.addRow("Seed", seed_row)
         f.addRow("Max new tokens", self.max_new_tokens)
+        self.prompt_lookup = QCheckBox("Draft from the conversation (prompt lookup)")
+        self.prompt_lookup.setObjectName("promptLookup")
+        self.prompt_lookup.setChecked(s.prompt_lookup)
+        self.prompt_lookup.setToolTip(
+            "Speculative decoding: tokens that repeat earlier text are guessed and checked "
+            "in one pass. The replies are the same; those that quote the prompt (edited code, "
+            "a document's sentences) come faster.")
+        f.addRow("Speed", self.prompt_lookup)
         self.system_prompt = QPlainTextEdit(s.system_prompt)
         self.system_prompt.setObjectName("defaultSystemPrompt")
         self.system_prompt.setPlaceholderText("For new chats (empty: the model's own default)")
@@ -312,6 +320,7 @@ class SettingsDialog(QDialog):
         self.repeat_penalty.setValue(d.repeat_penalty)
         self.random_seed.setChecked(True)
         self.max_new_tokens.setValue(d.max_new_tokens)
+        self.prompt_lookup.setChecked(d.prompt_lookup)
         self.n_ctx.setValue(d.n_ctx)
         self.n_threads.setValue(d.n_threads)
         self.backend.setCurrentIndex(self.backend.findData(d.backend))
@@ -330,6 +339,7 @@ class SettingsDialog(QDialog):
         s.repeat_penalty = self.repeat_penalty.value()
         s.seed = None if self.random_seed.isChecked() else self.seed.value()
         s.max_new_tokens = self.max_new_tokens.value()
+        s.prompt_lookup = self.prompt_lookup.isChecked()
         s.system_prompt = self.system_prompt.toPlainText().strip()
         s.n_ctx = self.n_ctx.value()
         s.n_threads = self.n_threads.value()
