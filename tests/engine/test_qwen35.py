@@ -13,8 +13,8 @@ import random
 
 import numpy as np
 import pytest
-
 from ember.engine import EmberError, GenerationStats, Model, SamplingParams, Session
+
 from tools import make_arch_models
 from tools.make_arch_golden import centred_nmse
 
@@ -77,6 +77,34 @@ def test_restart_points_follow_the_snapshots(qwen35_path, text_tokens):
             assert m2.context.restart_point(100) == 0  # 32, 64 and 96 were replaced
         finally:
             m2.close()
+    finally:
+        m.close()
+
+
+@pytest.mark.native
+def test_a_snapshot_past_a_rewritten_position_is_dropped(qwen35_path, text_tokens, fresh_logits):
+    """A snapshot taken through tokens that a later decode replaces (a rejected speculative
+    draft) must not be offered as a restart point: continuing from it would continue the
+    replaced text."""
+    m = Model(qwen35_path, n_ctx=512, n_threads=2)
+    try:
+        ctx = m.context
+        ctx.decode(text_tokens[:N_PROMPT], 0)  # snapshot at N_PROMPT - 1
+        wrong = [(t + 7) % m.n_vocab for t in text_tokens[N_PROMPT:N_PROMPT + 10]]
+        ctx.decode(wrong, N_PROMPT)  # a snapshot at N_PROMPT + 9, through the wrong tokens
+        assert ctx.restart_point(N_PROMPT + 9) == N_PROMPT + 9
+        ctx.decode(text_tokens[N_PROMPT - 1:N_PROMPT + 3], N_PROMPT - 1)  # the right ones
+        for i in range(N_PROMPT + 3, N_PROMPT + 12):  # one at a time (no snapshots) past it
+            ctx.decode([text_tokens[i]], i)
+        # the wrong snapshot is gone: the latest restart point at or before it is the
+        # 4-token decode's own (before its last token)
+        assert ctx.restart_point(N_PROMPT + 9) == N_PROMPT + 2
+        assert ctx.restart_point(N_PROMPT + 1) == N_PROMPT - 1
+        q = ctx.restart_point(N_PROMPT + 9)
+        ctx.decode(text_tokens[q:N_PROMPT + 9], q)
+        nmse = centred_nmse(ctx.logits(-1)[None].astype(np.float64),
+                            fresh_logits[N_PROMPT + 8:N_PROMPT + 9].astype(np.float64))
+        assert nmse <= 1e-10
     finally:
         m.close()
 
@@ -154,6 +182,7 @@ def _rewrite(src, dst, drop=(), override=None):
     """src's metadata and tensors into dst, without the keys in drop, with override's
     (key -> (value, GGUFValueType)) in their place."""
     import gguf
+
     from tools.make_variants import copy_kv
     override = override or {}
     r = gguf.GGUFReader(src)

@@ -44,7 +44,7 @@ def test_slots_draft_and_reply_as_plain_greedy(model_variants):
     model = Model(model_variants["Q4_1"], n_ctx=512, n_threads=2)
     alone = "".join(model.generate(PROMPT, 40, SamplingParams(temperature=0)))
     draft = Model(model_variants["Q4_0"], n_ctx=512, n_threads=2)
-    spec = SpeculativeParams(lookup=True, draft_model=draft, draft_max=6)
+    spec = SpeculativeParams(lookup=True, draft_model=draft, draft_max=6, adaptive=False)
     served = LoadedModel(model.path, n_slots=2, n_ctx=512, n_threads=2, model=model,
                          speculative=spec)
     try:

@@ -231,6 +231,8 @@ class Session:
         row. What the cache holds past the accepted tokens is simply decoded over by the
         next pass (an attention cache keeps positions < pos0); a recurrent state restarts
         at its latest snapshot, the tokens from there evaluated again in the same batch."""
+        import time
+
         import numpy as np
 
         from .speculative import DraftLength, PromptLookup, accept_or_resample, draw
@@ -250,7 +252,15 @@ class Session:
                 temperature=params.temperature, top_k=params.top_k, top_p=params.top_p,
                 min_p=params.min_p, repeat_penalty=1.0, presence_penalty=0.0,
                 frequency_penalty=0.0, seed=0))
-        length = DraftLength(spec.draft_min, spec.draft_max)
+        # A recurrent state (Qwen3.5) is kept at one point of a batch: before its last
+        # token. With one draft per pass, [t, d1], that point is just after t, so whether d1
+        # is kept or not the next pass starts at a state the context holds; with more, a
+        # rejection before the last draft would evaluate again from an older snapshot.
+        draft_cap = spec.draft_max
+        if ctx.state_bytes > 0:
+            draft_cap = min(draft_cap, 1)
+            stats.speculative += "; one draft per pass (recurrent state)"
+        length = DraftLength(min(spec.draft_min, draft_cap), draft_cap, spec.adaptive)
         drafting = True
         biased = np.empty(n_vocab, dtype=np.float32)
         biased_ptr = Sampler.row_pointer(biased)
@@ -313,6 +323,7 @@ class Session:
                 dists: list = []
                 want = min(length.next(), room) if drafting else 0
                 if want > 0:
+                    t_draft = time.perf_counter()
                     if lookup is not None:
                         drafts = lookup.propose(history, want)
                         dists = [None] * len(drafts)
@@ -323,7 +334,8 @@ class Session:
                         dists = [None] * len(drafts)
                     if not drafts and drafter is not None:
                         drafts, dists = drafter.propose(history, want, params, draft_sampler, rng)
-                    if len(drafts) < spec.draft_min:
+                        length.observe_drafting(len(drafts), time.perf_counter() - t_draft)
+                    if len(drafts) < min(spec.draft_min, draft_cap):
                         drafts, dists = [], []
                 start = ctx.restart_point(pos)
                 if pos - start > SPECULATIVE_REPLAY_LIMIT and drafting:
@@ -332,12 +344,14 @@ class Session:
                     stats.speculative += (f"; stopped: the recurrent state's latest snapshot is "
                                           f"{pos - start} tokens back")
                 batch = history[start:pos + 1] + drafts
+                t_pass = time.perf_counter()
                 try:
                     ctx.decode(batch, start, all_logits=bool(drafts))
                 except CancelledError:
                     stats.stop_reason = "cancelled"
                     ctx.cached[:] = history[:min(start, ctx.n_past)]
                     break
+                length.observe_decode(len(batch), time.perf_counter() - t_pass)
                 valid = pos + 1  # the pending token's keys/values are in the cache now
                 ctx.cached[:] = history[:valid]
                 first = pos - start  # the row after the pending token

@@ -3,7 +3,6 @@ target's vocabulary) checked by the target model in one batched pass, with the a
 rule that keeps the target's own distribution (greedy: exactly plain decoding's tokens)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,6 +42,9 @@ class SpeculativeParams:
     draft_p_min: float = 0.5
     draft_n_ctx: int | None = None  # the draft context's length (None: the target's)
     drafter: object | None = None
+    # the draft length follows the measured acceptance and cost (DraftLength); False: always
+    # draft_max (tests and measurements that must not depend on the clock)
+    adaptive: bool = True
 
     @property
     def enabled(self) -> bool:
@@ -218,7 +220,7 @@ class DraftModel:
                 if params.temperature <= 0:
                     row = np.ctypeslib.as_array(ptr, shape=(n_vocab,))
                     best = int(np.argmax(row))
-                    top = 1.0 / float(np.exp(row.astype(np.float64) - float(row[best])).sum())
+                    top = 1.0 / float(np.exp(row - row[best]).sum(dtype=np.float64))
                     dist = None
                 else:
                     ids, probs = sampler.distribution(ptr, n_vocab)
@@ -237,24 +239,72 @@ class DraftModel:
             return tokens, dists
 
 
-@dataclass
 class DraftLength:
-    """The draft length asked for next: a running estimate a of the chance that a drafted
-    token is accepted gives an expected run of a / (1 - a) accepted tokens; drafting about
-    twice that keeps most runs whole without paying for many rejected tokens."""
+    """The number of tokens to draft next, from what the passes so far measured.
 
-    draft_min: int
-    draft_max: int
-    rate: float = 0.6  # a first guess, forgotten after a few passes
-    weight: float = 0.3
+    The chance a that a drafted token is accepted (given the ones before it were) is
+    estimated from the passes' outcomes, each accepted token a success and each first
+    rejection a failure, both counts decaying so the estimate follows the text (a copied
+    passage, then free writing). A pass with k drafts then yields (1 - a^(k+1)) / (1 - a)
+    tokens on average, and costs a decode of k + 1 tokens (t1 + slope * k seconds, both
+    measured) plus k draft steps (measured, for a draft model). The k in [draft_min,
+    draft_max] with the most tokens per second is asked for, or none (a plain step) when
+    no k beats a plain step; then every probe_every-th pass drafts anyway, so a change in
+    the text is noticed."""
 
-    def next(self) -> int:
-        a = min(self.rate, 0.95)
-        n = int(2.0 * a / (1.0 - a)) + 1
-        return max(max(1, self.draft_min), min(self.draft_max, n))
+    decay = 0.7  # the weight the counts keep at each pass
+    probe_every = 8
+
+    def __init__(self, draft_min: int, draft_max: int, adaptive: bool = True):
+        self.adaptive = adaptive
+        self.draft_min = max(0, draft_min)
+        self.draft_max = max(self.draft_min, draft_max)
+        self.successes, self.failures = 1.5, 1.0  # a prior of a = 0.6, forgotten in a few passes
+        self.t1: float | None = None  # seconds of a one-token decode
+        self.slope: float | None = None  # seconds per token a decode adds
+        self.draft_step = 0.0  # seconds per drafted token (a draft model's decode)
+        self.skipped = 0
+
+    @property
+    def rate(self) -> float:
+        return self.successes / (self.successes + self.failures)
+
+    def observe_decode(self, n_tokens: int, seconds: float) -> None:
+        if n_tokens <= 1:
+            self.t1 = seconds if self.t1 is None else 0.7 * self.t1 + 0.3 * seconds
+        elif self.t1 is not None:
+            per = max(0.0, (seconds - self.t1) / (n_tokens - 1))
+            self.slope = per if self.slope is None else 0.7 * self.slope + 0.3 * per
+
+    def observe_drafting(self, n_tokens: int, seconds: float) -> None:
+        if n_tokens > 0:
+            self.draft_step = 0.7 * self.draft_step + 0.3 * seconds / n_tokens
 
     def update(self, drafted: int, accepted: int) -> None:
         if drafted:
-            self.rate += self.weight * (accepted / drafted - self.rate)
-            if not math.isfinite(self.rate):
-                self.rate = 0.5
+            self.successes = self.decay * self.successes + accepted
+            self.failures = self.decay * self.failures + (1 if accepted < drafted else 0)
+
+    def expected_tokens(self, k: int) -> float:
+        a = min(self.rate, 0.999)
+        return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+    def next(self) -> int:
+        if not self.adaptive:
+            return self.draft_max
+        if self.t1 is None:
+            return 0  # a plain step first: it measures the cost every choice is held to
+        slope = self.slope if self.slope is not None else 0.25 * self.t1  # until measured
+        best_k, best = 0, 1.0 / self.t1
+        for k in range(max(1, self.draft_min), self.draft_max + 1):
+            speed = self.expected_tokens(k) / (self.t1 + k * (slope + self.draft_step))
+            if speed > best:
+                best_k, best = k, speed
+        if best_k == 0 and self.draft_max > 0:
+            self.skipped += 1
+            if self.skipped >= self.probe_every:
+                self.skipped = 0
+                return max(1, self.draft_min)
+            return 0
+        self.skipped = 0
+        return best_k

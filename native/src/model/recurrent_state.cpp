@@ -82,6 +82,11 @@ void RecurrentState::storing(int32_t pos0, int32_t n) {
             from->when = ++clock_;
         }
     }
+    // A snapshot past pos0 holds a state reached through tokens this decode replaces (a
+    // rejected speculative draft, an edited message): restoring it later would continue a
+    // text that is no longer there, so it is dropped. Those at or before pos0 stay valid.
+    for (Slot& s : snaps_)
+        if (s.pos > pos0) s.pos = -1;
     pos_ = -1;  // until the batch is done: a cancelled one leaves the state in between
 }
 

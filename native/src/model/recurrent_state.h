@@ -8,7 +8,8 @@
 // prompt's last token on its own) the state is copied into one of a fixed number of slots,
 // the least recently used replaced first. A decode may start at the live state's
 // position, at a snapshot's, or at 0; restart_point tells the caller the latest of those
-// at or before where it would like to start, and storing() restores that snapshot. A
+// at or before where it would like to start, and storing() restores that snapshot (and
+// drops those past its start, taken through tokens the decode replaces). A
 // generated reply's tokens (one per decode) take none: regenerating a reply restarts just
 // before the prompt's last token, editing the last message at the latest snapshot before
 // the edit. Memory: (1 + slots) copies of bytes(),
