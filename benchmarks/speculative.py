@@ -6,9 +6,14 @@ prompt runs in the same process, alternated round by round, so they share the ma
 greedy runs also check that the drafts left the reply unchanged.
 
     python benchmarks/speculative.py -m target.gguf [--draft small.gguf] [-n 128] [-t 2]
-                                     [--temp 0] [--rounds 3] [--draft-max 16] [-o md|json]
+                                     [--temp 0] [--rounds 3] [--draft-max 16] [--fixed]
+                                     [--scripted N] [-o md|json]
 
 Without -m: the starter model (SmolLM2-135M-Instruct Q4_1) from the test-asset cache.
+--fixed drafts --draft-max tokens every pass (no adaptive length). --scripted N adds a
+configuration whose drafts are the plain greedy reply with every N-th token wrong: the
+verification's cost and gain at a known acceptance, on any file (random-weight shapes too,
+where no real draft agrees with the model).
 """
 from __future__ import annotations
 
@@ -74,6 +79,19 @@ def prompt_ids(model: Model, text: str, n_ctx: int) -> list[int]:
     return built.ids
 
 
+class ScriptedDrafts:
+    """The known reply as drafts, every n-th token replaced by a wrong one."""
+
+    def __init__(self, prompt_len: int, reply: list[int], n_vocab: int, every: int):
+        self.prompt_len, self.reply, self.n_vocab, self.every = prompt_len, reply, n_vocab, every
+
+    def propose(self, history: list[int], n_max: int) -> list[int]:
+        at = len(history) - self.prompt_len
+        out = self.reply[at:at + n_max]
+        return [(t + 1) % self.n_vocab if (at + i) % self.every == self.every - 1 else t
+                for i, t in enumerate(out)]
+
+
 def run_once(model: Model, ids: list[int], n: int, params: SamplingParams,
              spec: SpeculativeParams | None, session: Session) -> GenerationStats:
     stats = GenerationStats()
@@ -94,6 +112,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--draft-max", type=int, default=16)
+    ap.add_argument("--fixed", action="store_true", help="no adaptive draft length")
+    ap.add_argument("--scripted", type=int, default=0, metavar="N",
+                    help="also draft the plain reply with every N-th token wrong")
     ap.add_argument("-o", "--output", choices=("md", "json"), default="md")
     a = ap.parse_args(argv)
     if a.model is None:
@@ -102,29 +123,38 @@ def main(argv=None) -> int:
 
     target = Model(a.model, n_ctx=a.ctx_size, n_threads=a.threads)
     target.layout_progress(wait=True)  # time the kernels' layout, not the load's
+    adaptive = not a.fixed
     configs: list[tuple[str, SpeculativeParams | None]] = [
-        ("plain", None), ("lookup", SpeculativeParams(lookup=True, draft_max=a.draft_max))]
+        ("plain", None),
+        ("lookup", SpeculativeParams(lookup=True, draft_max=a.draft_max, adaptive=adaptive))]
     if a.draft:
         draft = Model(a.draft, n_ctx=a.ctx_size, n_threads=a.threads)
         draft.layout_progress(wait=True)
-        configs.append(("draft model", SpeculativeParams(draft_model=draft, draft_max=a.draft_max)))
-        configs.append(("lookup + draft model", SpeculativeParams(lookup=True, draft_model=draft,
-                                                                  draft_max=a.draft_max)))
+        configs.append(("draft model", SpeculativeParams(draft_model=draft, draft_max=a.draft_max,
+                                                         adaptive=adaptive)))
+        configs.append(("lookup + draft model", SpeculativeParams(
+            lookup=True, draft_model=draft, draft_max=a.draft_max, adaptive=adaptive)))
     params = SamplingParams(temperature=a.temp, seed=a.seed)
     session = Session(target.new_context(n_ctx=a.ctx_size))
     rows = []
     for name, text in PROMPTS.items():
         ids = prompt_ids(target, text, a.ctx_size)
-        tps: dict[str, list[float]] = {c: [] for c, _ in configs}
-        last: dict[str, GenerationStats] = {}
         run_once(target, ids, 8, params, None, session)  # warm-up
+        these = list(configs)
+        if a.scripted:
+            reply = run_once(target, ids, a.n, SamplingParams(temperature=0.0), None, session).token_ids
+            these.append((f"scripted (every {a.scripted}th wrong)", SpeculativeParams(
+                drafter=ScriptedDrafts(len(ids), reply, target.n_vocab, a.scripted),
+                draft_max=a.draft_max, adaptive=adaptive)))
+        tps: dict[str, list[float]] = {c: [] for c, _ in these}
+        last: dict[str, GenerationStats] = {}
         for _ in range(a.rounds):
-            for cname, spec in configs:
+            for cname, spec in these:
                 st = run_once(target, ids, a.n, params, spec, session)
                 tps[cname].append(st.generated_tokens / st.generation_seconds)
                 last[cname] = st
         base = statistics.median(tps["plain"])
-        for cname, _ in configs:
+        for cname, _ in these:
             st = last[cname]
             same = None
             if a.temp <= 0:
@@ -138,13 +168,14 @@ def main(argv=None) -> int:
                          "same_tokens_as_plain": same})
     info = {"model": Path(a.model).name, "draft": Path(a.draft).name if a.draft else None,
             "threads": a.threads, "temperature": a.temp, "n": a.n, "rounds": a.rounds,
+            "adaptive": adaptive, "draft_max": a.draft_max,
             "backend": target.context.backend}
     if a.output == "json":
         print(json.dumps({"info": info, "rows": rows}, indent=1))
         return 0
     print(f"{info['model']}" + (f", draft {info['draft']}" if a.draft else "")
           + f"; {a.threads} threads; temperature {a.temp}; {a.n} tokens; median of {a.rounds}; "
-          f"{info['backend']}")
+          f"draft length {'adaptive' if adaptive else 'fixed'}, at most {a.draft_max}; {info['backend']}")
     print()
     print("| prompt | mode | t/s | speedup | drafted | accepted | acceptance | same tokens |")
     print("|---|---|---|---|---|---|---|---|")
