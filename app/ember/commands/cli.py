@@ -78,7 +78,7 @@ def _run_grammar_text(args) -> str | None:
 
 def cmd_run(args) -> int:
     from ..engine import GenerationStats, Grammar, SamplingParams, Session
-    from .speculative_args import speculative_from_args
+    from ..speculative_options import speculative_from_args
     gbnf = _run_grammar_text(args)
     model = _load(args)
     spec = speculative_from_args(args, model)
@@ -217,7 +217,7 @@ def cmd_chat(args) -> int:
         print("ember: no model given and the starter model is not installed; run "
               "`ember fetch-starter` or pass -m MODEL.gguf", file=sys.stderr)
         return 2
-    from .speculative_args import speculative_from_args
+    from ..speculative_options import speculative_from_args
     params = SamplingParams(temperature=args.temp, seed=args.seed)
     spec = speculative_from_args(args)  # chat_loop checks the vocabularies once it has the model
     return chat_loop(path, n_ctx=args.ctx_size or 2048, params=params, system=args.system,
@@ -266,7 +266,7 @@ def cmd_default(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
-    from .speculative_args import add_speculative_args
+    from ..speculative_options import add_speculative_args
     p = argparse.ArgumentParser(
         prog="ember", usage="ember [MODEL.gguf] | ember COMMAND [options]",
         description="Offline chat with local GGUF models.\n\n"

@@ -45,7 +45,7 @@ def add_arguments(p) -> None:
                    help="refuse (404) a request whose 'model' is not this model's id or file "
                         "name (default: any name is answered by the one model, which the "
                         "answer's 'model' names)")
-    from ..commands.speculative_args import add_speculative_args
+    from ..speculative_options import add_speculative_args
     add_speculative_args(p)
 
 
@@ -103,7 +103,7 @@ def serve(args) -> int:
     server = uvicorn_server(app)
 
     def load() -> None:
-        from ..commands.speculative_args import speculative_from_args
+        from ..speculative_options import speculative_from_args
         try:
             state.loaded = LoadedModel(path, n_slots=args.parallel, n_ctx=args.ctx_size,
                                        n_threads=args.threads, alias=args.alias,

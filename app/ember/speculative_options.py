@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine import Model, SpeculativeParams
+    from .engine import Model, SpeculativeParams
 
 
 def add_speculative_args(p: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_speculative_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lookup", action="store_true",
                    help="prompt-lookup drafts: the tokens that followed the last few tokens' "
                         "latest earlier occurrence in the prompt or reply (no second model; "
-                        "strong for code editing and answering from a document)")
+                        "strong for code editing and answering from a document) (default: %(default)s)")
     g.add_argument("--lookup-ngram", type=int, default=3, metavar="N",
                    help="longest n-gram prompt lookup matches (default: %(default)s)")
     g.add_argument("--draft-max", "--draft", dest="draft_max", type=int, default=16, metavar="N",
@@ -37,8 +37,8 @@ def add_speculative_args(p: argparse.ArgumentParser) -> None:
 def speculative_from_args(args, target: Model | None = None) -> SpeculativeParams | None:
     """The options as SpeculativeParams (None when neither a draft model nor lookup is
     asked for); loads the draft model and, given the target, checks their vocabularies."""
-    from ..engine import Model, SpeculativeParams
-    from ..engine.speculative import check_vocab_compatible
+    from .engine import Model, SpeculativeParams
+    from .engine.speculative import check_vocab_compatible
     if not getattr(args, "model_draft", None) and not getattr(args, "lookup", False):
         return None  # (`ember` with no display builds its chat's arguments without them)
     if args.draft_max < 1 or args.draft_min < 0 or args.draft_min > args.draft_max:
