@@ -13,7 +13,7 @@ Without -m: the starter model (SmolLM2-135M-Instruct Q4_1) from the test-asset c
 Two speeds per row: tokens per second of wall time, and per second of the process's CPU
 time (after the first token), which a shared machine's load moves far less (use -t 1 there).
 --fixed drafts --draft-max tokens every pass (no adaptive length). --scripted N adds a
-configuration whose drafts are the plain greedy reply with every N-th token wrong: the
+configuration whose drafts are the plain greedy reply with one token in N wrong: the
 verification's cost and gain at a known acceptance, on any file (random-weight shapes too,
 where no real draft agrees with the model).
 """
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 import time
@@ -83,16 +84,18 @@ def prompt_ids(model: Model, text: str, n_ctx: int) -> list[int]:
 
 
 class ScriptedDrafts:
-    """The known reply as drafts, every n-th token replaced by a wrong one."""
+    """The known reply as drafts, each token wrong with probability 1/n (drawn once per
+    position, so every configuration and round meets the same wrong ones; not every n-th,
+    whose period a draft length can lock onto)."""
 
     def __init__(self, prompt_len: int, reply: list[int], n_vocab: int, every: int):
-        self.prompt_len, self.reply, self.n_vocab, self.every = prompt_len, reply, n_vocab, every
+        rng = random.Random(every)
+        self.prompt_len, self.n_vocab = prompt_len, n_vocab
+        self.reply = [(t + 1) % n_vocab if rng.random() < 1.0 / every else t for t in reply]
 
     def propose(self, history: list[int], n_max: int) -> list[int]:
         at = len(history) - self.prompt_len
-        out = self.reply[at:at + n_max]
-        return [(t + 1) % self.n_vocab if (at + i) % self.every == self.every - 1 else t
-                for i, t in enumerate(out)]
+        return self.reply[at:at + n_max]
 
 
 def run_once(model: Model, ids: list[int], n: int, params: SamplingParams,
@@ -124,7 +127,7 @@ def main(argv=None) -> int:
     ap.add_argument("--draft-max", type=int, default=16)
     ap.add_argument("--fixed", action="store_true", help="no adaptive draft length")
     ap.add_argument("--scripted", type=int, default=0, metavar="N",
-                    help="also draft the plain reply with every N-th token wrong")
+                    help="also draft the plain reply with one token in N wrong")
     ap.add_argument("-o", "--output", choices=("md", "json"), default="md")
     a = ap.parse_args(argv)
     if a.model is None:
@@ -153,7 +156,7 @@ def main(argv=None) -> int:
         these = list(configs)
         if a.scripted:
             reply = run_once(target, ids, a.n, SamplingParams(temperature=0.0), None, session).token_ids
-            these.append((f"scripted (every {a.scripted}th wrong)", SpeculativeParams(
+            these.append((f"scripted (1 in {a.scripted} wrong)", SpeculativeParams(
                 drafter=ScriptedDrafts(len(ids), reply, target.n_vocab, a.scripted),
                 draft_max=a.draft_max, adaptive=adaptive)))
         tps: dict[str, list[float]] = {c: [] for c, _ in these}
