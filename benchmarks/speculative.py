@@ -114,6 +114,25 @@ def run_once(model: Model, ids: list[int], n: int, params: SamplingParams,
     return stats
 
 
+def pass_costs(model: Model, n_ctx: int, sizes=(1, 2, 4, 8, 16), reps: int = 7) -> dict[int, float]:
+    """CPU milliseconds of one decode of n tokens (every row's logits kept, as a pass keeps
+    them) after 256 tokens of context: what a pass with n - 1 drafts costs against a plain
+    step. Median of reps."""
+    ctx = model.new_context(n_ctx=n_ctx)
+    ids = [(7 * i + 11) % model.n_vocab for i in range(256 + max(sizes))]
+    ctx.decode(ids[:256], 0)
+    out = {}
+    for n in sizes:
+        times = []
+        for _ in range(reps):
+            c = time.process_time()
+            ctx.decode(ids[256:256 + n], 256, all_logits=True)
+            times.append(time.process_time() - c)
+        out[n] = 1000 * statistics.median(times)
+    ctx.close()
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-m", "--model", default=None)
@@ -147,6 +166,7 @@ def main(argv=None) -> int:
                                                          adaptive=adaptive)))
         configs.append(("lookup + draft model", SpeculativeParams(
             lookup=True, draft_model=draft, draft_max=a.draft_max, adaptive=adaptive)))
+    costs = pass_costs(target, a.ctx_size)
     params = SamplingParams(temperature=a.temp, seed=a.seed)
     session = Session(target.new_context(n_ctx=a.ctx_size))
     rows = []
@@ -187,13 +207,16 @@ def main(argv=None) -> int:
     info = {"model": Path(a.model).name, "draft": Path(a.draft).name if a.draft else None,
             "threads": a.threads, "temperature": a.temp, "n": a.n, "rounds": a.rounds,
             "adaptive": adaptive, "draft_max": a.draft_max,
-            "backend": target.context.backend}
+            "backend": target.context.backend, "pass_cpu_ms": costs}
     if a.output == "json":
         print(json.dumps({"info": info, "rows": rows}, indent=1))
         return 0
     print(f"{info['model']}" + (f", draft {info['draft']}" if a.draft else "")
           + f"; {a.threads} threads; temperature {a.temp}; {a.n} tokens; median of {a.rounds}; "
           f"draft length {'adaptive' if adaptive else 'fixed'}, at most {a.draft_max}; {info['backend']}")
+    print()
+    print("CPU ms of one pass of n tokens: " + ", ".join(
+        f"n={n} {ms:.1f} ({ms / costs[1]:.2f}x)" for n, ms in costs.items()))
     print()
     print("| prompt | mode | t/s (wall) | speedup | t/CPU-s | speedup | drafted | accepted | "
           "acceptance | same tokens |")
