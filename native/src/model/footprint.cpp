@@ -56,8 +56,9 @@ MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
     // One batch's widest intermediates (the plan reuses buffers, so a few of each live at
     // once: residual, norm, Q/K/V, attention output, FFN gate/up/down), in F32, plus one
     // row of logits.
-    // (a mixture of experts' gate/up/down products are k experts wide per token)
-    uint64_t ff = (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp, qkv = 0;
+    // (a mixture of experts' gate/up/down products are k experts wide per token, with a
+    // shared expert's beside them)
+    uint64_t ff = (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp + (uint64_t)h.n_ff_shexp, qkv = 0;
     for (int32_t il = 0; il < h.n_layer; ++il) {
         ff = std::max<uint64_t>(ff, (uint64_t)h.n_ff_of(il));
         qkv = std::max<uint64_t>(qkv, (uint64_t)h.head_dim_of(il) * (uint64_t)(h.n_head_of(il) + 2 * h.n_head_kv_of(il)));
