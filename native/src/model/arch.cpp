@@ -33,6 +33,8 @@ const ArchSpec kArchs[] = {
      qwen35_read_hparams, nullptr,            qwen35_bind_layer, qwen35_build_graph},
     {"qwen35moe", "Qwen3.5-MoE, Qwen3.6-MoE (35B-A3B, 122B-A10B, 397B-A17B; text)", RopeMode::NEOX,
      qwen35_read_hparams, nullptr,            qwen35_bind_layer, qwen35_build_graph},
+    {"lfm2", "LFM2, LFM2.5 (350M-2.6B; text)", RopeMode::NEOX,
+     lfm2_read_hparams,   lfm2_bind_model,    lfm2_bind_layer,   lfm2_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
      phi3_read_hparams,   phi3_bind_model,    phi3_bind_layer,   llama_build_graph},
 };
