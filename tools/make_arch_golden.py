@@ -69,6 +69,7 @@ FAMILY_TEXTS = {
     "qwen35moe": ["prose"],
     "gemma4moe": ["prose"],
     "lfm2": ["code"],
+    "lfm2moe": ["code"],
 }
 JOIN = "\n\n"
 

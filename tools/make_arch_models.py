@@ -55,6 +55,9 @@ Families (``FAMILIES`` below)::
                llama 3's), n_embd 256, 6 layers: short-convolution blocks 0, 1, 3, 5 (l_cache 3),
                attention 2 and 4 (4/2 heads of 64, q/k norms), n_ff 512, rope base 1e6, tied,
                final norm token_embd_norm (LFM2-1.2B's 10 conv / 6 attention blocks in small)
+    lfm2moe    lfm2moe, as lfm2 but blocks 2-5 (after leading_dense_block_count 2) a mixture of 16
+               experts of width 128, 4 used, sigmoid gates with a selection bias (exp_probs_b),
+               the chosen renormalised (LFM2-8B-A1B's 32 / 4 / 1792 after 2 dense blocks, in small)
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
@@ -187,6 +190,7 @@ class Lfm2Layout:
     token_embd_norm."""
     conv: tuple                 # per block: a short-convolution block
     l_cache: int = 3            # shortconv.l_cache (the release's value)
+    dense_lead: int = 0         # lfm2moe: the first blocks keep a dense feed-forward
 
 
 @dataclass(frozen=True)
@@ -350,6 +354,14 @@ FAMILIES: dict[str, Family] = {
                    1e-5, tied=True, head_dim=64, qk_norm=True,
                    lfm2=Lfm2Layout(conv=(True, True, False, True, False, True)),
                    note="blocks 0, 1, 3, 5 short convolutions (l_cache 3), 2 and 4 attention"),
+    # LFM2-8B-A1B's layout in small: two dense blocks, then experts behind sigmoid gates
+    "lfm2moe": Family("lfm2moe", _vocab("llama-bpe"), 128256, 256, 6, 4, 2, 512, 1000000.0, 128000,
+                      1e-5, tied=True, head_dim=64, qk_norm=True, n_expert=16, n_expert_used=4,
+                      n_ff_exp=128, router_gain=3.0,
+                      extra_kv={"leading_dense_block_count": (2, "u32"), "expert_gating_func": (2, "u32")},
+                      lfm2=Lfm2Layout(conv=(True, True, False, True, False, True), dense_lead=2),
+                      note="lfm2 with blocks 2-5 a mixture of 16 experts top-4 (width 128), sigmoid "
+                           "gates and a selection bias"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -600,9 +612,23 @@ def lfm2_tensors(family: str) -> list[tuple[str, np.ndarray]]:
             norm(p + "attn_k_norm.weight", hd)
             mat(p + "attn_output.weight", E, f.n_head * hd)
         norm(p + "ffn_norm.weight", E)
-        mat(p + "ffn_gate.weight", f.n_ff, E)
-        mat(p + "ffn_up.weight", f.n_ff, E)
-        mat(p + "ffn_down.weight", E, f.n_ff)
+        if f.n_expert and il >= Lz.dense_lead:
+            # as LFM2MoeModel writes them: the router F32, the experts merged per block, the
+            # selection bias (expert_bias) F32
+            name = p + "ffn_gate_inp.weight"
+            router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
+            out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
+            X, F = f.n_expert, f.n_ff_exp
+            for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
+                name = p + f"ffn_{t}_exps.weight"
+                w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
+                out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+            name = p + "exp_probs_b.bias"
+            out.append((name, vector(family, name, X, 0.05)))
+        else:
+            mat(p + "ffn_gate.weight", f.n_ff, E)
+            mat(p + "ffn_up.weight", f.n_ff, E)
+            mat(p + "ffn_down.weight", E, f.n_ff)
     return out
 
 

@@ -290,6 +290,7 @@ FAMILIES: dict[str, Family] = {
     "qwen35": Family("neox", "silu", "qwen35", _read_qwen35),
     "qwen35moe": Family("neox", "silu", "qwen35", _read_qwen35),
     "lfm2": Family("neox", "silu", "lfm2", _read_lfm2),
+    "lfm2moe": Family("neox", "silu", "lfm2", _read_lfm2),
 }
 
 
@@ -367,6 +368,7 @@ class Oracle:
             attn_factor *= 1.0 / (1.0 + 0.1 * math.log(f))
         hp.attn_factor = attn_factor * float(get(f"{a}.rope.scaling.attn_factor", 1.0))
         self.n_expert_used = int(get(f"{a}.expert_used_count", 0) or 0)
+        self.gating = int(get(f"{a}.expert_gating_func", 1) or 1)
         self.route_counts: dict[int, set] = {}   # block -> the distinct expert sets chosen
         if self.family.read is not None:
             self.family.read(get, hp, a)
@@ -698,11 +700,15 @@ class Oracle:
         logits = self._lin(h if router_in is None else router_in, p + "ffn_gate_inp")   # [n, n_expert]
         if oai:
             probs = logits
+        elif self.gating == 2:                                     # sigmoid (lfm2moe)
+            probs = 1.0 / (1.0 + np.exp(-logits))
         else:
             e = np.exp(logits - logits.max(axis=-1, keepdims=True))
             probs = e / e.sum(axis=-1, keepdims=True)
-        # top k, ties to the lower index (a stable sort of -p)
-        top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+        # top k, ties to the lower index (a stable sort of -p); a selection bias moves the
+        # choice, not the weights
+        sel_b = w.get(p + "exp_probs_b.bias")
+        top = np.argsort(-(probs if sel_b is None else probs + sel_b), axis=-1, kind="stable")[:, :k]
         out = np.zeros_like(h)
         down = w[p + "ffn_down_exps.weight"]
         if p + "ffn_gate_up_exps.weight" in w:                      # [n_expert, 2 F, E]

@@ -90,8 +90,9 @@ def _rewrite(src, dst, arch=None, drop=(), override=None):
     for key, f in r.fields.items():
         if key.startswith("GGUF.") or key == "general.architecture" or key in drop or key in override:
             continue
-        if arch != "lfm2" and key.startswith("lfm2."):
-            key2 = arch + key[4:]
+        src_arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+        if arch != src_arch and key.startswith(src_arch + "."):
+            key2 = arch + key[len(src_arch):]
             if key2 in override:
                 continue
             val = f.contents()
@@ -124,6 +125,8 @@ def _rewrite(src, dst, arch=None, drop=(), override=None):
     ("no_final_norm", r"missing tensor 'token_embd_norm\.weight'"),
     ("no_conv", r"missing tensor 'blk\.3\.shortconv\.conv\.weight'"),
     ("zero_kv_in_llama", r"head_count_kv is 0 for block 0, which is an attention block in a 'llama' model"),
+    ("moe_no_bias", r"missing tensor 'blk\.4\.exp_probs_b\.bias'"),
+    ("moe_as_lfm2", r"an lfm2 file has expert_count: its architecture should be lfm2moe"),
 ])
 def test_bad_lfm2_files_are_refused_clearly(lfm2_path, tmp_path, case, want):
     import gguf
@@ -135,7 +138,10 @@ def test_bad_lfm2_files_are_refused_clearly(lfm2_path, tmp_path, case, want):
         "no_conv": {"drop": ("blk.3.shortconv.conv.weight",)},
         # the same keys under another architecture: nothing makes its 0-KV blocks recurrent
         "zero_kv_in_llama": {"arch": "llama"},
+        "moe_no_bias": {"drop": ("blk.4.exp_probs_b.bias",)},
+        "moe_as_lfm2": {"arch": "lfm2"},
     }[case]
-    bad = _rewrite(lfm2_path, tmp_path / f"{case}.gguf", **edits)
+    src = make_arch_models.build("lfm2moe") if case.startswith("moe") else lfm2_path
+    bad = _rewrite(src, tmp_path / f"{case}.gguf", **edits)
     with pytest.raises(EmberError, match=want):
         Model(bad, n_ctx=64).close()

@@ -35,6 +35,8 @@ const ArchSpec kArchs[] = {
      qwen35_read_hparams, nullptr,            qwen35_bind_layer, qwen35_build_graph},
     {"lfm2", "LFM2, LFM2.5 (350M-2.6B; text)", RopeMode::NEOX,
      lfm2_read_hparams,   lfm2_bind_model,    lfm2_bind_layer,   lfm2_build_graph},
+    {"lfm2moe", "LFM2-MoE (8B-A1B, 24B-A2B; text)", RopeMode::NEOX,
+     lfm2_read_hparams,   lfm2_bind_model,    lfm2_bind_layer,   lfm2_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
      phi3_read_hparams,   phi3_bind_model,    phi3_bind_layer,   llama_build_graph},
 };

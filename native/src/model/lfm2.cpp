@@ -8,6 +8,9 @@
 //   sliding window, attention.sliding_window);
 // - every block: x += mixer(attn_norm(x)); x += ffn(ffn_norm(x)) (SwiGLU); the final norm
 //   is token_embd_norm (llama.cpp's name for it in these files).
+// LFM2-MoE (lfm2moe: 8B-A1B, 24B-A2B) is the same with the blocks after
+// leading_dense_block_count a mixture: sigmoid gates, a selection bias (exp_probs_b), the
+// chosen weights renormalised.
 // The convolution's inputs are the block's recurrent state (model/recurrent_state.h): a
 // convolution state only, no delta-rule matrix, so a snapshot is small.
 #include <string>
@@ -20,8 +23,20 @@ namespace ember {
 
 void lfm2_read_hparams(const GGUFFile& g, HParams& h) {
     const std::string a = h.arch + ".";
-    if (h.n_expert > 0)
-        fail(EMBER_ERR_UNSUPPORTED, "an lfm2 file with experts: LFM2's mixture (lfm2moe) is not supported yet");
+    if (h.arch == "lfm2moe") {
+        // llama.cpp's lfm2moe graph: after the leading dense blocks, experts chosen by the
+        // file's gating (sigmoid in the converter) plus a selection bias, the chosen
+        // weights renormalised
+        if (h.n_expert <= 0 || h.n_expert_used <= 0)
+            fail(EMBER_ERR_FORMAT, "an lfm2moe model needs expert_count and expert_used_count");
+        h.expert_weights_norm = true;
+        const int64_t lead = g.get_int_or(a + "leading_dense_block_count", 0);
+        if (lead < 0 || lead > h.n_layer)
+            fail(EMBER_ERR_FORMAT, "leading_dense_block_count " + std::to_string(lead) + " is invalid");
+        h.n_layer_dense_lead = (int32_t)lead;
+    } else if (h.n_expert > 0) {
+        fail(EMBER_ERR_FORMAT, "an lfm2 file has expert_count: its architecture should be lfm2moe");
+    }
     const int64_t l_cache = g.get_int(a + "shortconv.l_cache");
     if (l_cache < 2 || l_cache > 16)
         fail(EMBER_ERR_FORMAT, "shortconv.l_cache " + std::to_string(l_cache) + " is invalid (2-16)");
@@ -34,7 +49,7 @@ void lfm2_read_hparams(const GGUFFile& g, HParams& h) {
     h.per_layer_shapes = true;  // KV heads 0 on the convolution blocks
     for (int32_t il = 0; il < h.n_layer; ++il)
         if (h.n_head_layer[(size_t)il] != h.n_head || (!h.is_recurrent(il) && h.n_head_kv_layer[(size_t)il] != h.n_head_kv) ||
-            h.n_ff_layer[(size_t)il] != h.n_ff)
+            (il < h.n_layer_dense_lead || h.n_expert == 0 ? h.n_ff_layer[(size_t)il] != h.n_ff : false))
             fail(EMBER_ERR_UNSUPPORTED, "an lfm2 file whose attention blocks differ in shape is not supported");
     h.n_swa = (int32_t)g.get_int_or(a + "attention.sliding_window", 0);
     if (h.n_swa < 0) fail(EMBER_ERR_FORMAT, "attention.sliding_window must not be negative");
@@ -66,7 +81,14 @@ void lfm2_bind_layer(Model& m, int32_t il) {
         L.q_norm = m.layer_weight(il, "attn_q_norm", {h.head_dim});
         L.k_norm = m.layer_weight(il, "attn_k_norm", {h.head_dim});
     }
-    bind_ffn_weights(m, il);
+    if (h.n_expert > 0 && il >= h.n_layer_dense_lead) {
+        L.ffn_norm = m.layer_weight(il, "ffn_norm", {E});
+        bind_moe_weights(m, il);
+        if (!L.ffn_exp_probs_b)
+            fail(EMBER_ERR_FORMAT, "missing tensor 'blk." + std::to_string(il) + ".exp_probs_b.bias'");
+    } else {
+        bind_ffn_weights(m, il);
+    }
 }
 
 namespace {
@@ -118,7 +140,8 @@ void lfm2_build_graph(GraphBuilder& b) {
             if (!cur) return;  // the batch only fills the memories
         }
         x = b.name(g.add(x, cur), "ffn_inp", il);
-        Tensor* ffn = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm", il), Activation::SILU, il);
+        Tensor* normed = b.name(b.norm(x, L.ffn_norm), "ffn_norm", il);
+        Tensor* ffn = L.ffn_gate_inp ? b.moe_ffn(L, normed, Activation::SILU, il) : b.ffn(L, normed, Activation::SILU, il);
         x = b.name(g.add(x, ffn), "l_out", il);
     }
     b.output(x);

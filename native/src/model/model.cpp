@@ -377,6 +377,7 @@ void bind_moe_weights(Model& m, int32_t il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     L.ffn_gate_inp = m.layer_weight(il, "ffn_gate_inp", {h.n_embd, h.n_expert});
     L.ffn_gate_inp_b = m.weight(p + "ffn_gate_inp.bias", {h.n_expert}, false);
+    L.ffn_exp_probs_b = m.weight(p + "exp_probs_b.bias", {h.n_expert}, false);
     L.ffn_gate_up_exps = m.layer_weight(il, "ffn_gate_up_exps", {h.n_embd, 2 * (int64_t)h.n_ff_exp, h.n_expert}, false);
     if (!L.ffn_gate_up_exps) {
         L.ffn_gate_exps = m.layer_weight(il, "ffn_gate_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
