@@ -32,7 +32,8 @@ enum class Op : int32_t {
                     // iparams[0] k, [1] ExpertGating
     MOE_WEIGHTS,    // src[0] logits as above, src[1] MOE_ROUTE's ids -> F32 [k, N]: the chosen
                     // experts' weights; iparams[1] ExpertGating, [2] 1: normalised to sum 1,
-                    // fparams[0] scale (0: none)
+                    // fparams[0] scale (0: none); src[2] optional F32 [n_expert]: each
+                    // chosen weight times its expert's factor
     MUL_MAT_ID,     // src[0] expert weights [K, M, n_expert], src[1] F32 [K, 1 or k, N] (one row
                     // for all of a token's experts, or one per expert), src[2] I32 ids [k, N],
                     // src[3] optional F32 biases [M, n_expert] -> F32 [M, k, N]
@@ -60,7 +61,8 @@ enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
 // SIGMOID: sigmoid(gate) * up (Qwen3.5's gated attention output).
 // SWIGLU_OAI: gpt-oss's clamped SwiGLU, min(g, limit) * sigmoid(alpha min(g, limit)) *
 // (clamp(u, -limit, limit) + 1), fparams[0] alpha, [1] limit.
-enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2, SIGMOID = 3 };
+// LINEAR: the product gate * up itself (LFM2's input and output gates)
+enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2, SIGMOID = 3, LINEAR = 4 };
 
 // How a mixture-of-experts router turns its logits into the chosen experts' weights
 // (llama.cpp's llama_expert_gating_func_type values, as GGUF's expert_gating_func key holds
