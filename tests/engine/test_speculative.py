@@ -229,10 +229,10 @@ class ScriptedDrafts:
         return [(t + 1) % self.n_vocab if (at + i) % 3 == 2 else t for i, t in enumerate(out)]
 
 
-@pytest.mark.parametrize("family", ["llama3", "qwen3", "gemma3", "phi3", "qwen35"])
+@pytest.mark.parametrize("family", ["llama3", "qwen3", "gemma3", "phi3", "qwen35", "lfm2"])
 def test_greedy_drafts_are_plain_decoding_on_synthetic_families(family):
-    """gemma3 has sliding-window layers; qwen35 recurrent ones, which restart from a state
-    snapshot after a rejected draft."""
+    """gemma3 has sliding-window layers; qwen35 and lfm2 recurrent ones (a delta-net state,
+    short convolutions' state), whose passes verify one draft each."""
     m = Model(make_arch_models.build(family), n_ctx=512, n_threads=2)
     ids = m.tokenize(CODE_PROMPT, add_special=True)
     plain = GenerationStats()
@@ -242,7 +242,7 @@ def test_greedy_drafts_are_plain_decoding_on_synthetic_families(family):
     list(Session(m, reuse_prefix=False).generate(ids, 40, GREEDY, stats=fast, speculative=spec))
     assert fast.token_ids == plain.token_ids
     assert fast.draft_tokens > fast.draft_accepted > 0
-    if family == "qwen35":  # every outcome of a one-draft pass has its state at hand
+    if family in ("qwen35", "lfm2"):  # every outcome of a one-draft pass has its state at hand
         assert "one draft per pass" in fast.speculative and "stopped" not in fast.speculative
 
 
