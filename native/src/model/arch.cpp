@@ -33,6 +33,8 @@ const ArchSpec kArchs[] = {
      qwen35_read_hparams, nullptr,            qwen35_bind_layer, qwen35_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
      phi3_read_hparams,   phi3_bind_model,    phi3_bind_layer,   llama_build_graph},
+    {"bert", "BERT sentence encoders: all-MiniLM, bge, e5 (embeddings only)", RopeMode::NORMAL,
+     bert_read_hparams,   bert_bind_model,    bert_bind_layer,   bert_build_graph},
 };
 
 }  // namespace

@@ -320,7 +320,7 @@ void Model::bind_weights(const LoadOptions& opts) {
         fail(EMBER_ERR_FORMAT, "the vocabulary has " + std::to_string(vocab_->n_tokens()) +
                                    " tokens but token_embd.weight only " + std::to_string(hp_.n_vocab) + " rows");
     tok_embd = weight("token_embd.weight", {hp_.n_embd, hp_.n_vocab});
-    output_norm = weight("output_norm.weight", {hp_.n_embd});
+    output_norm = weight("output_norm.weight", {hp_.n_embd}, hp_.causal);  // encoders end in their blocks' norms
     output = weight("output.weight", {hp_.n_embd, hp_.n_vocab}, false);
     if (!output) output = tok_embd;  // tied embeddings
     if (arch_->bind_model) arch_->bind_model(*this);
