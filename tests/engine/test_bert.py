@@ -1,0 +1,216 @@
+"""The engine's bert family (model/bert.cpp, model/encoder.cpp) on all-MiniLM-L6-v2 as
+tools/convert_minilm.py converts it: vectors against the numpy pass (documents/minilm.py,
+itself held to the safetensors) and against llama.cpp's (tests/golden/embeddings_minilm.npz,
+tools/make_embedding_golden.py), token ids against llama.cpp's, pooling, batching, and the
+refusals: a chat model, a context on an encoder, too long, empty, bad ids."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from ember.documents.minilm import POOLING_CLS, POOLING_MEAN, MiniLMEmbedder, encode_batch, pool
+from ember.engine import (
+    ContextFullError,
+    EmberError,
+    Embedder,
+    Model,
+    UnsupportedModelError,
+    is_embedding_model,
+)
+
+from tests.conftest import GOLDEN_DIR
+from tools import fetch_assets
+
+pytestmark = pytest.mark.native
+
+GOLDEN = GOLDEN_DIR / "embeddings_minilm.npz"
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory) -> dict:
+    from tools.convert_minilm import convert
+
+    out = tmp_path_factory.mktemp("bert")
+    return {t: convert(fetch_assets.minilm_dir(), out / f"minilm.{t}.gguf", t) for t in ("f32", "f16")}
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict:
+    z = np.load(GOLDEN)
+    meta = json.loads(z["meta"].tobytes())
+    out = {"meta": meta}
+    for t in ("f32", "f16"):
+        lens, flat = z[f"{t}_lens"], z[f"{t}_tokens"]
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        out[t] = {"ids": [[int(x) for x in flat[s:s + n]] for s, n in zip(starts, lens)],
+                  "mean": z[f"{t}_mean_vectors"], "cls": z[f"{t}_cls_vectors"]}
+    return out
+
+
+@pytest.fixture(scope="module")
+def models(minilm, native_lib):
+    loaded = {t: Model(p) for t, p in minilm.items()}
+    yield loaded
+    for m in loaded.values():
+        m.close()
+
+
+def numpy_vectors(path, seqs, pooling=POOLING_MEAN, normalize=True) -> np.ndarray:
+    """The numpy pass on exactly these ids (one sequence at a time: no padding, no cut)."""
+    w = MiniLMEmbedder.from_gguf(path).weights
+    rows = []
+    for s in seqs:
+        mask = np.ones((1, len(s)), np.float32)
+        v = pool(encode_batch(w, np.array([s]), mask), mask, pooling)[0]
+        rows.append(v / np.linalg.norm(v) if normalize else v)
+    return np.stack(rows)
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cosines(a, b) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_the_file_is_an_embedding_model_and_says_its_pooling(models, starter_model_path):
+    with Embedder(models["f16"]) as e:
+        assert (e.n_embd, e.n_seq_max, e.pooling) == (384, 512, "mean")
+    assert is_embedding_model(models["f16"])
+    chat = Model(starter_model_path)
+    try:
+        assert not is_embedding_model(chat)
+    finally:
+        chat.close()
+
+
+def test_token_ids_equal_llamacpp(models, golden):
+    with Embedder(models["f16"]) as e:
+        for text, ids in zip(golden["meta"]["texts"], golden["f16"]["ids"]):
+            assert e.tokenize(text) == ids, text
+
+
+@pytest.mark.parametrize("outtype", ["f32", "f16"])
+def test_vectors_equal_the_numpy_pass(models, minilm, golden, outtype):
+    # the F32 file computes in F32 as numpy does (differences are summation order); the F16
+    # file's products round their activations to F16 (as llama.cpp's do), numpy's do not
+    seqs = golden[outtype]["ids"]
+    with Embedder(models[outtype]) as e:
+        got = e.embed_tokens(seqs)
+    ref = numpy_vectors(minilm[outtype], seqs)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-6)
+    if outtype == "f32":
+        assert cosines(got, ref).min() >= 0.999999
+        assert np.abs(got - ref).max() < 2e-6
+    else:
+        assert cosines(got, ref).min() >= 0.9999
+        assert np.abs(got - ref).max() < 5e-4
+
+
+@pytest.mark.parametrize("outtype", ["f32", "f16"])
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_vectors_equal_llamacpp(models, minilm, golden, outtype, pooling):
+    meta = golden["meta"]["files"][outtype]
+    assert sha256(minilm[outtype]) == meta["sha256"], (
+        "the converter's file is not the one the golden was made from: rerun "
+        "tools/make_embedding_golden.py")
+    with Embedder(models[outtype], pooling=pooling) as e:
+        got = e.embed_tokens(golden[outtype]["ids"])
+    want = golden[outtype][pooling]
+    # llama.cpp's GELU is the tanh approximation read from an F16 table; BERT's (and
+    # Ember's) is the exact one: the vectors agree to 0.9999975 or better
+    assert cosines(got, want).min() >= 0.9999
+    assert np.abs(got - want).max() < 1e-3
+
+
+def test_cls_and_last_pooling_equal_the_numpy_pass(models, minilm, golden):
+    seqs = golden["f32"]["ids"][:6]
+    with Embedder(models["f32"], pooling="cls") as e:
+        cls = e.embed_tokens(seqs)
+    assert cosines(cls, numpy_vectors(minilm["f32"], seqs, POOLING_CLS)).min() >= 0.999999
+    w = MiniLMEmbedder.from_gguf(minilm["f32"]).weights
+    last = np.stack([encode_batch(w, np.array([s]), np.ones((1, len(s)), np.float32))[0, -1]
+                     for s in seqs])
+    with Embedder(models["f32"], pooling="last") as e:
+        got = e.embed_tokens(seqs, normalize=False)
+    assert np.abs(got - last).max() < 1e-5
+    # pooled CLS and last differ from the mean: the option reaches the engine
+    with Embedder(models["f32"]) as e:
+        assert cosines(e.embed_tokens(seqs), cls).max() < 0.99
+
+
+def test_unnormalised_vectors_are_the_pooled_mean(models, minilm, golden):
+    seqs = golden["f32"]["ids"][:4]
+    with Embedder(models["f32"]) as e:
+        raw = e.embed_tokens(seqs, normalize=False)
+        unit = e.embed_tokens(seqs)
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0, atol=1e-2)
+    assert np.abs(raw - numpy_vectors(minilm["f32"], seqs, normalize=False)).max() < 1e-5
+    assert np.abs(unit - raw / np.linalg.norm(raw, axis=1, keepdims=True)).max() < 1e-6
+
+
+def test_a_batch_of_sequences_equals_each_alone(models, golden):
+    # several sequences in one graph (bidirectional attention stops at each one's end), a
+    # batch small enough to take one sequence per graph, one thread or two: the same bits
+    seqs = golden["f16"]["ids"]
+    with Embedder(models["f16"]) as e:
+        together = e.embed_tokens(seqs)
+        alone = np.stack([e.embed_tokens([s])[0] for s in seqs])
+    with Embedder(models["f16"], n_batch=16, n_threads=1) as e:
+        small = e.embed_tokens(seqs)
+    assert together.tobytes() == alone.tobytes() == small.tobytes()
+
+
+def test_paraphrases_are_closer_than_unrelated_text(models):
+    with Embedder(models["f16"]) as e:
+        v = e.embed(["A man is eating food.", "A man is eating a piece of bread.",
+                     "The girl is carrying a baby.", "A man is riding a horse."])
+    sim = v @ v.T
+    assert sim[0, 1] > 0.7 and sim[0, 1] > max(sim[0, 2], sim[0, 3]) + 0.4
+
+
+def test_the_longest_sequence_is_read_and_a_longer_one_refused(models):
+    with Embedder(models["f16"]) as e:
+        ids = e.tokenize("word " * 600)
+        assert len(ids) > 512
+        cut = e.tokenize("word " * 600, max_tokens=512)
+        assert len(cut) == 512 and cut[0] == ids[0] and cut[-1] == ids[-1] == models["f16"].eos_id
+        assert np.isfinite(e.embed_tokens([cut])).all()
+        with pytest.raises(ContextFullError, match="513 tokens; the model reads at most 512"):
+            e.embed_tokens([cut[:-1] + ids[511:513]])
+        with pytest.raises(ContextFullError):
+            e.embed(["word " * 600])
+        # refusals compute nothing and leave the embedder usable
+        ok = e.embed_tokens([[101, 7592, 102]])
+        assert np.isfinite(ok).all()
+
+
+def test_bad_sequences_are_errors_not_crashes(models):
+    with Embedder(models["f16"]) as e:
+        with pytest.raises(EmberError, match="sequence 1 is empty"):
+            e.embed_tokens([[101, 102], []])
+        with pytest.raises(EmberError, match="outside the vocabulary"):
+            e.embed_tokens([[101, 10**6, 102]])
+        with pytest.raises(EmberError, match="outside the vocabulary"):
+            e.embed_tokens([[101, -5, 102]])
+        assert e.embed_tokens([]).shape == (0, 384)
+    with pytest.raises(ValueError, match="pooling"):
+        Embedder(models["f16"], pooling="max")
+
+
+def test_a_chat_model_is_refused_with_the_reason(starter_model_path, native_lib):
+    chat = Model(starter_model_path)
+    try:
+        with pytest.raises(UnsupportedModelError, match="'llama' is a text-generation model"):
+            Embedder(chat)
+        assert chat.generate("Hi", 2) is not None  # the model is untouched
+    finally:
+        chat.close()
+
+
+def test_an_encoder_has_no_text_context(models):
+    with pytest.raises(UnsupportedModelError, match="'bert' is an embedding model"):
+        models["f16"].decode([101, 102], 0)
