@@ -214,3 +214,38 @@ def test_a_chat_model_is_refused_with_the_reason(starter_model_path, native_lib)
 def test_an_encoder_has_no_text_context(models):
     with pytest.raises(UnsupportedModelError, match="'bert' is an embedding model"):
         models["f16"].decode([101, 102], 0)
+
+
+def test_the_c_abi_refuses_bad_arguments(models):
+    import ctypes
+
+    from ember.engine import native
+
+    lib = native.lib()
+    model = models["f16"]._model
+    handle = ctypes.c_void_p()
+    params = lib.ember_embedder_default_params()
+    assert (params.n_threads, params.n_batch, params.pooling) == (0, 0, -1)
+    assert lib.ember_model_pooling(model) == 1
+    params.pooling = 7
+    assert lib.ember_embedder_create(model, ctypes.byref(params), ctypes.byref(handle)) == native.ERR_INVALID_ARGUMENT
+    assert b"pooling" in lib.ember_last_error()
+    params.pooling = 0  # none: per-token states, no vector
+    assert lib.ember_embedder_create(model, ctypes.byref(params), ctypes.byref(handle)) == native.ERR_UNSUPPORTED
+    assert lib.ember_embedder_create(None, None, ctypes.byref(handle)) == native.ERR_INVALID_ARGUMENT
+    assert lib.ember_embedder_create(model, None, ctypes.byref(handle)) == native.OK
+    try:
+        tokens = (ctypes.c_int32 * 3)(101, 7592, 102)
+        lens = (ctypes.c_int32 * 1)(3)
+        out = (ctypes.c_float * 384)()
+        assert lib.ember_embed(handle, tokens, lens, 1, True, out, 383) == native.ERR_BUFFER_TOO_SMALL
+        assert b"384" in lib.ember_embedder_last_error(handle)
+        assert lib.ember_embed(handle, None, lens, 1, True, out, 384) == native.ERR_INVALID_ARGUMENT
+        assert lib.ember_embed(handle, tokens, None, 1, True, out, 384) == native.ERR_INVALID_ARGUMENT
+        assert lib.ember_embed(handle, tokens, lens, 0, True, out, 384) == native.ERR_INVALID_ARGUMENT
+        assert lib.ember_embed(None, tokens, lens, 1, True, out, 384) == native.ERR_INVALID_ARGUMENT
+        assert lib.ember_embed(handle, tokens, lens, 1, True, out, 384) == native.OK
+        assert abs(sum(x * x for x in out) - 1.0) < 1e-5
+    finally:
+        lib.ember_embedder_free(handle)
+    lib.ember_embedder_free(None)  # a no-op, as free() of NULL

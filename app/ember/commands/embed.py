@@ -40,7 +40,7 @@ def read_texts(args) -> list[str]:
 
 
 def run(args) -> int:
-    from ..engine import ContextFullError, Embedder, Model
+    from ..engine import Embedder, Model
 
     texts = read_texts(args)
     if args.truncate is not None and args.truncate < 2:
@@ -50,9 +50,9 @@ def run(args) -> int:
     seqs = [embedder.tokenize(t, args.truncate) for t in texts]
     for i, s in enumerate(seqs):
         if len(s) > embedder.n_seq_max:
-            raise ContextFullError(0, f"text {i + 1} has {len(s)} tokens; {Path(args.model).name} "
-                                      f"reads at most {embedder.n_seq_max} (--truncate "
-                                      f"{embedder.n_seq_max} cuts it)")
+            raise ValueError(f"text {i + 1} has {len(s)} tokens; {Path(args.model).name} "
+                             f"reads at most {embedder.n_seq_max} (--truncate "
+                             f"{embedder.n_seq_max} cuts it)")
     start = time.perf_counter()
     vectors = embedder.embed_tokens(seqs, normalize=not args.no_normalize)
     seconds = time.perf_counter() - start
