@@ -13,8 +13,8 @@ import pytest
 from ember.documents.minilm import POOLING_CLS, POOLING_MEAN, MiniLMEmbedder, encode_batch, pool
 from ember.engine import (
     ContextFullError,
-    EmberError,
     Embedder,
+    EmberError,
     Model,
     UnsupportedModelError,
     is_embedding_model,

@@ -90,7 +90,7 @@ def default_embedder(models_folder: Path | None = None) -> Embedder | None:
     if gguf.is_file():
         try:
             return EngineEmbedder(gguf)
-        except Exception as e:  # the engine library missing (OSError), or a refusal (EmberError)
+        except Exception as e:  # noqa: BLE001 (no engine library: OSError; a refusal: EmberError)
             import logging
             logging.getLogger(__name__).warning("the engine cannot embed with %s (%s); "
                                                 "using the numpy encoder", gguf.name, e)

@@ -29,11 +29,11 @@ from .system import (
 )
 
 __all__ = [
-    "BackendDevice", "CancelledError", "Context", "ContextFullError", "DecodeGate", "EmberError",
-    "Embedder", "is_embedding_model",
-    "EngineMemoryError", "FileReadError", "GenerationStats", "Grammar", "Model", "ModelFormatError",
-    "Sampler", "SamplingParams", "Session", "TensorInfo", "UnsupportedModelError",
-    "backend_devices", "default_threads", "dequantize", "quantize", "quantize_into",
+    "BackendDevice", "CancelledError", "Context", "ContextFullError", "DecodeGate", "Embedder",
+    "EmberError", "EngineMemoryError", "FileReadError", "GenerationStats", "Grammar", "Model",
+    "ModelFormatError", "Sampler", "SamplingParams", "Session", "TensorInfo",
+    "UnsupportedModelError", "backend_devices", "default_threads", "dequantize",
+    "is_embedding_model", "quantize", "quantize_into",
     "set_default_placement", "supported_architectures", "supported_isas", "system_info",
     "type_block", "type_name", "weight_types",
 ]

@@ -114,4 +114,4 @@ def is_embedding_model(model: Model) -> bool:
     return int(native.lib().ember_model_pooling(model._model)) >= 0
 
 
-__all__ = ["Embedder", "POOLINGS", "is_embedding_model"]
+__all__ = ["POOLINGS", "Embedder", "is_embedding_model"]

@@ -142,7 +142,7 @@ class _NoSlots:
     """An embedding model's stand-in for the slot pool (/health, /slots, /metrics): it
     generates nothing."""
 
-    contexts: list = []
+    contexts: tuple = ()
     threads = None
     width = 0
 
