@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/thread_state.h"
+#include "cpu/kernels.h"
 #include "cpu/ops.h"
 
 namespace ember {
@@ -21,15 +22,32 @@ T* row_of(const Tensor* t, int64_t i) {
     return t->row<T>(i1, rest % t->ne[2], rest / t->ne[2]);
 }
 
-// Eight partial sums, so the compiler can keep them in one vector register without
-// reordering a single chain (the build has no -ffast-math).
-inline float dot(const float* a, const float* b, int64_t n) {
-    float acc[8] = {};
+#if defined(__GNUC__) || defined(__clang__)
+#define EMBER_INLINE __attribute__((always_inline)) inline
+#else
+#define EMBER_INLINE inline
+#endif
+
+// y += a * x (restrict: the loops vectorise without alias checks)
+EMBER_INLINE void madd(float* __restrict y, const float* __restrict x, float a, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+// s *= scale, and the largest of the results (eight running maxima: one vector register)
+EMBER_INLINE float scale_max(float* __restrict s, int64_t n, float scale) {
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     int64_t i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
-    for (int l = 0; i < n; ++i, ++l) acc[l & 7] += a[i] * b[i];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        for (int l = 0; l < 8; ++l) {
+            s[i + l] *= scale;
+            m[l] = s[i + l] > m[l] ? s[i + l] : m[l];
+        }
+    for (; i < n; ++i) {
+        s[i] *= scale;
+        m[0] = s[i] > m[0] ? s[i] : m[0];
+    }
+    for (int l = 1; l < 8; ++l) m[0] = m[l] > m[0] ? m[l] : m[0];
+    return m[0];
 }
 
 }  // namespace
@@ -76,7 +94,35 @@ void op_gelu(const Tensor* t, int ith, int nth) {
     }
 }
 
-void op_attention_bidir(const Tensor* t, ComputeParams& p) {
+namespace {
+
+// One head of one sequence [begin, end): its keys transposed once into kt ([head_dim, n]),
+// so each query's scores are head_dim passes of a multiply-add along the keys (vectors
+// across keys, no horizontal sums), then the softmax and the weighted sum of the values.
+// Every loop is elementwise with one chain per score or output element, so the SSE2 and
+// AVX2 builds of this function (below) give the same bits; exp_sub_sum is the level's own.
+EMBER_INLINE void attend_sequence_head(const Tensor* t, const Tensor* q, const Tensor* k, const Tensor* v, int64_t begin,
+                                 int64_t end, int64_t h, int64_t hk, float scale, float* kt, float* score,
+                                 float (*exp_sub_sum)(float*, int64_t, float)) {
+    const int64_t head_dim = q->ne[0], n = end - begin;
+    for (int64_t s = 0; s < n; ++s) {
+        const float* ks = k->row<const float>(hk, begin + s);
+        for (int64_t d = 0; d < head_dim; ++d) kt[d * n + s] = ks[d];
+    }
+    for (int64_t j = begin; j < end; ++j) {
+        const float* qi = q->row<const float>(h, j);
+        for (int64_t s = 0; s < n; ++s) score[s] = 0.0f;
+        for (int64_t d = 0; d < head_dim; ++d) madd(score, kt + d * n, qi[d], n);
+        const float max = scale_max(score, n, scale);
+        const float inv = 1.0f / exp_sub_sum(score, n, max);
+        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+        for (int64_t s = 0; s < n; ++s) madd(out, v->row<const float>(hk, begin + s), score[s], head_dim);
+        for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv;
+    }
+}
+
+EMBER_INLINE void attention_bidir_heads(const Tensor* t, ComputeParams& p) {
     const Tensor* q = t->src[0];
     const Tensor* k = t->src[1];
     const Tensor* v = t->src[2];
@@ -84,53 +130,50 @@ void op_attention_bidir(const Tensor* t, ComputeParams& p) {
     const float scale = t->fparams[0];
     const int64_t head_dim = q->ne[0], n_head = q->ne[1], n_tok = q->ne[2];
     const int64_t group = n_head / k->ne[1];
-    // Each token's sequence is [j - pos[j], end): the batch holds whole sequences, each
-    // starting at position 0, so it ends where the next one starts (or at the batch's end).
-    auto sequence_end = [&](int64_t j) {
-        int64_t e = j + 1;
-        while (e < n_tok && pos[e] != 0) ++e;
-        return e;
-    };
+    const auto exp_sub_sum = attention_kernels(p.isa).exp_sub_sum;
+    // the sequences' starts (positions restart at 0 at each), the batch's end after them
+    struct StartsSite;
+    int64_t* starts = thread_scratch<int64_t, StartsSite>((size_t)n_tok + 1);
+    int64_t n_seq = 0, longest = 0;
+    for (int64_t j = 0; j < n_tok; ++j)
+        if (j == 0 || pos[j] == 0) starts[n_seq++] = j;
+    starts[n_seq] = n_tok;
+    for (int64_t i = 0; i < n_seq; ++i) longest = std::max(longest, starts[i + 1] - starts[i]);
     struct Site;
-    float* score = thread_scratch<float, Site>((size_t)n_tok);
-    int64_t cached_tok = -1, begin = 0, end = 0;
-    auto one = [&](int64_t item) {
-        const int64_t j = item / n_head, h = item % n_head, hk = h / group;
-        if (j != cached_tok) {
-            cached_tok = j;
-            begin = j - pos[j];
-            end = sequence_end(j);
-        }
-        const float* qi = q->row<const float>(h, j);
-        float max = -INFINITY;
-        for (int64_t s = begin; s < end; ++s) {
-            score[s - begin] = dot(qi, k->row<const float>(hk, s), head_dim) * scale;
-            max = std::max(max, score[s - begin]);
-        }
-        double sum = 0.0;
-        for (int64_t s = 0; s < end - begin; ++s) {
-            score[s] = std::exp(score[s] - max);
-            sum += score[s];
-        }
-        const float inv = (float)(1.0 / sum);
-        float* out = reinterpret_cast<float*>(static_cast<uint8_t*>(t->data) + j * t->nb[1]) + h * head_dim;
-        for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-        for (int64_t s = begin; s < end; ++s) {
-            const float* vs = v->row<const float>(hk, s);
-            const float w = score[s - begin];
-            for (int64_t d = 0; d < head_dim; ++d) out[d] += w * vs[d];
-        }
-        for (int64_t d = 0; d < head_dim; ++d) out[d] *= inv;
-    };
-    const int64_t items = n_tok * n_head;
-    if (p.next_chunk) {
-        // chunks of a token's heads, so a thread slowed by the machine does less of it
-        for (int64_t c; (c = p.next_chunk->fetch_add(1, std::memory_order_relaxed)) < n_tok;)
-            for (int64_t h = 0; h < n_head; ++h) one(c * n_head + h);
-    } else {
-        const Range r = split(items, p.ith, p.nth);
-        for (int64_t it = r.begin; it < r.end; ++it) one(it);
+    float* kt = thread_scratch<float, Site>((size_t)(head_dim + 1) * (size_t)longest + 16);
+    float* score = kt + (size_t)head_dim * (size_t)longest + 8;
+    // work items are (sequence, head) pairs, taken from the node's counter so a thread the
+    // machine slows down does fewer; a token's bits do not depend on who computes it. (No
+    // lambda: its body would not be built for the AVX2 caller's target.)
+    const int64_t items = n_seq * n_head;
+    const Range r = p.next_chunk ? Range{0, 0} : split(items, p.ith, p.nth);
+    for (int64_t i = r.begin;;) {
+        const int64_t it = p.next_chunk ? p.next_chunk->fetch_add(1, std::memory_order_relaxed) : i++;
+        if (it >= (p.next_chunk ? items : r.end)) break;
+        const int64_t seq = it / n_head, h = it % n_head;
+        attend_sequence_head(t, q, k, v, starts[seq], starts[seq + 1], h, h / group, scale, kt, score, exp_sub_sum);
     }
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define EMBER_ENCODER_AVX2 1
+// The same loops in 256-bit registers where the CPU has them (this file is built for the
+// baseline ISA; the kernels' files are the ones built per level)
+__attribute__((target("avx2"))) void attention_bidir_avx2(const Tensor* t, ComputeParams& p) {
+    attention_bidir_heads(t, p);
+}
+#endif
+
+}  // namespace
+
+void op_attention_bidir(const Tensor* t, ComputeParams& p) {
+#ifdef EMBER_ENCODER_AVX2
+    if (p.isa == Isa::AVX2 || p.isa == Isa::AVX512) {
+        attention_bidir_avx2(t, p);
+        return;
+    }
+#endif
+    attention_bidir_heads(t, p);
 }
 
 }  // namespace ember
