@@ -23,12 +23,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT)]
 
-from benchmarks.retrieval import model_path  # noqa: E402
-from ember.engine import Embedder, Model  # noqa: E402
+from ember.engine import Embedder, Model
+
+from benchmarks.retrieval import model_path
 
 BASE = ["The tenant may keep one cat or one small dog, with the landlord's written consent.",
-        "Run the descaler through the boiler every six months to remove limescale from the "
-        "heat exchanger."]
+        ("Run the descaler through the boiler every six months to remove limescale from the "
+         "heat exchanger.")]
 
 
 def text_sets() -> dict[str, list[str]]:
