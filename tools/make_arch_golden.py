@@ -66,6 +66,8 @@ FAMILY_TEXTS = {
     "mistral3": ["essay"],
     "gemma4": ["prose"],
     "qwen35": ["prose"],
+    "qwen35moe": ["prose"],
+    "gemma4moe": ["prose"],
 }
 JOIN = "\n\n"
 
@@ -81,6 +83,41 @@ QUANT_NMSE_BAR = 1e-3
 # and 1.5e-3 from each other, where qwen3's Q4_K_M is at 3.8e-4. Its bar is the measured
 # figure with a little room, until Ember's products round their inputs as llama.cpp's do.
 QUANT_NMSE_BAR_FAMILY = {"qwen35": 2e-3}
+
+
+# Mixture-of-experts families: a router's top-k is discontinuous, so where two experts' logits
+# are nearly tied, rounding differences of ~1e-6 choose different experts and that position's
+# logits differ by far more than the bar (a "flip"). Measured on these files: llama.cpp
+# (0.3.36, AVX-512 machine) and the float64 oracle differ at 0-8 isolated positions of ~425 and
+# where the block is recurrent (qwen35moe) the flip carries into every later position through
+# the state; Ember (F32 activations) and the oracle at 0-2 isolated positions, 1e-9 elsewhere.
+# So for these families: against the exact oracle, the bar holds on all positions but at most
+# MOE_MAX_FLIPS isolated flips (a row NMSE > FLIP_ROW_NMSE); against llama.cpp, the median row
+# NMSE meets the bar and the confident top-1 agrees at >= MOE_TOP1_AGREE of positions.
+FLIP_ROW_NMSE = 1e-3
+MOE_MAX_FLIPS = 0.01        # of the rows (at least 2)
+MOE_TOP1_AGREE = 0.99
+
+
+def is_moe(family: str) -> bool:
+    return make_arch_models.FAMILIES[family].n_expert > 0
+
+
+def row_nmse(ours: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Each row's centred NMSE."""
+    o = ours.astype(np.float64)
+    r = ref.astype(np.float64)
+    o = o - o.mean(axis=1, keepdims=True)
+    r = r - r.mean(axis=1, keepdims=True)
+    return ((o - r) ** 2).sum(axis=1) / (r ** 2).sum(axis=1)
+
+
+def without_flips(ours: np.ndarray, ref: np.ndarray) -> tuple[float, np.ndarray]:
+    """(NMSE over the rows that are not routing flips, the flipped rows' indices)."""
+    flips = np.flatnonzero(row_nmse(ours, ref) > FLIP_ROW_NMSE)
+    keep = np.ones(len(ours), dtype=bool)
+    keep[flips] = False
+    return centred_nmse(ours[keep], ref[keep]), flips
 
 
 def family_text(family: str) -> str:
@@ -250,11 +287,16 @@ def main(argv=None) -> int:
             lg = orc.logits(g["tokens"])
             del orc
             r = agreement(lg, g)
+            if is_moe(fam):
+                sub = lg[g["rows"]][:, g["cols"]]
+                r["median_row_nmse"] = float(np.median(row_nmse(sub, g["sub_logits"])))
+                r["nmse_without_flips"], flips = without_flips(sub, g["sub_logits"])
+                r["flips"] = [int(i) for i in flips]
             del lg
             r = {k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in r.items()}
             entry["oracle_vs_llama_cpp"] = r
             log(f"{fam}: oracle vs llama.cpp {r} ({time.time() - t0:.1f}s)")
-            if r["nmse"] > NMSE_BAR:
+            if (r["median_row_nmse"] if is_moe(fam) else r["nmse"]) > NMSE_BAR:
                 log(f"WARNING {fam}: NMSE {r['nmse']:.3g} > {NMSE_BAR}")
             save()
     return 0

@@ -42,6 +42,15 @@ Families (``FAMILIES`` below)::
                gated delta-net blocks 0-2 and 4-6 (2 key heads, 4 value heads of 64, conv kernel 4),
                gated full attention at 3 and 7 (4/2 heads of 64, 16 rotated dims, M-RoPE sections
                3/3/2), n_ff 512, tied
+    qwen35moe  qwen35moe, as qwen35 but each block's feed-forward is 16 experts of width 128, 4 used
+               (softmax router, renormalised) plus a shared expert of width 256 gated by
+               sigmoid(ffn_gate_inp_shexp . x) (Qwen3.5-35B-A3B's 256 / 8 / 512 + 512 in small)
+    gemma4moe  gemma4, Gemma 4 26B-A4B's block in small: 6 layers alternating sliding (window 64,
+               heads of 32, 2 KV heads) and full (heads of 64, 1 KV head, V = K), no per-layer
+               embeddings, no shared KV; each block a dense GELU MLP of 192 beside 16 experts of
+               width 64, 4 used, in one gate|up tensor per block (ffn_gate_up_exps), the router
+               reading RMS-normed x / sqrt(n_embd) times ffn_gate_inp.scale, a factor per expert
+               on its output (ffn_down_exps.scale), and the norms around both halves
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
@@ -192,6 +201,7 @@ class Family:
     n_expert_used: int = 0                # experts each token runs
     n_ff_exp: int = 0                     # an expert's width
     router_gain: float = 1.0              # ffn_gate_inp std = router_gain / sqrt(n_embd)
+    n_ff_shexp: int = 0                   # qwen35moe: the shared expert's width (0: none)
     gpt_oss: bool = False                 # q/k/v/o and router/expert biases, attn_sinks, the
                                           # pre-FFN norm named post_attention_norm
     extra_kv: dict = field(default_factory=dict)   # key suffix -> (value, "u32"/"f32")
@@ -296,6 +306,29 @@ FAMILIES: dict[str, Family] = {
                      qwen35=Qwen35Layout(),
                      note="blocks 0-2, 4-6 gated delta-net (2/4 heads of 64, conv 4), 3 and 7 gated "
                           "attention (16 rotated dims)"),
+    # Qwen3.5-35B-A3B's block in small: qwen35's layout with every feed-forward a mixture
+    # of 16 experts of width 128, 4 used, and a shared expert of 256 behind a sigmoid gate
+    "qwen35moe": Family("qwen35moe", _vocab("qwen35"), 151936, 256, 8, 4, 2, 512, 10000000.0, 262144,
+                        1e-6, tied=True, head_dim=64, write_head_dim=True, qk_norm=True,
+                        qwen35=Qwen35Layout(), n_expert=16, n_expert_used=4, n_ff_exp=128,
+                        router_gain=3.0, n_ff_shexp=256,
+                        note="qwen35 with 16 experts top-4 of width 128 and a gated shared expert "
+                             "of 256"),
+    # Gemma 4 26B-A4B's block in small: no per-layer embeddings or shared KV; a dense MLP
+    # (192) beside 16 experts (64 wide, 4 used) in every block
+    "gemma4moe": Family("gemma4", _vocab("gemma-4"), 262144, 256, 6, 4, 1, 192, 1000000.0, 262144,
+                        1e-6, tied=True, head_dim=64, write_head_dim=True, qk_norm=True, post_norms=True,
+                        extra_kv={"attention.sliding_window": (64, "u32"),
+                                  "rope.freq_base_swa": (10000.0, "f32"),
+                                  "final_logit_softcapping": (30.0, "f32")},
+                        logit_std=GEMMA2_LOGIT_STD, n_expert=16, n_expert_used=4, n_ff_exp=64,
+                        router_gain=3.0,
+                        gemma4=Gemma4Layout(swa=(True, False, True, False, True, False), head_dim_swa=32,
+                                            n_head_kv_swa=2, n_kv_shared=0, n_ff_shared=192,
+                                            n_embd_per_layer=0),
+                        note="blocks 0, 2, 4 sliding window 64, 1, 3, 5 full (V = K); a dense MLP of "
+                             "192 beside 16 experts top-4 of width 64 (gate|up in one tensor, a "
+                             "scale per expert)"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -388,9 +421,10 @@ def gemma4_tensors(family: str) -> list[tuple[str, np.ndarray]]:
     n_rot_pairs = int(f.hd * G.rope_partial / 2)
     out.append(("rope_freqs.weight", np.array([1.0] * n_rot_pairs + [1e30] * (f.hd // 2 - n_rot_pairs),
                                               dtype=np.float32)))
-    mat("per_layer_token_embd.weight", f.n_vocab, n_pl * L, G.per_layer_std)
-    mat("per_layer_model_proj.weight", n_pl * L, E)
-    norm("per_layer_proj_norm.weight", n_pl)
+    if n_pl:
+        mat("per_layer_token_embd.weight", f.n_vocab, n_pl * L, G.per_layer_std)
+        mat("per_layer_model_proj.weight", n_pl * L, E)
+        norm("per_layer_proj_norm.weight", n_pl)
     norm("output_norm.weight", E, f.logit_std / (EMBD_STD * math.sqrt(E)))
     for il in range(L):
         p = f"blk.{il}."
@@ -413,9 +447,30 @@ def gemma4_tensors(family: str) -> list[tuple[str, np.ndarray]]:
         mat(p + "ffn_up.weight", n_ff, E)
         mat(p + "ffn_down.weight", E, n_ff)
         norm(p + "post_ffw_norm.weight", E)
-        mat(p + "inp_gate.weight", n_pl, E)
-        mat(p + "proj.weight", E, n_pl)
-        norm(p + "post_norm.weight", E)
+        if f.n_expert:
+            # 26B-A4B's experts beside the dense MLP (llama.cpp's gemma4 tensors; the
+            # converter keeps the router F32 and writes gate|up as one tensor per block)
+            X, F = f.n_expert, f.n_ff_exp
+            norm(p + "post_ffw_norm_1.weight", E)
+            norm(p + "pre_ffw_norm_2.weight", E)
+            norm(p + "post_ffw_norm_2.weight", E)
+            # the router's input is unit-RMS x / sqrt(n_embd) (norm 1): weights of std
+            # router_gain give logits of std router_gain
+            name = p + "ffn_gate_inp.weight"
+            out.append((name, uniform(family, name, X * E, f.router_gain).astype(np.float32).reshape(X, E)))
+            norm(p + "ffn_gate_inp.scale", E)
+            name = p + "ffn_gate_up_exps.weight"
+            w = uniform(family, name, X * 2 * F * E, 1.0 / math.sqrt(E))
+            out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, 2 * F, E)))
+            name = p + "ffn_down_exps.weight"
+            w = uniform(family, name, X * E * F, 1.0 / math.sqrt(F))
+            out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, E, F)))
+            name = p + "ffn_down_exps.scale"
+            out.append((name, vector(family, name, X, 0.5 / math.sqrt(3.0), 1.0)))   # 0.5 .. 1.5
+        if n_pl:
+            mat(p + "inp_gate.weight", n_pl, E)
+            mat(p + "proj.weight", E, n_pl)
+            norm(p + "post_norm.weight", E)
         name = p + "layer_output_scale.weight"
         out.append((name, vector(family, name, 1, NORM_STD, G.out_scale_mean)))
     return out
@@ -468,9 +523,26 @@ def qwen35_tensors(family: str) -> list[tuple[str, np.ndarray]]:
             norm(p + "attn_k_norm.weight", hd)
             mat(p + "attn_output.weight", E, f.n_head * hd)
         norm(p + "post_attention_norm.weight", E)
-        mat(p + "ffn_gate.weight", f.n_ff, E)
-        mat(p + "ffn_up.weight", f.n_ff, E)
-        mat(p + "ffn_down.weight", E, f.n_ff)
+        if f.n_expert:
+            # routed experts as the converter splits them (Qwen2MoeModel: gate and up apart;
+            # router and shared-expert gate F32), then the shared expert
+            name = p + "ffn_gate_inp.weight"
+            router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
+            out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
+            X, F = f.n_expert, f.n_ff_exp
+            for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
+                name = p + f"ffn_{t}_exps.weight"
+                w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
+                out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+            name = p + "ffn_gate_inp_shexp.weight"
+            out.append((name, vector(family, name, E, 1.0 / math.sqrt(E)).reshape(1, E)))
+            mat(p + "ffn_gate_shexp.weight", f.n_ff_shexp, E)
+            mat(p + "ffn_up_shexp.weight", f.n_ff_shexp, E)
+            mat(p + "ffn_down_shexp.weight", E, f.n_ff_shexp)
+        else:
+            mat(p + "ffn_gate.weight", f.n_ff, E)
+            mat(p + "ffn_up.weight", f.n_ff, E)
+            mat(p + "ffn_down.weight", E, f.n_ff)
     return out
 
 
@@ -627,6 +699,8 @@ def write(family: str, dst: Path) -> Path:
             u32("expert_count", f.n_expert)
             u32("expert_used_count", f.n_expert_used)
             u32("expert_feed_forward_length", f.n_ff_exp)
+            if f.n_ff_shexp:
+                u32("expert_shared_feed_forward_length", f.n_ff_shexp)
         for k, (v, ty) in f.extra_kv.items():
             if ty == "str":
                 w.add_key_value(f"{a}.{k}", str(v), VT.STRING)

@@ -278,6 +278,7 @@ FAMILIES: dict[str, Family] = {
     "gemma3": Family("neox", "gelu_tanh", "sandwich", _read_gemma3),
     "gemma4": Family("neox", "gelu_tanh", "gemma4", _read_gemma4),
     "qwen35": Family("neox", "silu", "qwen35", _read_qwen35),
+    "qwen35moe": Family("neox", "silu", "qwen35", _read_qwen35),
 }
 
 
@@ -553,7 +554,17 @@ class Oracle:
         w, p = self.w, f"blk.{il}."
         a = self._attention(il, self._rmsnorm(x, w[p + "attn_norm.weight"]), pos, cache)
         x = x + self._rmsnorm(a, w[p + "post_attention_norm.weight"])
-        f = self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+        if p + "ffn_gate_inp.weight" in w:
+            # 26B-A4B: a dense MLP and the experts side by side, each normed before and after;
+            # the router reads x RMS-normed, / sqrt(n_embd), times ffn_gate_inp.scale
+            mlp = self._rmsnorm(self._dense_ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"])),
+                                w[p + "post_ffw_norm_1.weight"])
+            router_in = (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.hp.eps)
+                         / math.sqrt(self.hp.n_embd) * w[p + "ffn_gate_inp.scale"])
+            moe = self._moe(il, self._rmsnorm(x, w[p + "pre_ffw_norm_2.weight"]), router_in)
+            f = mlp + self._rmsnorm(moe, w[p + "post_ffw_norm_2.weight"])
+        else:
+            f = self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
         x = x + self._rmsnorm(f, w[p + "post_ffw_norm.weight"])
         if self._per_layer is not None:
             g = _gelu_tanh(self._lin(x, p + "inp_gate")) * self._per_layer[:, il, :]
@@ -635,14 +646,16 @@ class Oracle:
                  else self._attention_qwen35(il, h, pos, cache))
         return x + self._ffn(il, self._rmsnorm(x, w[p + "post_attention_norm.weight"]))
 
-    def _moe(self, il, h):
-        """llama.cpp's build_moe_ffn: qwen3moe (softmax router, the chosen renormalised) or
+    def _moe(self, il, h, router_in=None):
+        """llama.cpp's build_moe_ffn: qwen3moe / qwen35moe (softmax router, the chosen
+        renormalised; qwen35moe's shared expert times sigmoid(ffn_gate_inp_shexp . h)),
         gpt-oss (router bias, top k on the logits, softmax over the chosen; expert biases;
-        clamped SwiGLU)."""
+        clamped SwiGLU) or gemma4 (the router reads router_in; gate and up rows of each
+        expert in one tensor; a factor per expert on its output)."""
         w, p, k = self.w, f"blk.{il}.", self.n_expert_used
         oai = self.hp.arch == "gpt-oss"
         act = _ACT[self.family.ffn_act]
-        logits = self._lin(h, p + "ffn_gate_inp")                   # [n, n_expert]
+        logits = self._lin(h if router_in is None else router_in, p + "ffn_gate_inp")   # [n, n_expert]
         if oai:
             probs = logits
         else:
@@ -651,7 +664,13 @@ class Oracle:
         # top k, ties to the lower index (a stable sort of -p)
         top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
         out = np.zeros_like(h)
-        gate, up, down = (w[p + f"ffn_{t}_exps.weight"] for t in ("gate", "up", "down"))
+        down = w[p + "ffn_down_exps.weight"]
+        if p + "ffn_gate_up_exps.weight" in w:                      # [n_expert, 2 F, E]
+            gu = w[p + "ffn_gate_up_exps.weight"]
+            gate, up = gu[:, : gu.shape[1] // 2], gu[:, gu.shape[1] // 2:]
+        else:
+            gate, up = w[p + "ffn_gate_exps.weight"], w[p + "ffn_up_exps.weight"]
+        scale = w.get(p + "ffn_down_exps.scale")
         bias = {t: w.get(p + f"ffn_{t}_exps.bias") for t in ("gate", "up", "down")}
         zero = {"gate": 0.0, "up": 0.0, "down": 0.0}
         seen = self.route_counts.setdefault(il, set())
@@ -666,14 +685,25 @@ class Oracle:
                 b = {t: (zero[t] if bias[t] is None else bias[t][ex]) for t in bias}
                 g, u = gate[ex] @ h[i] + b["gate"], up[ex] @ h[i] + b["up"]
                 y = down[ex] @ act(g, u) + b["down"]
+                if scale is not None:
+                    y = y * scale[ex]
                 out[i] += wt[j] * y
+        if p + "ffn_up_shexp.weight" in w:
+            y = self._lin(act(self._lin(h, p + "ffn_gate_shexp"), self._lin(h, p + "ffn_up_shexp")),
+                          p + "ffn_down_shexp")
+            if p + "ffn_gate_inp_shexp.weight" in w:
+                y = y / (1.0 + np.exp(-self._lin(h, p + "ffn_gate_inp_shexp")))
+            out = out + y
         return out
 
     def _ffn(self, il, h):
+        if f"blk.{il}.ffn_gate_inp.weight" in self.w:
+            return self._moe(il, h)
+        return self._dense_ffn(il, h)
+
+    def _dense_ffn(self, il, h):
         w, p = self.w, f"blk.{il}."
         act = _ACT[self.family.ffn_act]
-        if p + "ffn_gate_inp.weight" in w:
-            return self._moe(il, h)
         if p + "ffn_gate.weight" in w:
             g, u = self._lin(h, p + "ffn_gate"), self._lin(h, p + "ffn_up")
         else:                                           # fused: rows gate then up

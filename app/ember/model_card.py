@@ -147,11 +147,13 @@ def describe_model(model: Model, path: str | Path) -> dict:
     kv_values = meta_ints(meta.get(f"{arch}.attention.head_count_kv"))
     n_head = max(head_values, default=0) or 1
     n_head_kv = max(kv_values, default=0) or n_head
-    # the KV cache holds every layer's own heads: sum them where they differ per layer
+    recurrent = _recurrent_layers(meta, arch, n_layer)
+    # the KV cache holds every attention layer's own heads: sum them where they differ per
+    # layer (recurrent layers keep a state instead)
     if len(kv_values) > 1:
-        kv_heads_total = sum(v or n_head for v in kv_values)
+        kv_heads_total = sum(v or n_head for i, v in enumerate(kv_values[:n_layer]) if i not in recurrent)
     else:
-        kv_heads_total = n_head_kv * max(n_layer, 1)
+        kv_heads_total = n_head_kv * max(n_layer - len(recurrent), 1)
     n_embd = model.n_embd
     head_dim = meta_int(meta.get(f"{arch}.attention.key_length")) or max(n_embd // n_head, 1)
     general_name = meta.get("general.name")
@@ -165,6 +167,8 @@ def describe_model(model: Model, path: str | Path) -> dict:
         "n_ctx_train": model.n_ctx_train, "n_layer": n_layer, "n_embd": n_embd,
         "n_head": n_head, "n_head_kv": n_head_kv, "kv_heads_total": kv_heads_total,
         "head_dim": head_dim,
+        "n_recurrent_layers": len(recurrent),
+        "recurrent_state_bytes": _recurrent_state_bytes(meta, arch, len(recurrent)),
         "heads_text": _heads_text(head_values, kv_values),
         # a MoE layer's widest intermediates: its chosen experts' side by side
         "n_ff": max(meta_int(meta.get(f"{arch}.feed_forward_length")) or 4 * n_embd,
@@ -179,6 +183,38 @@ def describe_model(model: Model, path: str | Path) -> dict:
         **_experts_info(path),
         "ram_free": system_memory_free(),
     }
+
+
+def _recurrent_layers(meta: dict, arch: str, n_layer: int) -> set[int]:
+    """The blocks that keep a recurrent state instead of a KV cache (Qwen3.5's gated
+    delta-net blocks), read as the engine reads them (native/src/model/qwen35.cpp): a flag
+    per block, else all but every full_attention_interval-th."""
+    if f"{arch}.ssm.state_size" not in meta:
+        return set()
+    flags = meta.get(f"{arch}.attention.recurrent_layers")
+    if isinstance(flags, list):
+        return {i for i, f in enumerate(flags[:n_layer]) if f}
+    interval = meta_int(meta.get(f"{arch}.full_attention_interval")) or 4
+    nextn = meta_int(meta.get(f"{arch}.nextn_predict_layers"))
+    return {i for i in range(max(n_layer - nextn, 0)) if (i + 1) % interval}
+
+
+def _recurrent_state_bytes(meta: dict, arch: str, n_recurrent: int) -> int:
+    """One copy of the recurrent layers' state: per layer the convolution's last
+    d_conv - 1 inputs per channel and the delta rule's S x S matrix per value head, F32."""
+    if not n_recurrent:
+        return 0
+    d_conv = meta_int(meta.get(f"{arch}.ssm.conv_kernel"))
+    S = meta_int(meta.get(f"{arch}.ssm.state_size"))
+    heads = meta_int(meta.get(f"{arch}.ssm.time_step_rank"))
+    groups = meta_int(meta.get(f"{arch}.ssm.group_count"))
+    inner = meta_int(meta.get(f"{arch}.ssm.inner_size"))
+    channels = 2 * S * groups + inner
+    return n_recurrent * 4 * (max(d_conv - 1, 0) * channels + S * S * heads)
+
+
+# the live state and the engine's snapshot slots (model/recurrent_state.h)
+RECURRENT_STATE_COPIES = 1 + 4
 
 
 def _experts_info(path: str | Path) -> dict:
@@ -248,16 +284,18 @@ class RamEstimate:
 def estimate_memory(info: dict, n_ctx: int, n_batch: int = 512) -> RamEstimate:
     """The file mapped, the working set a decoded token reads (non-expert tensors plus
     n_expert_used / n_expert of the expert tensors for a mixture of experts), and the F16 KV
-    cache + activations and logits + runtime allocated for a context of n_ctx tokens."""
+    cache + recurrent state (live and snapshots) + activations and logits + runtime allocated
+    for a context of n_ctx tokens."""
     kv_heads = info.get("kv_heads_total") or info["n_layer"] * info["n_head_kv"]
     kv = 2 * n_ctx * info["head_dim"] * kv_heads * 2
     # no n_ctx-long scores buffer: the engine's attention is an online softmax over blocks
     # of keys (native/src/cpu/ops.cpp), so only the KV cache grows with the context
     act = n_batch * max(info["n_embd"] * 4, info["n_ff"]) * 4 * 4
     logits = info["n_vocab"] * 4 * 2
+    state = info.get("recurrent_state_bytes", 0) * RECURRENT_STATE_COPIES
     mapped = int(info["file_size"])
     working = int(info.get("working_set_bytes") or mapped)
-    return RamEstimate(mapped, min(working, mapped), int(kv + act + logits + 48 * 2**20))
+    return RamEstimate(mapped, min(working, mapped), int(kv + state + act + logits + 48 * 2**20))
 
 
 def estimate_ram(info: dict, n_ctx: int, n_batch: int = 512) -> int:

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from tools import make_arch_models
-from tools.make_arch_golden import (GAP_SURE, LONG_FROM, NMSE_BAR, QUANT_NMSE_BAR, QUANT_NMSE_BAR_FAMILY,
-                                     QUANT_VARIANTS,
-                                     centred_nmse, family_text)
+from tools.make_arch_golden import (GAP_SURE, LONG_FROM, MOE_MAX_FLIPS, MOE_TOP1_AGREE, NMSE_BAR,
+                                     QUANT_NMSE_BAR, QUANT_NMSE_BAR_FAMILY, QUANT_VARIANTS,
+                                     centred_nmse, family_text, is_moe, row_nmse, without_flips)
 
 FAMILIES = list(make_arch_models.FAMILIES)
 N_CTX = 2048
@@ -96,7 +96,20 @@ def ember_results(arch_models, golden_dir):
     return get
 
 
+def check_moe_against_golden(sub: np.ndarray, top1: np.ndarray, g: dict, fam: str, who: str) -> None:
+    """A mixture of experts against llama.cpp, whose routing flips at near-ties of its own
+    (tools/make_arch_golden.py): the median row meets the bar, the confident top-1 agrees
+    almost everywhere."""
+    med = float(np.median(row_nmse(sub, g["sub_logits"])))
+    assert med <= NMSE_BAR, f"{fam}: {who} vs llama.cpp median row NMSE {med:.3g} > {NMSE_BAR}"
+    sure = g["gap"] >= GAP_SURE
+    agree = float((top1[sure] == g["top_ids"][sure, 0]).mean())
+    assert agree >= MOE_TOP1_AGREE, f"{fam}: {who} confident top-1 agrees with llama.cpp at {agree:.3f}"
+
+
 def check_against_golden(res: dict, g: dict, fam: str, who: str) -> None:
+    if is_moe(fam):
+        return check_moe_against_golden(res["sub"], res["top1"], g, fam, who)
     nmse = centred_nmse(res["sub"], g["sub_logits"])
     assert nmse <= NMSE_BAR, f"{fam}: {who} vs llama.cpp row-centred NMSE {nmse:.3g} > {NMSE_BAR}"
     long = g["rows"] >= LONG_FROM
@@ -125,7 +138,8 @@ def test_golden_is_usable(fam, arch_models, arch_meta, golden_dir):
     assert (g["gap"] >= GAP_SURE).mean() >= 0.4, "logits too flat for a top-1 check"
     # the text's own next token is not trivially the current one (tied embeddings)
     assert (g["top_ids"][:, 0] == g["tokens"]).mean() < 0.2
-    assert m["oracle_vs_llama_cpp"]["nmse"] <= NMSE_BAR
+    r = m["oracle_vs_llama_cpp"]
+    assert (r["median_row_nmse"] if is_moe(fam) else r["nmse"]) <= NMSE_BAR
 
 
 @pytest.mark.parametrize("fam", FAMILIES)
@@ -162,6 +176,15 @@ def test_logits_match_llama_cpp(fam, ember_results, golden_dir):
 def test_logits_match_float64_oracle(fam, ember_results, oracle_results, golden_dir):
     g = load_golden(golden_dir, fam)
     ours, exact = ember_results(fam), oracle_results(fam)
+    if is_moe(fam):
+        # the bar on every position but a few isolated routing flips at near-ties
+        nmse, flips = without_flips(ours["sub"], exact["sub"])
+        assert len(flips) <= max(2, MOE_MAX_FLIPS * len(g["rows"])), f"{fam}: routing differs at rows {flips}"
+        assert nmse <= NMSE_BAR, f"{fam}: ember vs oracle NMSE {nmse:.3g} > {NMSE_BAR} (without flips {flips})"
+        sure = g["gap"] >= GAP_SURE
+        sure[g["rows"][flips]] = False
+        assert (ours["top1"][sure] == exact["top1"][sure]).all()
+        return
     nmse = centred_nmse(ours["sub"], exact["sub"])
     assert nmse <= NMSE_BAR, f"{fam}: ember vs oracle row-centred NMSE {nmse:.3g} > {NMSE_BAR}"
     if fam == "llama3":
@@ -194,6 +217,10 @@ def test_every_isa_level_matches_llama_cpp(fam, arch_models, golden_dir):
         finally:
             m.close()
         sub = lg[g["rows"][keep]][:, g["cols"]]
+        if is_moe(fam):
+            gk = {"sub_logits": g["sub_logits"][keep], "gap": g["gap"][:n], "top_ids": g["top_ids"][:n]}
+            check_moe_against_golden(sub, lg.argmax(axis=1), gk, fam, f"ember at {isa}, n_batch {n_batch}")
+            continue
         nmse = centred_nmse(sub, g["sub_logits"][keep])
         assert nmse <= NMSE_BAR, f"{fam} at {isa}, n_batch {n_batch}: NMSE {nmse:.3g} > {NMSE_BAR}"
 

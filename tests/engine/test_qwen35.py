@@ -195,3 +195,32 @@ def test_bad_qwen35_files_are_refused_clearly(qwen35_path, tmp_path, case, want)
     bad = _rewrite(qwen35_path, tmp_path / f"{case}.gguf", **edits)
     with pytest.raises(EmberError, match=want):
         Model(bad, n_ctx=64).close()
+
+
+@pytest.mark.native
+def test_the_memory_check_and_the_ram_estimate_count_the_state_and_its_snapshots(qwen35_path):
+    from ember.model_card import RECURRENT_STATE_COPIES, describe_model, estimate_memory
+    from tests.engine.test_memory_limits import MiB, run_child
+
+    m = Model(qwen35_path, n_ctx=512, n_threads=2)
+    try:
+        one = m.context.state_bytes  # what the engine reserved for one copy
+        info = describe_model(m, qwen35_path)
+    finally:
+        m.close()
+    # the app reads the same figure from the file's metadata, and keeps no KV cache for
+    # the six delta-net blocks
+    assert info["n_recurrent_layers"] == 6
+    assert info["recurrent_state_bytes"] == one
+    assert info["kv_heads_total"] == 2 * info["n_head_kv"]
+    dense_like = estimate_memory({**info, "recurrent_state_bytes": 0}, 512)
+    assert estimate_memory(info, 512).allocated - dense_like.allocated == RECURRENT_STATE_COPIES * one
+
+    # the engine's check names the state in what a context needs: the live copy and the
+    # snapshot slots, as context.cpp reserves them
+    n_big = 1 << 20
+    headroom = qwen35_path.stat().st_size + 128 * MiB  # the mapping fits, the context not
+    load, big = run_child(qwen35_path, headroom, ["load", f"ctx{n_big}"])
+    assert load["ok"] and not big["ok"] and big["message"].startswith("not enough memory for this context")
+    copies = RECURRENT_STATE_COPIES
+    assert f"recurrent state {copies * one / MiB:.0f} MiB ({copies} copies" in big["message"], big["message"]

@@ -165,9 +165,13 @@ Tensor* Graph::moe_route(Tensor* logits, Tensor* bias, int32_t k, ExpertGating g
     return t;
 }
 
-Tensor* Graph::moe_weights(Tensor* logits, Tensor* ids, ExpertGating gating, bool normalise, float scale) {
+Tensor* Graph::moe_weights(Tensor* logits, Tensor* ids, ExpertGating gating, bool normalise, float scale,
+                           Tensor* expert_scale) {
     check(ids->op == Op::MOE_ROUTE && ids->src[0] == logits, "moe_weights wants the ids routed from these logits");
-    Tensor* t = new_op(Op::MOE_WEIGHTS, DType::F32, ids->ne, {logits, ids});
+    check(!expert_scale || (expert_scale->type == DType::F32 && expert_scale->ne[0] == logits->ne[0] &&
+                            expert_scale->n_rows() == 1),
+          "moe_weights expert_scale must be F32 [n_expert]");
+    Tensor* t = new_op(Op::MOE_WEIGHTS, DType::F32, ids->ne, {logits, ids, expert_scale});
     t->iparams[1] = (int32_t)gating;
     t->iparams[2] = normalise ? 1 : 0;
     t->fparams[0] = scale;

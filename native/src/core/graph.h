@@ -72,7 +72,10 @@ public:
     // (best first; `bias` [n_expert], optional, shifts the choice but not the weights), and
     // their weights (normalised to sum 1 when `normalise`, then times `scale` when nonzero).
     Tensor* moe_route(Tensor* logits, Tensor* bias, int32_t k, ExpertGating gating);
-    Tensor* moe_weights(Tensor* logits, Tensor* ids, ExpertGating gating, bool normalise, float scale);
+    // expert_scale: optional F32 [n_expert], each chosen weight then times its expert's
+    // factor (Gemma 4's per-expert scale of the down projection, moved onto the weight).
+    Tensor* moe_weights(Tensor* logits, Tensor* ids, ExpertGating gating, bool normalise, float scale,
+                        Tensor* expert_scale = nullptr);
     // Each token's x times each of its experts' matrices (w [K, M, n_expert]): x [K, N] (the
     // same row for every expert) or [K, k, N] (a row per expert); biases [M, n_expert] optional.
     // -> [M, k, N]. Only the chosen experts' rows are read.

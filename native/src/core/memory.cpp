@@ -131,7 +131,7 @@ MemoryLimits memory_limits() {
 }
 
 void check_memory_fits(const MemoryNeed& need, const MemoryLimits& limits) {
-    const uint64_t allocated = need.kv_cache + need.compute;
+    const uint64_t allocated = need.kv_cache + need.state + need.compute;
     const uint64_t mapped = std::max(need.mapped, need.weights);
     const uint64_t all = need.weights + allocated, span = mapped + allocated;
     const MemoryBound* short_of = nullptr;
@@ -150,8 +150,11 @@ void check_memory_fits(const MemoryNeed& need, const MemoryLimits& limits) {
     }
     if (need.n_ctx > 0) {
         if (parts.tellp() > 0) parts << " + ";
-        parts << "KV cache " << format_bytes(need.kv_cache) << " for " << need.n_ctx
-              << " tokens + compute buffer " << format_bytes(need.compute);
+        parts << "KV cache " << format_bytes(need.kv_cache) << " for " << need.n_ctx << " tokens";
+        if (need.state)
+            parts << " + recurrent state " << format_bytes(need.state) << " (" << need.n_state_copies
+                  << " copies: the live one and its snapshots)";
+        parts << " + compute buffer " << format_bytes(need.compute);
     }
     std::string msg = std::string(need.n_ctx > 0 ? "not enough memory for this context: it needs "
                                                  : "not enough memory for this model: it needs ") +

@@ -41,6 +41,8 @@ struct MemoryNeed {
     uint64_t mapped = 0;   // the file's bytes (address space)
     uint64_t weights = 0;  // of those, what a decode reads (resident)
     uint64_t kv_cache = 0;
+    uint64_t state = 0;    // recurrent layers' state, live and snapshot copies (reserved)
+    int32_t n_state_copies = 0;
     uint64_t compute = 0;  // graph intermediates and logits, an estimate
     int32_t n_ctx = 0;     // 0: the check is for the weights alone (model load)
 };

@@ -32,7 +32,8 @@ enum class Op : int32_t {
                     // iparams[0] k, [1] ExpertGating
     MOE_WEIGHTS,    // src[0] logits as above, src[1] MOE_ROUTE's ids -> F32 [k, N]: the chosen
                     // experts' weights; iparams[1] ExpertGating, [2] 1: normalised to sum 1,
-                    // fparams[0] scale (0: none)
+                    // fparams[0] scale (0: none); src[2] optional F32 [n_expert]: each
+                    // chosen weight times its expert's factor
     MUL_MAT_ID,     // src[0] expert weights [K, M, n_expert], src[1] F32 [K, 1 or k, N] (one row
                     // for all of a token's experts, or one per expert), src[2] I32 ids [k, N],
                     // src[3] optional F32 biases [M, n_expert] -> F32 [M, k, N]

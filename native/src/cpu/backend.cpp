@@ -1,3 +1,6 @@
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 // The CPU backend (ops.h: CpuBackend): runs a planned graph node by node on the thread
 // pool, with barriers where the plan says, per-op profiling, and the read-rate probe.
 #include <algorithm>
@@ -145,6 +148,19 @@ bool CpuBackend::compute_range(const Graph& graph, size_t begin, size_t end, con
             }
             p.next_chunk = &chunks_[i * per_node];
             compute_node(nodes[i], p);
+            if (std::getenv("EMBER_DUMP") && nth == 1 && nodes[i]->name[0]) {  // DEBUG-TEMP
+                const Tensor* t = nodes[i];
+                std::string f = std::string("/tmp/dump/") + t->name + ".bin";
+                if (FILE* fp = std::fopen(f.c_str(), "wb")) {
+                    for (int64_t r = 0; r < t->n_rows(); ++r) {
+                        const size_t es = t->type == DType::I32 ? 4 : 4;
+                        int64_t i1 = r % t->ne[1], i2 = (r / t->ne[1]) % t->ne[2];
+                        const uint8_t* rowp = (const uint8_t*)t->data + i1 * t->nb[1] + i2 * t->nb[2];
+                        std::fwrite(rowp, es, (size_t)t->ne[0], fp);
+                    }
+                    std::fclose(fp);
+                }
+            }
             if (timed) {
                 OpProfile::Entry& e = profile_.at(profile_key(nodes[i]));
                 ++e.count;

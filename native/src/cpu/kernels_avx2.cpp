@@ -795,15 +795,6 @@ void vec_dot_float(int64_t n, float* s, const void* w, const void* a) {
     *s = r;
 }
 
-void convert_row_f16_avx2(const float* x, void* y, int64_t n) {
-    uint16_t* h = static_cast<uint16_t*>(y);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; ++i) h[i] = fp32_to_fp16(x[i]);
-}
-
 template <class L, int R, int C, class A = LoadF32>
 inline void tile_float(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* s, size_t lds) {
     __m256 acc[R][C];
@@ -2028,10 +2019,11 @@ void register_avx2_attention(AttentionKernels& k) {
 
 void register_avx2_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_float<LoadF32>, gemm_float<LoadF32, 4, 3>};
-    // F16 weights read F16 activations (as in ggml): 16-byte loads for both operands, so
-    // the tiles' loads keep up with the FMAs even when a tile's rows are in L2.
-    t[(int)DType::F16] = {DType::F16, convert_row_f16_avx2, vec_dot_float<LoadF16, LoadF16>,
-                          gemm_float<LoadF16, 4, 3, LoadF16>};
+    // F16 weights read F32 activations: the weights widen exactly, and the activations keep
+    // their F32 bits, as llama.cpp's products on F16 files do (rounding the activations to
+    // F16 instead put Qwen3.5-MoE's logits 1e-3 from llama.cpp's, where the exact products
+    // are 6e-6 away: the delta-net's per-head norms amplify that rounding)
+    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_float<LoadF16>, gemm_float<LoadF16, 4, 3>};
     t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_float<LoadBF16>, gemm_wide<LoadBF16>};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0, vec_dot_legacy<DecQ4_0>, gemm_legacy<DecQ4_0, 4>,
                           gemm_legacy_x4<DecQ4_0, 4>};

@@ -113,7 +113,7 @@ struct LoadBF16 {
 
 // Tile of float dot products: each weight row is loaded (and for F16/BF16 widened) once per
 // four activation columns instead of once per column; four accumulators, one per column.
-// L loads the weights, A the activations (F32, or F16 for F16 weights).
+// L loads the weights, A the activations.
 template <typename L, typename A = LoadF32>
 void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void* a, size_t as, float* s,
                 size_t lds) {
@@ -149,26 +149,19 @@ void gemm_float(int64_t n, int nr, int nc, const void* w, size_t ws, const void*
     }
 }
 
-// F16 weights x F16 activations, one row: four accumulators over 16 elements at a time.
-void vec_dot_f16_f16(int64_t n, float* s, const void* wv, const void* av) {
+// F16 weights x F32 activations, one row: the weights widened exactly (FCVTL).
+void vec_dot_f16(int64_t n, float* s, const void* wv, const void* av) {
     const uint16_t* w = static_cast<const uint16_t*>(wv);
-    const uint16_t* a = static_cast<const uint16_t*>(av);
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    const float* a = static_cast<const float*>(av);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = acc0;
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        for (int h = 0; h < 2; ++h) {
-            const float16x8_t x = vreinterpretq_f16_u16(vld1q_u16(w + i + 8 * h));
-            const float16x8_t y = vreinterpretq_f16_u16(vld1q_u16(a + i + 8 * h));
-            float32x4_t& lo = h ? acc2 : acc0;
-            float32x4_t& hi = h ? acc3 : acc1;
-            lo = vfmaq_f32(lo, vcvt_f32_f16(vget_low_f16(x)), vcvt_f32_f16(vget_low_f16(y)));
-            hi = vfmaq_f32(hi, vcvt_high_f32_f16(x), vcvt_high_f32_f16(y));
-        }
+    for (; i + 8 <= n; i += 8) {
+        const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(w + i));
+        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(h)), vld1q_f32(a + i));
+        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(h), vld1q_f32(a + i + 4));
     }
-    for (; i + 4 <= n; i += 4)
-        acc0 = vfmaq_f32(acc0, LoadF16::load(w, i), LoadF16::load(a, i));
-    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
-    for (; i < n; ++i) sum += fp16_to_fp32(w[i]) * fp16_to_fp32(a[i]);
+    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
+    for (; i < n; ++i) sum += fp16_to_fp32(w[i]) * a[i];
     *s = sum;
 }
 
@@ -234,11 +227,11 @@ VecDotFn neon_vec_dot(DType weight, DType act, bool dotprod) {
     if (act == DType::F32) {
         switch (weight) {
             case DType::F32: return neon_common::vec_dot_f32;
+            case DType::F16: return neon_common::vec_dot_f16;
             case DType::BF16: return neon_common::vec_dot_bf16;
             default: return nullptr;
         }
     }
-    if (act == DType::F16) return weight == DType::F16 ? neon_common::vec_dot_f16_f16 : nullptr;
     return dotprod ? neon_dotprod::integer_kernel(weight, act) : neon_plain::integer_kernel(weight, act);
 }
 
@@ -246,12 +239,11 @@ GemmFn neon_gemm(DType weight, DType act, bool dotprod) {
     if (act == DType::F32) {
         switch (weight) {
             case DType::F32: return neon_common::gemm_float<neon_common::LoadF32>;
+            case DType::F16: return neon_common::gemm_float<neon_common::LoadF16>;
             case DType::BF16: return neon_common::gemm_float<neon_common::LoadBF16>;
             default: return nullptr;
         }
     }
-    if (act == DType::F16)
-        return weight == DType::F16 ? neon_common::gemm_float<neon_common::LoadF16, neon_common::LoadF16> : nullptr;
     return dotprod ? neon_dotprod::integer_gemm(weight, act) : neon_plain::integer_gemm(weight, act);
 }
 

@@ -381,7 +381,7 @@ void vec_dot_iq4_xs(int64_t n, float* s, const void* w, const void* a) {
 
 void register_scalar_kernels(KernelTable& t) {
     t[(int)DType::F32] = {DType::F32, nullptr, vec_dot_f32, nullptr};
-    t[(int)DType::F16] = {DType::F16, convert_row_f16_ref, vec_dot_16<elem_f16, elem_f16>, nullptr};
+    t[(int)DType::F16] = {DType::F32, nullptr, vec_dot_16<elem_f16, elem_f32>, nullptr};
     t[(int)DType::BF16] = {DType::F32, nullptr, vec_dot_16<elem_bf16, elem_f32>, nullptr};
     t[(int)DType::Q4_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ4_0, unpack_q4_0>, nullptr};
     t[(int)DType::Q5_0] = {DType::Q8_0, quantize_row_q8_0_ref, vec_dot_sym<BlockQ5_0, unpack_q5_0>, nullptr};

@@ -155,6 +155,7 @@ void op_moe_weights(const Tensor* t, int ith, int nth) {
     const ExpertGating gating = (ExpertGating)t->iparams[1];
     const bool normalise = t->iparams[2] != 0;
     const float scale = t->fparams[0];
+    const float* per_expert = t->src[2] ? static_cast<const float*>(t->src[2]->data) : nullptr;
     struct ScoreSite {};
     float* scores = thread_scratch<float, ScoreSite>((size_t)n);
     const Range r = split(logits->ne[1], ith, nth);
@@ -172,6 +173,8 @@ void op_moe_weights(const Tensor* t, int ith, int nth) {
         }
         if (scale != 0.0f && scale != 1.0f)
             for (int64_t j = 0; j < k; ++j) w[j] *= scale;
+        if (per_expert)
+            for (int64_t j = 0; j < k; ++j) w[j] *= id[j] >= 0 && id[j] < n ? per_expert[id[j]] : 0.0f;
     }
 }
 

@@ -162,20 +162,47 @@ Tensor* GraphBuilder::ffn(const LayerWeights& L, Tensor* cur, Activation act, in
     return name(g.mul_mat(L.ffn_down, h), "ffn_out", il);
 }
 
-Tensor* GraphBuilder::moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il) {
-    Tensor* logits = g.mul_mat(L.ffn_gate_inp, cur);  // [n_expert, N]
-    if (L.ffn_gate_inp_b) logits = g.add(logits, L.ffn_gate_inp_b);
-    name(logits, "ffn_moe_logits", il);
+Tensor* GraphBuilder::moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il, Tensor* router_logits) {
+    Tensor* logits = router_logits;
+    if (!logits) {
+        logits = g.mul_mat(L.ffn_gate_inp, cur);  // [n_expert, N]
+        if (L.ffn_gate_inp_b) logits = g.add(logits, L.ffn_gate_inp_b);
+        name(logits, "ffn_moe_logits", il);
+    }
     Tensor* ids = name(g.moe_route(logits, nullptr, hp.n_expert_used, hp.expert_gating), "ffn_moe_topk", il);
-    Tensor* weights = name(g.moe_weights(logits, ids, hp.expert_gating, hp.expert_weights_norm, hp.expert_weights_scale),
+    Tensor* weights = name(g.moe_weights(logits, ids, hp.expert_gating, hp.expert_weights_norm, hp.expert_weights_scale,
+                                         L.ffn_down_exps_s),
                            "ffn_moe_weights", il);
-    Tensor* up = name(g.mul_mat_id(L.ffn_up_exps, cur, ids, L.ffn_up_exps_b), "ffn_moe_up", il);
-    Tensor* gate = name(g.mul_mat_id(L.ffn_gate_exps, cur, ids, L.ffn_gate_exps_b), "ffn_moe_gate", il);
+    Tensor *up, *gate;
+    if (L.ffn_gate_up_exps) {
+        // one product per expert, its gate rows then its up rows: [2 n_ff_exp, k, N]
+        Tensor* gu = name(g.mul_mat_id(L.ffn_gate_up_exps, cur, ids), "ffn_moe_gate_up", il);
+        const int64_t ne[4] = {gu->ne[0] / 2, gu->ne[1], gu->ne[2], 1};
+        const size_t nb[4] = {gu->nb[0], gu->nb[1], gu->nb[2], gu->nb[3]};
+        gate = g.view(gu, ne, nb, 0);
+        up = g.view(gu, ne, nb, (size_t)ne[0] * sizeof(float));
+    } else {
+        up = name(g.mul_mat_id(L.ffn_up_exps, cur, ids, L.ffn_up_exps_b), "ffn_moe_up", il);
+        gate = name(g.mul_mat_id(L.ffn_gate_exps, cur, ids, L.ffn_gate_exps_b), "ffn_moe_gate", il);
+    }
     // [n_ff_exp, k, N]; gpt-oss's constants as llama.cpp fixes them
     Tensor* h = name(act == Activation::SWIGLU_OAI ? g.swiglu_oai(gate, up, 1.702f, 7.0f) : g.glu(gate, up, act),
                      "ffn_moe_swiglu", il);
     Tensor* down = name(g.mul_mat_id(L.ffn_down_exps, h, ids, L.ffn_down_exps_b), "ffn_moe_down", il);
-    return name(g.moe_sum(down, weights), "ffn_moe_out", il);
+    Tensor* out = name(g.moe_sum(down, weights), "ffn_moe_out", il);
+    if (!L.ffn_up_shexp) return out;
+
+    Tensor* sh = g.mul_mat(L.ffn_down_shexp, g.glu(g.mul_mat(L.ffn_gate_shexp, cur), g.mul_mat(L.ffn_up_shexp, cur), act));
+    name(sh, "ffn_shexp", il);
+    if (L.ffn_gate_inp_shexp) {
+        // sigmoid of one logit per token, as the weight of a one-expert mixture: the
+        // router's ops give it without an elementwise product op
+        Tensor* gl = name(g.mul_mat(L.ffn_gate_inp_shexp, cur), "shared_expert_gate", il);  // [1, N]
+        Tensor* only = g.moe_route(gl, nullptr, 1, ExpertGating::SIGMOID);
+        Tensor* w = g.moe_weights(gl, only, ExpertGating::SIGMOID, false, 0.0f);
+        sh = name(g.moe_sum(g.reshape(sh, sh->ne[0], 1, sh->ne[1]), w), "ffn_shexp_gated", il);
+    }
+    return g.add(out, sh);
 }
 
 void GraphBuilder::output(Tensor* x) {

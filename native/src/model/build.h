@@ -51,8 +51,10 @@ public:
     // routing"): the router picks hp.n_expert_used experts per token and weighs them, each
     // chosen expert's gated feed-forward runs on the tokens routed to it, and the outputs
     // are summed with the weights (hp.expert_*: the family's reader fixes what its graph
-    // fixes in llama.cpp).
-    Tensor* moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il);
+    // fixes in llama.cpp). router_logits: the family's own [n_expert, N] (Gemma 4 routes
+    // from another input), else ffn_gate_inp . cur. A shared expert (ffn_up_shexp) runs on
+    // every token and is added, gated by sigmoid(ffn_gate_inp_shexp . cur) where present.
+    Tensor* moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il, Tensor* router_logits = nullptr);
     // Final norm, output head (soft-capped where the model says so); finishes the graph.
     void output(Tensor* x);
     // An encoder's result: the last hidden states [n_embd, N] (BatchGraph::embd, pooled by

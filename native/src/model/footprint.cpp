@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "model/recurrent_state.h"
+
 namespace ember {
 
 MemoryNeed model_memory_need(const std::string& path) {
@@ -45,11 +47,18 @@ MemoryNeed context_memory_need(const Model& model, const ContextOptions& opts) {
         const int64_t rows = h.is_swa(il) && h.n_swa > 0 ? std::min<int64_t>(n_ctx, h.n_swa + n_batch) : n_ctx;
         need.kv_cache += 2 * row * (uint64_t)rows;
     }
+    // the recurrent layers' state as context.cpp makes it: the live copy and its snapshot
+    // slots (address space reserved at once; a slot's pages committed on its first use)
+    if (const uint64_t one = RecurrentState::bytes_for(h)) {
+        need.n_state_copies = 1 + RecurrentState::kDefaultSnapshots;
+        need.state = one * (uint64_t)need.n_state_copies;
+    }
     // One batch's widest intermediates (the plan reuses buffers, so a few of each live at
     // once: residual, norm, Q/K/V, attention output, FFN gate/up/down), in F32, plus one
     // row of logits.
-    // (a mixture of experts' gate/up/down products are k experts wide per token)
-    uint64_t ff = (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp, qkv = 0;
+    // (a mixture of experts' gate/up/down products are k experts wide per token, with a
+    // shared expert's beside them)
+    uint64_t ff = (uint64_t)h.n_expert_used * (uint64_t)h.n_ff_exp + (uint64_t)h.n_ff_shexp, qkv = 0;
     for (int32_t il = 0; il < h.n_layer; ++il) {
         ff = std::max<uint64_t>(ff, (uint64_t)h.n_ff_of(il));
         qkv = std::max<uint64_t>(qkv, (uint64_t)h.head_dim_of(il) * (uint64_t)(h.n_head_of(il) + 2 * h.n_head_kv_of(il)));

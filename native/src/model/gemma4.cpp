@@ -15,7 +15,11 @@
 // - shared KV: blocks from n_layer - shared_kv_layers on store nothing and attend over the
 //   cache of the last earlier block of their kind (HParams::kv_layer);
 // - per-layer head counts and FFN widths (arrays), a per-block output scalar
-//   (layer_output_scale).
+//   (layer_output_scale);
+// - 26B-A4B: beside each block's dense MLP (normed after by post_ffw_norm_1), a mixture of
+//   experts on pre_ffw_norm_2(x) (normed after by post_ffw_norm_2), routed from
+//   rms_norm(x) * ffn_gate_inp.scale / sqrt(n_embd) by a softmax, the chosen renormalised;
+//   gate|up in one tensor per block, a factor per expert on its output (ffn_down_exps.scale).
 // The order of operations is llama.cpp's src/models/gemma4.cpp.
 #include <cmath>
 
@@ -27,8 +31,13 @@ namespace ember {
 
 void gemma4_read_hparams(const GGUFFile& g, HParams& h) {
     const std::string a = h.arch + ".";
-    if (h.n_expert > 0)
-        fail(EMBER_ERR_UNSUPPORTED, "Gemma 4's mixture-of-experts variant (26B-A4B) is not supported yet");
+    if (h.n_expert > 0) {
+        // 26B-A4B: llama.cpp's gemma4 graph routes with a softmax over all experts, the
+        // chosen weights renormalised (and scaled by 1)
+        h.expert_gating = ExpertGating::SOFTMAX;
+        h.expert_weights_norm = true;
+        h.expert_weights_scale = 0.0f;
+    }
     h.per_layer_shapes = true;
     h.v_norm = true;
     h.attn_scale = 1.0f;
@@ -108,6 +117,14 @@ void gemma4_bind_layer(Model& m, int32_t il) {
     L.attn_post_norm = m.layer_weight(il, "post_attention_norm", {h.n_embd});
     bind_ffn_weights(m, il);
     L.ffn_post_norm = m.layer_weight(il, "post_ffw_norm", {h.n_embd});
+    if (h.n_expert > 0 && m.layer_weight(il, "ffn_gate_inp", {h.n_embd, h.n_expert}, false)) {
+        bind_moe_weights(m, il);
+        const std::string p = "blk." + std::to_string(il) + ".";
+        L.ffn_gate_inp_s = m.weight(p + "ffn_gate_inp.scale", {h.n_embd});
+        L.ffn_pre_norm_2 = m.layer_weight(il, "pre_ffw_norm_2", {h.n_embd});
+        L.ffn_post_norm_1 = m.layer_weight(il, "post_ffw_norm_1", {h.n_embd});
+        L.ffn_post_norm_2 = m.layer_weight(il, "post_ffw_norm_2", {h.n_embd});
+    }
     if (h.n_embd_per_layer > 0) {
         L.per_layer_inp_gate = m.layer_weight(il, "inp_gate", {h.n_embd, h.n_embd_per_layer});
         L.per_layer_proj = m.layer_weight(il, "proj", {h.n_embd_per_layer, h.n_embd});
@@ -143,7 +160,21 @@ void gemma4_build_graph(GraphBuilder& b) {
         Tensor* attn = b.attention(il, b.name(b.norm(x, L.attn_norm), "attn_norm", il), x, factors);
         if (!attn) return;  // the batch only fills the cache
         x = b.name(g.add(x, b.name(b.norm(attn, L.attn_post_norm), "attn_post_norm", il)), "attn_out", il);
-        Tensor* ffn = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm", il), Activation::GELU_TANH, il);
+        Tensor* ffn;
+        if (L.ffn_gate_inp) {
+            // 26B-A4B: the dense MLP and the experts side by side, each normed after; the
+            // router reads x RMS-normed, times its scale, / sqrt(n_embd)
+            Tensor* mlp = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm_1", il), Activation::GELU_TANH, il);
+            mlp = b.name(b.norm(mlp, L.ffn_post_norm_1), "ffn_mlp", il);
+            Tensor* rin = g.scale(b.norm(x, L.ffn_gate_inp_s), 1.0f / std::sqrt((float)hp.n_embd));
+            Tensor* logits = b.name(g.mul_mat(L.ffn_gate_inp, rin), "ffn_moe_logits", il);
+            Tensor* moe = b.moe_ffn(L, b.name(b.norm(x, L.ffn_pre_norm_2), "ffn_norm_2", il), Activation::GELU_TANH,
+                                    il, logits);
+            moe = b.name(b.norm(moe, L.ffn_post_norm_2), "ffn_moe", il);
+            ffn = b.name(g.add(mlp, moe), "ffn_moe_combined", il);
+        } else {
+            ffn = b.ffn(L, b.name(b.norm(x, L.ffn_norm), "ffn_norm", il), Activation::GELU_TANH, il);
+        }
         x = b.name(g.add(x, b.name(b.norm(ffn, L.ffn_post_norm), "ffn_post_norm", il)), "pe_in", il);
         if (per_layer) {
             // this block's slice [n_embd_per_layer, n_tokens] (the last token's alone once the

@@ -369,9 +369,16 @@ void bind_moe_weights(Model& m, int32_t il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     L.ffn_gate_inp = m.layer_weight(il, "ffn_gate_inp", {h.n_embd, h.n_expert});
     L.ffn_gate_inp_b = m.weight(p + "ffn_gate_inp.bias", {h.n_expert}, false);
-    L.ffn_gate_exps = m.layer_weight(il, "ffn_gate_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
-    L.ffn_up_exps = m.layer_weight(il, "ffn_up_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
+    L.ffn_gate_up_exps = m.layer_weight(il, "ffn_gate_up_exps", {h.n_embd, 2 * (int64_t)h.n_ff_exp, h.n_expert}, false);
+    if (!L.ffn_gate_up_exps) {
+        L.ffn_gate_exps = m.layer_weight(il, "ffn_gate_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
+        L.ffn_up_exps = m.layer_weight(il, "ffn_up_exps", {h.n_embd, h.n_ff_exp, h.n_expert});
+    }
     L.ffn_down_exps = m.layer_weight(il, "ffn_down_exps", {h.n_ff_exp, h.n_embd, h.n_expert});
+    L.ffn_down_exps_s = m.weight(p + "ffn_down_exps.scale", {h.n_expert}, false);
+    if (L.ffn_down_exps_s && L.ffn_down_exps_s->type != DType::F32)
+        fail(EMBER_ERR_UNSUPPORTED, "tensor '" + p + "ffn_down_exps.scale' should be F32 but is " +
+                                        type_name((uint32_t)L.ffn_down_exps_s->type));
     L.ffn_gate_exps_b = m.weight(p + "ffn_gate_exps.bias", {h.n_ff_exp, h.n_expert}, false);
     L.ffn_up_exps_b = m.weight(p + "ffn_up_exps.bias", {h.n_ff_exp, h.n_expert}, false);
     L.ffn_down_exps_b = m.weight(p + "ffn_down_exps.bias", {h.n_embd, h.n_expert}, false);

@@ -63,6 +63,7 @@ struct HParams {
     ExpertGating expert_gating = ExpertGating::SOFTMAX;
     bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1
     float expert_weights_scale = 0.0f; // then scaled (0: not)
+    int32_t n_ff_shexp = 0;            // the shared expert's width (0: none; Qwen3.5-MoE)
     Activation ffn_act = Activation::SILU;  // the gate's activation (llama-like graphs)
 
     // NoPE blocks: every n-th block (il + 1 a multiple of it) attends without rope (SmolLM3:
@@ -182,6 +183,23 @@ struct LayerWeights {
     Tensor* ffn_gate_exps_b = nullptr;
     Tensor* ffn_up_exps_b = nullptr;
     Tensor* ffn_down_exps_b = nullptr;
+    // the gate rows then the up rows of every expert in one tensor [in, 2 n_ff_exp,
+    // n_expert] instead of ffn_gate_exps and ffn_up_exps (Gemma 4's converter), and a
+    // factor per expert on its down projection's output [n_expert] (Gemma 4)
+    Tensor* ffn_gate_up_exps = nullptr;
+    Tensor* ffn_down_exps_s = nullptr;
+    // a shared expert every token runs beside the routed ones, its output times
+    // sigmoid(ffn_gate_inp_shexp . x) when that gate [n_embd] is there (Qwen3.5-MoE)
+    Tensor* ffn_gate_inp_shexp = nullptr;
+    Tensor* ffn_gate_shexp = nullptr;
+    Tensor* ffn_up_shexp = nullptr;
+    Tensor* ffn_down_shexp = nullptr;
+    // Gemma 4's MoE blocks: the router's input scale [n_embd] and the norms around the
+    // dense MLP (ffn_norm, post_ffw_norm_1) and the experts (pre_ffw_norm_2, post_ffw_norm_2)
+    Tensor* ffn_gate_inp_s = nullptr;
+    Tensor* ffn_pre_norm_2 = nullptr;
+    Tensor* ffn_post_norm_1 = nullptr;
+    Tensor* ffn_post_norm_2 = nullptr;
     // a gated delta-net block (Qwen3.5): the input projection to Q|K|V (attn_qkv) and to the
     // output gate z (attn_gate), the convolution's kernel [d_conv, channels], the per-head
     // dt bias and A, the projections to the per-head beta and alpha, the output norm (one

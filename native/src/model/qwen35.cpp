@@ -14,6 +14,9 @@
 //   section, is NeoX rope), the attention's output times sigmoid(gate);
 // - every block: x += mixer(norm(x)); x += ffn(post_attention_norm(x)) (SwiGLU).
 // The multi-token-prediction block some files append (nextn_predict_layers) is not run.
+// Qwen3.5-MoE (qwen35moe, 35B-A3B and up) is the same with every block's feed-forward a
+// mixture: a softmax router over expert_count experts, expert_used_count chosen and their
+// weights renormalised, plus a shared expert whose output is times sigmoid(gate . x).
 #include <cmath>
 #include <string>
 
@@ -25,8 +28,20 @@ namespace ember {
 
 void qwen35_read_hparams(const GGUFFile& g, HParams& h) {
     const std::string a = h.arch + ".";
-    if (h.n_expert > 0)
-        fail(EMBER_ERR_UNSUPPORTED, "Qwen3.5's mixture-of-experts variant (qwen35moe) is not supported yet");
+    if (h.arch == "qwen35moe") {
+        if (h.n_expert <= 0 || h.n_expert_used <= 0)
+            fail(EMBER_ERR_FORMAT, "a qwen35moe model needs expert_count and expert_used_count");
+        // llama.cpp's qwen35moe graph: a softmax router whose chosen weights are
+        // renormalised, then a shared expert gated by sigmoid(ffn_gate_inp_shexp . x)
+        h.expert_gating = ExpertGating::SOFTMAX;
+        h.expert_weights_norm = true;
+        const int64_t shexp = g.get_int_or(a + "expert_shared_feed_forward_length", h.n_ff);
+        if (shexp <= 0 || shexp > (1 << 20))
+            fail(EMBER_ERR_FORMAT, "expert_shared_feed_forward_length " + std::to_string(shexp) + " is invalid");
+        h.n_ff_shexp = (int32_t)shexp;
+    } else if (h.n_expert > 0) {
+        fail(EMBER_ERR_FORMAT, "a qwen35 file has expert_count: its architecture should be qwen35moe");
+    }
     // the MTP block(s) come after the trunk's blocks and are not run
     const int64_t nextn = g.get_int_or(a + "nextn_predict_layers", 0);
     if (nextn < 0 || nextn >= h.n_layer)
@@ -130,6 +145,14 @@ void qwen35_bind_layer(Model& m, int32_t il) {
         L.q_norm = m.layer_weight(il, "attn_q_norm", {hd});
         L.k_norm = m.layer_weight(il, "attn_k_norm", {hd});
     }
+    if (h.n_expert > 0) {
+        bind_moe_weights(m, il);
+        L.ffn_gate_inp_shexp = m.layer_weight(il, "ffn_gate_inp_shexp", {E});
+        L.ffn_gate_shexp = m.layer_weight(il, "ffn_gate_shexp", {E, h.n_ff_shexp});
+        L.ffn_up_shexp = m.layer_weight(il, "ffn_up_shexp", {E, h.n_ff_shexp});
+        L.ffn_down_shexp = m.layer_weight(il, "ffn_down_shexp", {h.n_ff_shexp, E});
+        return;
+    }
     L.ffn_gate = m.layer_weight(il, "ffn_gate", {E, h.n_ff_of(il)});
     L.ffn_up = m.layer_weight(il, "ffn_up", {E, h.n_ff_of(il)});
     L.ffn_down = m.layer_weight(il, "ffn_down", {h.n_ff_of(il), E});
@@ -195,7 +218,8 @@ void qwen35_build_graph(GraphBuilder& b) {
             if (!cur) return;  // the batch only fills the memories
         }
         x = b.name(g.add(cur, x), "attn_residual", il);
-        Tensor* ffn = b.ffn(L, b.name(b.norm(x, L.attn_post_norm), "attn_post_norm", il), Activation::SILU, il);
+        Tensor* normed = b.name(b.norm(x, L.attn_post_norm), "attn_post_norm", il);
+        Tensor* ffn = L.ffn_gate_inp ? b.moe_ffn(L, normed, Activation::SILU, il) : b.ffn(L, normed, Activation::SILU, il);
         x = b.name(g.add(ffn, x), "l_out", il);
     }
     b.output(x);

@@ -8,6 +8,24 @@
 
 namespace ember {
 
+namespace {
+
+// a layer's convolution state, then its delta-rule state, each from an aligned offset
+size_t conv_bytes(const HParams& h) { return align_up((size_t)(h.ssm_d_conv - 1) * (size_t)h.ssm_conv_channels() * sizeof(float)); }
+size_t ssm_bytes(const HParams& h) {
+    return align_up((size_t)h.ssm_d_state * (size_t)h.ssm_d_state * (size_t)h.ssm_dt_rank * sizeof(float));
+}
+
+}  // namespace
+
+size_t RecurrentState::bytes_for(const HParams& h) {
+    if (!h.has_recurrent()) return 0;
+    size_t n = 0;
+    for (int32_t il = 0; il < h.n_layer; ++il)
+        if (h.is_recurrent(il)) n += conv_bytes(h) + ssm_bytes(h);
+    return n;
+}
+
 RecurrentState::RecurrentState(const HParams& h, int32_t n_snapshots) {
     conv.resize((size_t)h.n_layer);
     ssm.resize((size_t)h.n_layer);
@@ -33,10 +51,11 @@ RecurrentState::RecurrentState(const HParams& h, int32_t n_snapshots) {
         c.set_name(("cache_conv_l" + std::to_string(il)).c_str());
         s.set_name(("cache_ssm_l" + std::to_string(il)).c_str());
         at[(size_t)il * 2] = bytes_;
-        bytes_ += align_up((size_t)c.n_elements() * sizeof(float));
+        bytes_ += conv_bytes(h);
         at[(size_t)il * 2 + 1] = bytes_;
-        bytes_ += align_up((size_t)s.n_elements() * sizeof(float));
+        bytes_ += ssm_bytes(h);
     }
+    if (bytes_ != bytes_for(h)) fail(EMBER_ERR_INTERNAL, "the recurrent state's layout differs from bytes_for");
     // the live state's pages committed now; a snapshot slot's only when a snapshot is first
     // taken into it (an unused slot costs address space, not memory)
     storage_.resize(bytes_ * (1 + snaps_.size()));

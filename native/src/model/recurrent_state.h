@@ -36,6 +36,8 @@ public:
     std::vector<Tensor> conv, ssm;  // per layer: the graphs' state leaves (empty: not recurrent)
 
     size_t bytes() const { return bytes_; }  // one copy of every layer's state
+    // bytes() of a state for h, before one is made (model/footprint.cpp's memory check)
+    static size_t bytes_for(const HParams& h);
     int32_t n_snapshots() const { return (int32_t)snaps_.size(); }
     // positions of the snapshots held, ascending (tests, traces)
     std::vector<int32_t> snapshot_positions() const;
