@@ -34,7 +34,7 @@ def test_vectors_and_cut_equal_the_numpy_encoders(engine, minilm_gguf):
     a, b = engine.embed(TEXTS), ref.embed(TEXTS)
     assert a.shape == (4, 384) and a.dtype == np.float32
     assert np.min(np.sum(a * b, axis=1)) >= 0.9999
-    assert np.abs(a - b).max() < 5e-4
+    assert np.abs(a - b).max() < 2e-6  # both in F32 arithmetic (1.3e-7 measured)
     # the same vector space, so the library re-embeds nothing when the engine takes over
     assert (engine.name, engine.dim) == (ref.name, ref.dim)
 
