@@ -268,3 +268,110 @@ def test_a_q8_0_file_stays_close_to_the_reference(minilm, golden, tmp_path):
     c = cosines(got, ref)
     assert c.min() >= 0.999
     assert c.min() < 0.99999  # the weights really are quantized
+
+
+# ---- a synthetic bert file: any shape, keys and faults --------------------------------
+
+def synthetic_bert(tmp_path, name="tiny.gguf", pooling=None, drop=None, n_ctx=8, seed=0):
+    """A 2-block bert (16 wide, 2 heads, FFN 32) with random F32 weights and a tiny
+    WordPiece vocabulary; returns its path and the numpy weights."""
+    from ember.documents.minilm import BertWeights, Layer
+
+    from tests.support import gguf_writer as gw
+
+    rng = np.random.default_rng(seed)
+    n, n_ff, n_vocab = 16, 32, 12
+
+    def r(*shape, scale=0.3):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    layers = [Layer(r(n, n), r(n), r(n, n), r(n), r(n, n), r(n), r(n, n), r(n),
+                    1 + r(n, scale=0.1), r(n), r(n_ff, n), r(n_ff), r(n, n_ff), r(n),
+                    1 + r(n, scale=0.1), r(n)) for _ in range(2)]
+    w = BertWeights(r(n_vocab, n), r(n_ctx, n), r(2, n), 1 + r(n, scale=0.1), r(n), layers, 2, 1e-12,
+                    pooling or POOLING_MEAN)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"] + [f"\u2581w{i}" for i in range(n_vocab - 4)]
+    spec = gw.GGUFSpec()
+    spec.add("general.architecture", gw.STRING, "bert")
+    for key, value in [("block_count", 2), ("context_length", n_ctx), ("embedding_length", n),
+                       ("feed_forward_length", n_ff), ("attention.head_count", 2)]:
+        spec.add(f"bert.{key}", gw.U32, value)
+    spec.add("bert.attention.layer_norm_epsilon", gw.F32, 1e-12)
+    spec.add("bert.attention.causal", gw.BOOL, False)
+    if pooling is not None:
+        spec.add("bert.pooling_type", gw.U32, pooling)
+    spec.add("tokenizer.ggml.model", gw.STRING, "bert")
+    spec.add("tokenizer.ggml.tokens", gw.ARRAY, (gw.STRING, tokens))
+    spec.add("tokenizer.ggml.token_type", gw.ARRAY, (gw.I32, [3, 2, 3, 3] + [1] * (n_vocab - 4)))
+    for key, value in [("bos_token_id", 2), ("eos_token_id", 3), ("unknown_token_id", 1),
+                       ("padding_token_id", 0)]:
+        spec.add(f"tokenizer.ggml.{key}", gw.U32, value)
+    tensors = {"token_embd.weight": w.tok_embd, "position_embd.weight": w.pos_embd,
+               "token_types.weight": w.type_embd, "token_embd_norm.weight": w.embd_norm_w,
+               "token_embd_norm.bias": w.embd_norm_b}
+    fields = {"attn_q": ("wq", "bq"), "attn_k": ("wk", "bk"), "attn_v": ("wv", "bv"),
+              "attn_output": ("wo", "bo"), "attn_output_norm": ("attn_norm_w", "attn_norm_b"),
+              "ffn_up": ("w_up", "b_up"), "ffn_down": ("w_down", "b_down"),
+              "layer_output_norm": ("out_norm_w", "out_norm_b")}
+    for i, layer in enumerate(layers):
+        for gname, (wname, bname) in fields.items():
+            tensors[f"blk.{i}.{gname}.weight"] = getattr(layer, wname)
+            tensors[f"blk.{i}.{gname}.bias"] = getattr(layer, bname)
+    for tname, arr in tensors.items():
+        if tname != drop:
+            spec.tensors.append(gw.f32_tensor(tname, arr))
+    path = tmp_path / name
+    path.write_bytes(spec.to_bytes())
+    return path, w
+
+
+def reference(w, seqs, pooling):
+    rows = []
+    for s in seqs:
+        mask = np.ones((1, len(s)), np.float32)
+        v = pool(encode_batch(w, np.array([s]), mask), mask, pooling)[0]
+        rows.append(v / np.linalg.norm(v))
+    return np.stack(rows)
+
+
+SEQS = [[2, 4, 5, 3], [2, 6, 7, 8, 9, 10, 11, 3], [2, 3]]
+
+
+@pytest.mark.parametrize("pooling", [None, POOLING_MEAN, POOLING_CLS])
+def test_a_synthetic_file_equals_the_numpy_pass_with_the_files_pooling(tmp_path, native_lib, pooling):
+    path, w = synthetic_bert(tmp_path, pooling=pooling)
+    m = Model(path)
+    try:
+        with Embedder(m) as e:
+            assert e.pooling == {None: "mean", POOLING_MEAN: "mean", POOLING_CLS: "cls"}[pooling]
+            assert e.n_embd == 16 and e.n_seq_max == 8
+            got = e.embed_tokens(SEQS)
+            with pytest.raises(ContextFullError, match="9 tokens; the model reads at most 8"):
+                e.embed_tokens([[2] + [4] * 7 + [3]])
+    finally:
+        m.close()
+    want = reference(w, SEQS, pooling or POOLING_MEAN)
+    assert np.abs(got - want).max() < 1e-5
+
+
+def test_broken_files_are_refused_with_the_reason(tmp_path, native_lib):
+    from ember.engine import ModelFormatError
+
+    path, _ = synthetic_bert(tmp_path, "no_ffn.gguf", drop="blk.1.ffn_up.weight")
+    with pytest.raises(ModelFormatError, match="missing tensor 'blk.1.ffn_up.weight'"):
+        Model(path)
+    path, _ = synthetic_bert(tmp_path, "no_pos.gguf", drop="position_embd.weight")
+    with pytest.raises(ModelFormatError, match="position_embd.weight"):
+        Model(path)
+    path, _ = synthetic_bert(tmp_path, "pool7.gguf", pooling=7)
+    with pytest.raises(UnsupportedModelError, match="pooling_type 7 is not supported"):
+        Model(path)
+    path, _ = synthetic_bert(tmp_path, "pool0.gguf", pooling=0)
+    m = Model(path)  # per-token states: loads, but makes no sentence vector unless told how
+    try:
+        with pytest.raises(UnsupportedModelError, match="pooling_type none"):
+            Embedder(m)
+        with Embedder(m, pooling="mean") as e:
+            assert e.embed_tokens(SEQS).shape == (3, 16)
+    finally:
+        m.close()
