@@ -307,7 +307,7 @@ EMBER_API const float *ember_get_logits(ember_context *ctx, int32_t i);
  *     ember_embedder_params ep = ember_embedder_default_params();
  *     if (ember_embedder_create(model, &ep, &emb) != EMBER_OK) ...  // a chat model: UNSUPPORTED
  *     ember_token ids[512];
- *     int32_t lens[2], n = 0, m = 0;
+ *     int32_t lens[2];
  *     ember_tokenize(model, "first text", 10, true, false, ids, 512, &lens[0]);
  *     ember_tokenize(model, "second", 6, true, false, ids + lens[0], 512 - lens[0], &lens[1]);
  *     float vec[2 * 384];
