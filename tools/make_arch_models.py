@@ -51,6 +51,13 @@ Families (``FAMILIES`` below)::
                width 64, 4 used, in one gate|up tensor per block (ffn_gate_up_exps), the router
                reading RMS-normed x / sqrt(n_embd) times ffn_gate_inp.scale, a factor per expert
                on its output (ffn_down_exps.scale), and the norms around both halves
+    lfm2       lfm2, Llama 3 BPE vocab (no LFM2 vocabulary ships with llama.cpp; its pre-tokenizer is
+               llama 3's), n_embd 256, 6 layers: short-convolution blocks 0, 1, 3, 5 (l_cache 3),
+               attention 2 and 4 (4/2 heads of 64, q/k norms), n_ff 512, rope base 1e6, tied,
+               final norm token_embd_norm (LFM2-1.2B's 10 conv / 6 attention blocks in small)
+    lfm2moe    lfm2moe, as lfm2 but blocks 2-5 (after leading_dense_block_count 2) a mixture of 16
+               experts of width 128, 4 used, sigmoid gates with a selection bias (exp_probs_b),
+               the chosen renormalised (LFM2-8B-A1B's 32 / 4 / 1792 after 2 dense blocks, in small)
     qwen3moe   qwen3moe, as qwen3 but each block's feed-forward is 32 experts of width 128, 8 used
                per token (Qwen3-30B-A3B's 128 / 8 / 768 in small); F32 softmax router of std
                3/sqrt(n_embd), the chosen weights renormalised
@@ -176,6 +183,17 @@ class Qwen35Layout:
 
 
 @dataclass(frozen=True)
+class Lfm2Layout:
+    """What an lfm2 file has beyond a llama-like block (llama.cpp's conversion/lfm2.py
+    LFM2Model and llama_model_lfm2::load_arch_tensors): per block, attention or a short
+    convolution (0 KV heads in head_count_kv), the convolution's width, the final norm named
+    token_embd_norm."""
+    conv: tuple                 # per block: a short-convolution block
+    l_cache: int = 3            # shortconv.l_cache (the release's value)
+    dense_lead: int = 0         # lfm2moe: the first blocks keep a dense feed-forward
+
+
+@dataclass(frozen=True)
 class Family:
     arch: str
     vocab: Callable[[], Path]
@@ -209,6 +227,7 @@ class Family:
     qk_gain: float = 1.0                  # attn_q / attn_k std = qk_gain / sqrt(n_embd)
     gemma4: Gemma4Layout | None = None    # gemma4: the per-layer layout (see Gemma4Layout)
     qwen35: Qwen35Layout | None = None    # qwen35: the delta-net layout (see Qwen35Layout)
+    lfm2: Lfm2Layout | None = None        # lfm2: the convolution blocks (see Lfm2Layout)
     note: str = ""
 
     @property
@@ -329,6 +348,20 @@ FAMILIES: dict[str, Family] = {
                         note="blocks 0, 2, 4 sliding window 64, 1, 3, 5 full (V = K); a dense MLP of "
                              "192 beside 16 experts top-4 of width 64 (gate|up in one tensor, a "
                              "scale per expert)"),
+    # LFM2-1.2B's block kinds in small: convolution blocks around two attention blocks, the
+    # last block a convolution (so the last-row narrowing runs after one)
+    "lfm2": Family("lfm2", _vocab("llama-bpe"), 128256, 256, 6, 4, 2, 512, 1000000.0, 128000,
+                   1e-5, tied=True, head_dim=64, qk_norm=True,
+                   lfm2=Lfm2Layout(conv=(True, True, False, True, False, True)),
+                   note="blocks 0, 1, 3, 5 short convolutions (l_cache 3), 2 and 4 attention"),
+    # LFM2-8B-A1B's layout in small: two dense blocks, then experts behind sigmoid gates
+    "lfm2moe": Family("lfm2moe", _vocab("llama-bpe"), 128256, 256, 6, 4, 2, 512, 1000000.0, 128000,
+                      1e-5, tied=True, head_dim=64, qk_norm=True, n_expert=16, n_expert_used=4,
+                      n_ff_exp=128, router_gain=3.0,
+                      extra_kv={"leading_dense_block_count": (2, "u32"), "expert_gating_func": (2, "u32")},
+                      lfm2=Lfm2Layout(conv=(True, True, False, True, False, True), dense_lead=2),
+                      note="lfm2 with blocks 2-5 a mixture of 16 experts top-4 (width 128), sigmoid "
+                           "gates and a selection bias"),
     # YaRN context extension as Qwen2.5 files carry it: factor 4 over a 256-token original
     # context, so the ramp between interpolated and original rotations is live
     "yarn": Family("qwen2", _vocab("qwen2"), 151936, 256, 2, 4, 2, 512, 1000000.0, 1024,
@@ -546,8 +579,63 @@ def qwen35_tensors(family: str) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def lfm2_tensors(family: str) -> list[tuple[str, np.ndarray]]:
+    """The tensors of an lfm2 file (llama.cpp's llama_model_lfm2::load_arch_tensors; the
+    converter keeps shortconv.conv F32, squeezed to [n_embd, l_cache])."""
+    f = FAMILIES[family]
+    Lz = f.lfm2
+    E, hd = f.n_embd, f.hd
+    out: list[tuple[str, np.ndarray]] = []
+
+    def mat(name, rows, cols, std=None):
+        out.append((name, matrix(family, name, rows, cols, std if std is not None else 1.0 / math.sqrt(cols))))
+
+    def norm(name, n, mean=1.0):
+        out.append((name, vector(family, name, n, NORM_STD * mean, mean)))
+
+    mat("token_embd.weight", f.n_vocab, E, EMBD_STD)
+    norm("token_embd_norm.weight", E, f.logit_std / (EMBD_STD * math.sqrt(E)))
+    for il in range(f.n_layer):
+        p = f"blk.{il}."
+        norm(p + "attn_norm.weight", E)
+        if Lz.conv[il]:
+            mat(p + "shortconv.in_proj.weight", 3 * E, E)
+            name = p + "shortconv.conv.weight"
+            out.append((name, vector(family, name, E * Lz.l_cache, 1.0 / math.sqrt(Lz.l_cache))
+                        .reshape(E, Lz.l_cache)))
+            mat(p + "shortconv.out_proj.weight", E, E)
+        else:
+            mat(p + "attn_q.weight", f.n_head * hd, E)
+            mat(p + "attn_k.weight", f.n_head_kv * hd, E)
+            mat(p + "attn_v.weight", f.n_head_kv * hd, E)
+            norm(p + "attn_q_norm.weight", hd)
+            norm(p + "attn_k_norm.weight", hd)
+            mat(p + "attn_output.weight", E, f.n_head * hd)
+        norm(p + "ffn_norm.weight", E)
+        if f.n_expert and il >= Lz.dense_lead:
+            # as LFM2MoeModel writes them: the router F32, the experts merged per block, the
+            # selection bias (expert_bias) F32
+            name = p + "ffn_gate_inp.weight"
+            router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
+            out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
+            X, F = f.n_expert, f.n_ff_exp
+            for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
+                name = p + f"ffn_{t}_exps.weight"
+                w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
+                out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+            name = p + "exp_probs_b.bias"
+            out.append((name, vector(family, name, X, 0.05)))
+        else:
+            mat(p + "ffn_gate.weight", f.n_ff, E)
+            mat(p + "ffn_up.weight", f.n_ff, E)
+            mat(p + "ffn_down.weight", E, f.n_ff)
+    return out
+
+
 def tensors(family: str) -> list[tuple[str, np.ndarray]]:
     f = FAMILIES[family]
+    if f.lfm2 is not None:
+        return lfm2_tensors(family)
     if f.gemma4 is not None:
         return gemma4_tensors(family)
     if f.qwen35 is not None:
@@ -669,7 +757,11 @@ def write(family: str, dst: Path) -> Path:
             w.add_array(f"{a}.feed_forward_length",
                         [f.n_ff if G.has_kv(il) else G.n_ff_shared for il in range(f.n_layer)])
         u32("attention.head_count", f.n_head)
-        if G is None:
+        if f.lfm2 is not None:   # as LFM2Model.set_gguf_parameters writes them
+            w.add_array(f"{a}.attention.head_count_kv", [0 if c else f.n_head_kv for c in f.lfm2.conv])
+            u32("shortconv.l_cache", f.lfm2.l_cache)
+            u32("vocab_size", f.n_vocab)
+        elif G is None:
             u32("attention.head_count_kv", f.n_head_kv)
         else:
             w.add_array(f"{a}.attention.head_count_kv",

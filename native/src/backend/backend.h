@@ -19,7 +19,8 @@
 namespace ember {
 
 // Bumped whenever this table, Tensor, Op or the meaning of an op's parameters changes.
-constexpr uint32_t kBackendAbiVersion = 3;  // 2: six sources, Tensor::layer; 3: recurrent ops, sigmoid GLU
+constexpr uint32_t kBackendAbiVersion = 4;  // 2: six sources, Tensor::layer; 3: recurrent ops, sigmoid GLU;
+                                            // 4: linear GLU, MOE_WEIGHTS' per-expert scale
 
 struct BackendDeviceInfo {
     char name[128];         // "NVIDIA H200"

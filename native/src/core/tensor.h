@@ -70,7 +70,8 @@ enum class RopeMode : int32_t { NORMAL = 0, NEOX = 2 };
 // SIGMOID: sigmoid(gate) * up (Qwen3.5's gated attention output).
 // SWIGLU_OAI: gpt-oss's clamped SwiGLU, min(g, limit) * sigmoid(alpha min(g, limit)) *
 // (clamp(u, -limit, limit) + 1), fparams[0] alpha, [1] limit.
-enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2, SIGMOID = 3 };
+// LINEAR: the product gate * up itself (LFM2's input and output gates)
+enum class Activation : int32_t { SILU = 0, GELU_TANH = 1, SWIGLU_OAI = 2, SIGMOID = 3, LINEAR = 4 };
 
 // How a mixture-of-experts router turns its logits into the chosen experts' weights
 // (llama.cpp's llama_expert_gating_func_type values, as GGUF's expert_gating_func key holds

@@ -127,6 +127,8 @@ void op_glu(const Tensor* t, int ith, int nth, Isa isa) {
         float* yi = row_at<float>(t, i);
         if (act == Activation::SILU) {
             swiglu(gi, ui, yi, n);
+        } else if (act == Activation::LINEAR) {
+            for (int64_t k = 0; k < n; ++k) yi[k] = gi[k] * ui[k];
         } else if (act == Activation::SIGMOID) {
             for (int64_t k = 0; k < n; ++k) yi[k] = ui[k] * (1.0f / (1.0f + std::exp(-gi[k])));
         } else if (act == Activation::SWIGLU_OAI) {

@@ -169,7 +169,7 @@ Tensor* GraphBuilder::moe_ffn(const LayerWeights& L, Tensor* cur, Activation act
         if (L.ffn_gate_inp_b) logits = g.add(logits, L.ffn_gate_inp_b);
         name(logits, "ffn_moe_logits", il);
     }
-    Tensor* ids = name(g.moe_route(logits, nullptr, hp.n_expert_used, hp.expert_gating), "ffn_moe_topk", il);
+    Tensor* ids = name(g.moe_route(logits, L.ffn_exp_probs_b, hp.n_expert_used, hp.expert_gating), "ffn_moe_topk", il);
     Tensor* weights = name(g.moe_weights(logits, ids, hp.expert_gating, hp.expert_weights_norm, hp.expert_weights_scale,
                                          L.ffn_down_exps_s),
                            "ffn_moe_weights", il);

@@ -118,9 +118,9 @@ int64_t uniform_int(const GGUFFile& g, const std::string& key, int64_t fallback,
 
 // A per-layer integer (a scalar fills every layer; an array holds one value per layer).
 std::vector<int32_t> layer_ints(const GGUFFile& g, const std::string& key, int32_t n_layer, int64_t fallback,
-                                bool required) {
+                                bool required, bool zero_ok = false) {
     auto checked = [&](int64_t v) {
-        if (v <= 0 || v > (1 << 24))
+        if (v < (zero_ok ? 0 : 1) || v > (1 << 24))
             fail(EMBER_ERR_FORMAT, "metadata key '" + key + "' has an invalid value " + std::to_string(v));
         return (int32_t)v;
     };
@@ -178,12 +178,15 @@ void Model::read_hparams() {
     hp_.n_head_layer = layer_ints(g, a + "attention.head_count", hp_.n_layer, 0, true);
     hp_.n_head = hp_.n_head_layer[0];
     hp_.n_head_kv_layer = g.find(a + "attention.head_count_kv")
-                              ? layer_ints(g, a + "attention.head_count_kv", hp_.n_layer, 0, true)
+                              ? layer_ints(g, a + "attention.head_count_kv", hp_.n_layer, 0, true, true)
                               : hp_.n_head_layer;
-    hp_.n_head_kv = hp_.n_head_kv_layer[0];
+    // 0 KV heads mark a block without attention (LFM2's convolution blocks): the family's
+    // reader makes those blocks recurrent, and any left over are refused below
+    hp_.n_head_kv = *std::max_element(hp_.n_head_kv_layer.begin(), hp_.n_head_kv_layer.end());
+    if (hp_.n_head_kv == 0) fail(EMBER_ERR_FORMAT, "attention.head_count_kv is 0 in every layer");
     hp_.n_ctx_train = key_int("context_length", 2048, false);
     for (int32_t il = 0; il < hp_.n_layer; ++il)
-        if (hp_.n_head_layer[(size_t)il] % hp_.n_head_kv_layer[(size_t)il] != 0)
+        if (hp_.n_head_kv_layer[(size_t)il] > 0 && hp_.n_head_layer[(size_t)il] % hp_.n_head_kv_layer[(size_t)il] != 0)
             fail(EMBER_ERR_FORMAT, "head_count " + std::to_string(hp_.n_head_layer[(size_t)il]) +
                                        " is not a multiple of head_count_kv " +
                                        std::to_string(hp_.n_head_kv_layer[(size_t)il]));
@@ -228,6 +231,10 @@ void Model::read_hparams() {
     }
     hp_.rope_mode = arch_->rope;
     if (arch_->read_hparams) arch_->read_hparams(g, hp_);
+    for (int32_t il = 0; il < hp_.n_layer; ++il)
+        if (hp_.n_head_kv_layer[(size_t)il] == 0 && !hp_.is_recurrent(il))
+            fail(EMBER_ERR_FORMAT, "attention.head_count_kv is 0 for block " + std::to_string(il) +
+                                       ", which is an attention block in a '" + hp_.arch + "' model");
     if (!hp_.per_layer_shapes) {
         // the family's graph runs one shape in every layer
         const std::pair<const char*, const std::vector<int32_t>*> arrays[] = {
@@ -320,10 +327,12 @@ void Model::bind_weights(const LoadOptions& opts) {
         fail(EMBER_ERR_FORMAT, "the vocabulary has " + std::to_string(vocab_->n_tokens()) +
                                    " tokens but token_embd.weight only " + std::to_string(hp_.n_vocab) + " rows");
     tok_embd = weight("token_embd.weight", {hp_.n_embd, hp_.n_vocab});
-    output_norm = weight("output_norm.weight", {hp_.n_embd}, hp_.causal);  // encoders end in their blocks' norms
+    output_norm = weight("output_norm.weight", {hp_.n_embd}, false);  // (LFM2 names it otherwise)
     output = weight("output.weight", {hp_.n_embd, hp_.n_vocab}, false);
     if (!output) output = tok_embd;  // tied embeddings
     if (arch_->bind_model) arch_->bind_model(*this);
+    // encoders (bert) end in their blocks' norms: no final norm, no head
+    if (!output_norm && hp_.causal) fail(EMBER_ERR_FORMAT, "missing tensor 'output_norm.weight'");
     layers.assign((size_t)hp_.n_layer, LayerWeights{});
     for (int32_t il = 0; il < hp_.n_layer; ++il) {
         arch_->bind_layer(*this, il);
@@ -369,6 +378,7 @@ void bind_moe_weights(Model& m, int32_t il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     L.ffn_gate_inp = m.layer_weight(il, "ffn_gate_inp", {h.n_embd, h.n_expert});
     L.ffn_gate_inp_b = m.weight(p + "ffn_gate_inp.bias", {h.n_expert}, false);
+    L.ffn_exp_probs_b = m.weight(p + "exp_probs_b.bias", {h.n_expert}, false);
     L.ffn_gate_up_exps = m.layer_weight(il, "ffn_gate_up_exps", {h.n_embd, 2 * (int64_t)h.n_ff_exp, h.n_expert}, false);
     if (!L.ffn_gate_up_exps) {
         L.ffn_gate_exps = m.layer_weight(il, "ffn_gate_exps", {h.n_embd, h.n_ff_exp, h.n_expert});

@@ -64,6 +64,7 @@ struct HParams {
     bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1
     float expert_weights_scale = 0.0f; // then scaled (0: not)
     int32_t n_ff_shexp = 0;            // the shared expert's width (0: none; Qwen3.5-MoE)
+    int32_t n_layer_dense_lead = 0;    // the first blocks keep a dense feed-forward (LFM2-MoE)
     Activation ffn_act = Activation::SILU;  // the gate's activation (llama-like graphs)
 
     // NoPE blocks: every n-th block (il + 1 a multiple of it) attends without rope (SmolLM3:
@@ -177,6 +178,7 @@ struct LayerWeights {
     // matrices [in, out, n_expert] and their biases [out, n_expert] (gpt-oss)
     Tensor* ffn_gate_inp = nullptr;
     Tensor* ffn_gate_inp_b = nullptr;
+    Tensor* ffn_exp_probs_b = nullptr;  // [n_expert] added to the gate scores for the choice only (LFM2-MoE)
     Tensor* ffn_gate_exps = nullptr;
     Tensor* ffn_up_exps = nullptr;
     Tensor* ffn_down_exps = nullptr;

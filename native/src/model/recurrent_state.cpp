@@ -12,7 +12,7 @@ namespace {
 
 // a layer's convolution state, then its delta-rule state, each from an aligned offset
 size_t conv_bytes(const HParams& h) { return align_up((size_t)(h.ssm_d_conv - 1) * (size_t)h.ssm_conv_channels() * sizeof(float)); }
-size_t ssm_bytes(const HParams& h) {
+size_t ssm_bytes(const HParams& h) {  // 0 for a convolution-only block (LFM2)
     return align_up((size_t)h.ssm_d_state * (size_t)h.ssm_d_state * (size_t)h.ssm_dt_rank * sizeof(float));
 }
 
@@ -49,7 +49,7 @@ RecurrentState::RecurrentState(const HParams& h, int32_t n_snapshots) {
             t->layer = il;
         }
         c.set_name(("cache_conv_l" + std::to_string(il)).c_str());
-        s.set_name(("cache_ssm_l" + std::to_string(il)).c_str());
+        if (S > 0) s.set_name(("cache_ssm_l" + std::to_string(il)).c_str());
         at[(size_t)il * 2] = bytes_;
         bytes_ += conv_bytes(h);
         at[(size_t)il * 2 + 1] = bytes_;
@@ -63,7 +63,7 @@ RecurrentState::RecurrentState(const HParams& h, int32_t n_snapshots) {
     for (int32_t il = 0; il < h.n_layer; ++il) {
         if (!h.is_recurrent(il)) continue;
         conv[(size_t)il].data = storage_.data() + at[(size_t)il * 2];
-        ssm[(size_t)il].data = storage_.data() + at[(size_t)il * 2 + 1];
+        if (S > 0) ssm[(size_t)il].data = storage_.data() + at[(size_t)il * 2 + 1];
     }
 }
 
