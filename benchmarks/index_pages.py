@@ -49,14 +49,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, help="a folder of this many one-page .txt files")
     ap.add_argument("--words-only", action="store_true", help="no embedder: FTS5 only")
     ap.add_argument("--model", help="a GGUF bert file (default: the converted MiniLM)")
+    ap.add_argument("--embedder", choices=("engine", "numpy"), default="engine",
+                    help="the engine's bert family (default) or the numpy reference pass")
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         embedder = None
         if not a.words_only:
             from benchmarks.retrieval import model_path
+            from ember.documents.embedder import EngineEmbedder
             from ember.documents.minilm import MiniLMEmbedder
-            embedder = MiniLMEmbedder.from_gguf(model_path(a.model, tmp))
+            path = model_path(a.model, tmp)
+            embedder = EngineEmbedder(path) if a.embedder == "engine" else MiniLMEmbedder.from_gguf(path)
         if a.files:
             target = tmp / "folder"
             for i, text in enumerate(pages(a.files)):

@@ -3,7 +3,7 @@
 hybrid (reciprocal rank fusion) against words only (FTS5, BM25) and vectors only
 (MiniLM, cosine), with the indexing time, the embedder's speed and the peak memory.
 
-    python benchmarks/retrieval.py [--model MINILM.gguf] [--markdown]
+    python benchmarks/retrieval.py [--model MINILM.gguf] [--embedder engine|numpy] [--markdown]
 
 A question counts as answered at k when one of the top k passages comes from the
 expected file and holds the answer phrase. Without --model the fetched MiniLM is
@@ -23,6 +23,7 @@ sys.path[:0] = [str(ROOT / "app"), str(ROOT)]
 
 from ember.documents.indexer import index_paths
 from ember.documents.library import Library
+from ember.documents.embedder import EngineEmbedder
 from ember.documents.minilm import MiniLMEmbedder
 from ember.documents.retrieval import search
 
@@ -55,6 +56,8 @@ def model_path(arg: str | None, workdir: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", help="a GGUF bert file (default: the converted MiniLM)")
+    ap.add_argument("--embedder", choices=("engine", "numpy"), default="engine",
+                    help="the engine's bert family (default) or the numpy reference pass")
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--misses", action="store_true", help="list the questions each mode misses")
@@ -63,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        embedder = MiniLMEmbedder.from_gguf(model_path(a.model, tmp))
+        path = model_path(a.model, tmp)
+        embedder = EngineEmbedder(path) if a.embedder == "engine" else MiniLMEmbedder.from_gguf(path)
         library = Library(tmp / "library.sqlite3")
         t0 = time.perf_counter()
         report = index_paths(library, [CORPUS / "docs"], embedder)
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     n = len(questions)
     sizes = sum(p.stat().st_size for p in (CORPUS / "docs").iterdir())
     print(f"corpus: {len(report.added)} files, {sizes / 1024:.0f} KiB, {n_chunks} passages; "
-          f"{n} questions; embedder {embedder.name} (numpy)")
+          f"{n} questions; embedder {embedder.name} ({a.embedder})")
     print(f"indexing: {t_index:.2f} s; embedding {n_chunks / t_embed:.1f} passages/s; "
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     header = ["mode", "recall@1", f"recall@{a.k}", "MRR", f"file recall@{a.k}", "ms/query"]

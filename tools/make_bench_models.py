@@ -14,7 +14,7 @@ Shapes (docs/PERFORMANCE.md): llama-1b = Llama-3.2-1B (2048, 16 layers, 32/8 hea
 8192, tied), llama-3b = Llama-3.2-3B (3072, 28, 24/8, 8192, tied), llama-8b = Llama-3.1-8B
 (4096, 32, 32/8, 14336, untied; a 16 GB F16 file, so made on demand only), each with
 Llama 3.1's rope_freqs; qwen35-4b = Qwen3.5-4B (2560, 32 blocks, 24 of them gated delta-net;
-an 8 GB F16 file).
+an 8 GB F16 file); lfm2-1.2b = LFM2-1.2B (2048, 16 blocks, 10 of them short convolutions).
 """
 from __future__ import annotations
 
@@ -40,6 +40,14 @@ SHAPES = {
                              qwen35=arch.Qwen35Layout(d_state=128, n_k_heads=16, n_v_heads=32, n_rot=64,
                                                       sections=(11, 11, 10, 0)),
                              note="Qwen3.5-4B shape"),
+    # LFM2-1.2B: 16 blocks of n_embd 2048 (10 short convolutions, l_cache 3; 6 attention:
+    # 32/8 heads of 64), n_ff 8192, tied. No LFM2 vocabulary ships with llama.cpp: Llama 3's
+    # stands in (128256 tokens; the release has 65536, so the head here is twice as wide).
+    "lfm2-1.2b": arch.Family("lfm2", arch._vocab("llama-bpe"), 128256, 2048, 16, 32, 8, 8192, 1000000.0,
+                             128000, 1e-5, tied=True, head_dim=64, qk_norm=True,
+                             lfm2=arch.Lfm2Layout(conv=(True, True, False, True, True, False, True, True, False,
+                                                        True, False, True, False, True, False, True)),
+                             note="LFM2-1.2B shape"),
 }
 
 

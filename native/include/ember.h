@@ -56,13 +56,14 @@
 extern "C" {
 #endif
 
-#define EMBER_ABI_VERSION 6
+#define EMBER_ABI_VERSION 7
 
 typedef int32_t ember_token;
 typedef struct ember_model ember_model;
 typedef struct ember_context ember_context;
 typedef struct ember_sampler ember_sampler;
 typedef struct ember_grammar ember_grammar;
+typedef struct ember_embedder ember_embedder;
 
 typedef enum ember_status {
     EMBER_OK = 0,
@@ -297,6 +298,62 @@ EMBER_API ember_status ember_decode(ember_context *ctx, const ember_token *token
 /* Logits of the i-th token of the last decode (-1: the last one); NULL when absent.
  * Valid until the next decode. n_vocab floats. */
 EMBER_API const float *ember_get_logits(ember_context *ctx, int32_t i);
+
+/* ---- embeddings (encoder models: the bert family) ----------------------- */
+
+/* An embedder turns whole token sequences into one vector each (n_embd floats):
+ *
+ *     ember_embedder *emb = NULL;
+ *     ember_embedder_params ep = ember_embedder_default_params();
+ *     if (ember_embedder_create(model, &ep, &emb) != EMBER_OK) ...  // a chat model: UNSUPPORTED
+ *     ember_token ids[512];
+ *     int32_t lens[2];
+ *     ember_tokenize(model, "first text", 10, true, false, ids, 512, &lens[0]);
+ *     ember_tokenize(model, "second", 6, true, false, ids + lens[0], 512 - lens[0], &lens[1]);
+ *     float vec[2 * 384];
+ *     ember_embed(emb, ids, lens, 2, true, vec, 2 * 384);   // L2-normalised
+ *
+ * Every token attends to every token of its own sequence (no causal mask, no KV cache);
+ * the sequence's last hidden states are pooled as the file says (pooling_type: mean, the
+ * first token (CLS) or the last) unless the params choose. Sequences share a graph
+ * evaluation while they fit in n_batch tokens. One embedder is used by one thread at a time. */
+
+#define EMBER_POOLING_UNSPECIFIED (-1) /* the file's */
+#define EMBER_POOLING_NONE 0           /* per-token states: no sentence vector (refused) */
+#define EMBER_POOLING_MEAN 1
+#define EMBER_POOLING_CLS 2
+#define EMBER_POOLING_LAST 3
+
+typedef struct ember_embedder_params {
+    int32_t n_threads; /* 0: physical cores */
+    int32_t isa;       /* EMBER_ISA_*; a level the CPU lacks is an error */
+    int32_t n_batch;   /* tokens per graph evaluation; 0: 1024 (never fewer than n_seq_max) */
+    int32_t pooling;   /* EMBER_POOLING_*; UNSPECIFIED: the file's */
+} ember_embedder_params;
+
+/* The pooling an embedder on this model uses by default (EMBER_POOLING_MEAN, _CLS, _LAST,
+   or _NONE when the file says none); -1 for a model that makes no embeddings (a causal
+   language model: ember_embedder_create refuses it). */
+EMBER_API int32_t ember_model_pooling(const ember_model *model);
+EMBER_API ember_embedder_params ember_embedder_default_params(void);
+/* EMBER_ERR_UNSUPPORTED for a text-generation model, or pooling none. */
+EMBER_API ember_status ember_embedder_create(ember_model *model, const ember_embedder_params *params,
+                                             ember_embedder **out);
+EMBER_API void ember_embedder_free(ember_embedder *embedder);
+EMBER_API const char *ember_embedder_last_error(const ember_embedder *embedder);
+EMBER_API int32_t ember_embedder_n_embd(const ember_embedder *embedder);
+/* The most tokens one sequence may have (the model's position table). */
+EMBER_API int32_t ember_embedder_n_seq_max(const ember_embedder *embedder);
+EMBER_API int32_t ember_embedder_pooling(const ember_embedder *embedder);
+/* Polled between the graph's nodes; nonzero -> EMBER_ERR_CANCELLED. */
+EMBER_API void ember_embedder_set_cancel_flag(ember_embedder *embedder, const volatile int32_t *flag);
+/* tokens: n_seqs sequences one after another (seq_lens[i] tokens each, 1..n_seq_max; the
+   caller adds [CLS]/[SEP], as ember_tokenize with add_special does); out: n_seqs * n_embd
+   floats (out_capacity floats available), sequence i's vector at i * n_embd, unit length
+   when normalize. A sequence longer than n_seq_max: EMBER_ERR_CONTEXT_FULL; an empty one or
+   an id outside the vocabulary: EMBER_ERR_INVALID_ARGUMENT; nothing is computed then. */
+EMBER_API ember_status ember_embed(ember_embedder *embedder, const ember_token *tokens, const int32_t *seq_lens,
+                                   int32_t n_seqs, bool normalize, float *out, int64_t out_capacity);
 
 /* ---- sampler ------------------------------------------------------------ */
 

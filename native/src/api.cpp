@@ -21,6 +21,7 @@
 #include "cpu/kernels.h"
 #include "model/arch.h"
 #include "model/context.h"
+#include "model/encoder.h"
 #include "model/footprint.h"
 #include "model/model.h"
 #include "quant/types.h"
@@ -78,6 +79,12 @@ struct ember_context {
     std::unique_ptr<Context> ctx;
     HandleErrors last_error;
     std::string profile_report;
+};
+
+struct ember_embedder {
+    ember_model* owner = nullptr;
+    std::unique_ptr<Encoder> encoder;
+    HandleErrors last_error;
 };
 
 struct ember_sampler {
@@ -486,6 +493,74 @@ ember_status ember_context_create(ember_model* model, const ember_context_params
 }
 
 void ember_context_free(ember_context* ctx) { delete ctx; }
+
+int32_t ember_model_pooling(const ember_model* m) {
+    if (!m || !m->model->has_weights()) return -1;
+    const HParams& h = m->model->hparams();
+    return h.causal ? -1 : (int32_t)h.pooling;
+}
+
+ember_embedder_params ember_embedder_default_params(void) {
+    ember_embedder_params p{};
+    p.n_threads = 0;
+    p.isa = EMBER_ISA_AUTO;
+    p.n_batch = 0;
+    p.pooling = EMBER_POOLING_UNSPECIFIED;
+    return p;
+}
+
+ember_status ember_embedder_create(ember_model* model, const ember_embedder_params* params, ember_embedder** out) {
+    return guarded(model ? &model->last_error : nullptr, [&] {
+        require(model && out, "model and out must not be NULL");
+        *out = nullptr;
+        EncoderOptions o;
+        if (params) {
+            require(params->n_threads >= 0 && params->n_batch >= 0, "embedder parameters must not be negative");
+            require(params->pooling >= EMBER_POOLING_UNSPECIFIED && params->pooling <= EMBER_POOLING_LAST,
+                    "pooling must be one of EMBER_POOLING_*");
+            o.n_threads = params->n_threads;
+            o.n_batch = params->n_batch;
+            o.pooling = params->pooling;
+            if (params->isa != EMBER_ISA_AUTO) {
+                if (!ember_isa_supported(params->isa))
+                    fail(EMBER_ERR_UNSUPPORTED, "this CPU does not support instruction set level " +
+                                                    std::to_string(params->isa));
+                o.isa = params->isa;
+            }
+        }
+        auto h = std::make_unique<ember_embedder>();
+        h->owner = model;
+        h->encoder = std::make_unique<Encoder>(*model->model, o);
+        *out = h.release();
+    });
+}
+
+void ember_embedder_free(ember_embedder* e) { delete e; }
+
+const char* ember_embedder_last_error(const ember_embedder* e) { return e ? e->last_error.get() : ""; }
+
+int32_t ember_embedder_n_embd(const ember_embedder* e) { return e ? e->encoder->n_embd() : 0; }
+
+int32_t ember_embedder_n_seq_max(const ember_embedder* e) { return e ? e->encoder->n_seq_max() : 0; }
+
+int32_t ember_embedder_pooling(const ember_embedder* e) { return e ? (int32_t)e->encoder->pooling() : -1; }
+
+void ember_embedder_set_cancel_flag(ember_embedder* e, const volatile int32_t* flag) {
+    if (e) e->encoder->set_cancel_flag(flag);
+}
+
+ember_status ember_embed(ember_embedder* e, const ember_token* tokens, const int32_t* seq_lens, int32_t n_seqs,
+                         bool normalize, float* out, int64_t out_capacity) {
+    return guarded(e ? &e->last_error : nullptr, [&] {
+        require(e != nullptr, "embedder is NULL");
+        require(n_seqs > 0, "n_seqs must be positive");
+        const int64_t need = (int64_t)n_seqs * e->encoder->n_embd();
+        if (out_capacity < need)
+            fail(EMBER_ERR_BUFFER_TOO_SMALL, "out holds " + std::to_string(out_capacity) + " floats; " +
+                                                 std::to_string(n_seqs) + " vectors need " + std::to_string(need));
+        e->encoder->embed(tokens, seq_lens, n_seqs, normalize, out);
+    });
+}
 const char* ember_context_backend(const ember_context* ctx) {
     return ctx ? ctx->ctx->placement().summary.c_str() : "";
 }

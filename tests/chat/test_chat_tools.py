@@ -51,6 +51,7 @@ CASES = [
     ("unsloth-Apriel-1.5", "tool-calls-json", True, False),
     ("MiniMax-M1", "tool-calls-json", True, False),
     ("CohereForAI-c4ai-command-r7b-12-2024-tool_use", "command-r", True, False),
+    ("LFM2.5-8B-A1B", "lfm", True, False),
 ]
 
 
@@ -167,3 +168,32 @@ def test_templates_without_tools_say_so(templates_dir):
 def test_a_template_that_takes_tools_in_a_format_not_parsed_is_not_usable(templates_dir):
     support = tool_support(load(templates_dir, "moonshotai-Kimi-K2"))
     assert support.takes_tools and support.format is None and not support.usable
+
+
+@pytest.mark.parametrize("name", ["LFM2-8B-A1B", "LFM2.5-Instruct", "LFM2.5-8B-A1B"])
+def test_lfm_templates_take_their_python_calls(templates_dir, name):
+    """LFM2's templates list the tools in the system turn; the models answer with a Python
+    list of keyword calls between <|tool_call_start|> and <|tool_call_end|> (the format
+    LFM2.5-8B-A1B's template renders past calls in)."""
+    support = tool_support(load(templates_dir, name))
+    assert support.takes_tools and support.usable and support.format.name == "lfm"
+    fmt = support.format
+    text = ("Checking.<|tool_call_start|>[get_weather(city='Paris', days=-2, metric=true, "
+            'opts={"units": "si", "hours": [6, 18], "alt": null}), ns.get_time(city="Rome, Lazio")]'
+            "<|tool_call_end|>")
+    content, calls = fmt.parse(text, TOOLS)
+    assert content == "Checking."
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Paris", "days": -2, "metric": True,
+                         "opts": {"units": "si", "hours": [6, 18], "alt": None}}),
+        ("ns.get_time", {"city": "Rome, Lazio"})]
+    # anything but literals is not a call, and nothing in it runs
+    for bad in ("<|tool_call_start|>[get_weather(city=__import__('os').getcwd())]<|tool_call_end|>",
+                "<|tool_call_start|>[get_weather('Paris')]<|tool_call_end|>",
+                "<|tool_call_start|>[get_weather(**{'city': 'Paris'})]<|tool_call_end|>",
+                "<|tool_call_start|>[get_weather(city='Par<|tool_call_end|>"):
+        assert fmt.parse(bad, TOOLS) == (bad, [])
+    stream = ToolCallStream(fmt, TOOLS)
+    said = "".join(stream.feed(text[i:i + 4]) for i in range(0, len(text), 4))
+    rest, streamed = stream.finish()
+    assert said == "Checking." and not rest.strip() and [c.name for c in streamed] == ["get_weather", "ns.get_time"]

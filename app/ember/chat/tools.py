@@ -398,11 +398,94 @@ class MistralFormat(ToolFormat):
         return f'[TOOL_CALLS][{{"name": {json.dumps(name)}, "arguments": '
 
 
+class LfmFormat(ToolFormat):
+    """<|tool_call_start|>[name(key='value', n=3), other(...)]<|tool_call_end|>: a Python list
+    of calls with keyword arguments (LFM2, LFM2.5; their templates write string values in
+    single quotes and objects as JSON). Read with the ast module: only literals (and JSON's
+    true / false / null) are accepted as values, nothing is evaluated."""
+
+    name, label = "lfm", "LFM2 <|tool_call_start|> Python calls"
+    openers = ("<|tool_call_start|>",)
+    _names = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+
+    @classmethod
+    def detect(cls, source: str) -> bool:
+        # LFM2.5-Instruct's template lists the tools but renders no calls of its own
+        return "<|tool_call_start|>" in source or "<|tool_list_start|>" in source or \
+            ("List of tools: [" in source and "<|im_start|>" in source)
+
+    @classmethod
+    def _value(cls, node):
+        import ast
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bytes):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in cls._names:
+            return cls._names[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
+                and isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, (int, float)) \
+                and not isinstance(node.operand.value, bool):
+            return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [cls._value(e) for e in node.elts]
+        if isinstance(node, ast.Dict):
+            out = {}
+            for k, v in zip(node.keys, node.values):
+                key = cls._value(k) if k is not None else None
+                if not isinstance(key, str):
+                    raise ValueError("a key that is not a string")
+                out[key] = cls._value(v)
+            return out
+        raise ValueError("not a literal")
+
+    def _calls(self, body: str) -> list[ToolCall] | None:
+        import ast
+        try:
+            tree = ast.parse(body.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        items = tree.elts if isinstance(tree, (ast.List, ast.Tuple)) else [tree]
+        calls = []
+        for c in items:
+            if not isinstance(c, ast.Call) or c.args:
+                return None
+            func = c.func
+            parts = []
+            while isinstance(func, ast.Attribute):  # a dotted name (namespace.tool)
+                parts.append(func.attr)
+                func = func.value
+            if not isinstance(func, ast.Name):
+                return None
+            name = ".".join([func.id, *reversed(parts)])
+            try:
+                args = {k.arg: self._value(k.value) for k in c.keywords if k.arg is not None}
+            except (ValueError, RecursionError):
+                return None
+            if len(args) != len(c.keywords):
+                return None  # **kwargs
+            calls.append(ToolCall(name, json.dumps(args, ensure_ascii=False), self.new_id()))
+        return calls or None
+
+    def parse(self, text, tools=()):
+        start = text.find("<|tool_call_start|>")
+        if start == -1:
+            return text, []
+        end = text.find("<|tool_call_end|>", start)
+        body = text[start + len("<|tool_call_start|>"):end if end != -1 else len(text)]
+        calls = self._calls(body)
+        if calls is None:
+            return text, []
+        after = text[end + len("<|tool_call_end|>"):] if end != -1 else ""
+        return text[:start] + after, calls
+
+    def forced_prefix(self, name):
+        return "<|tool_call_start|>[" if name is None else f"<|tool_call_start|>[{name}("
+
+
 # the order matters: a template that writes <tool_call> around XML is not Hermes', nor one
 # whose instructions mention <tool_call> but whose calls go in <tool_calls> (Apriel 1.5)
 TOOL_FORMATS: tuple[type[ToolFormat], ...] = (QwenXmlFormat, GlmFormat, ToolCallsJsonFormat,
                                               HermesFormat, MistralFormat, CommandRFormat,
-                                              Llama3Format)
+                                              LfmFormat, Llama3Format)
 
 _PROBE_NAME = "ember_probe_tool_name"
 _PROBE_TOOLS = [{"type": "function", "function": {

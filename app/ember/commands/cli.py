@@ -1,4 +1,4 @@
-"""The `ember` command: run, tokenize, perplexity, info (and the desktop app by default)."""
+"""The `ember` command: run, tokenize, embed, perplexity, info (and the desktop app by default)."""
 from __future__ import annotations
 
 import argparse
@@ -130,6 +130,16 @@ def _add_quantize_args(p: argparse.ArgumentParser) -> None:
 def cmd_quantize(args) -> int:
     from . import quantize
     return quantize.run(args)
+
+
+def _add_embed_args(p: argparse.ArgumentParser) -> None:
+    from .embed import add_arguments
+    add_arguments(p)
+
+
+def cmd_embed(args) -> int:
+    from . import embed
+    return embed.run(args)
 
 
 def _add_serve_args(p: argparse.ArgumentParser) -> None:
@@ -334,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("quantize", help="write a quantized copy of a model, as llama-quantize")
     _add_quantize_args(q)
     q.set_defaults(func=cmd_quantize)
+
+    e = sub.add_parser("embed", help="print the embedding vectors of texts as JSON (bert models)")
+    _add_embed_args(e)
+    e.set_defaults(func=cmd_embed)
 
     c = sub.add_parser("chat", help="chat in the terminal")
     c.add_argument("-m", "--model", default=None, help="model (default: the starter model)")

@@ -1,6 +1,6 @@
-"""What the library needs from an embedding model, so the engine's `bert` family can take
-the numpy encoder's place without the library changing; and where the app's document
-model comes from and lives."""
+"""What the library needs from an embedding model (the Embedder protocol), the engine's
+`bert` family behind it (EngineEmbedder), and where the app's document model comes from
+and lives."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,9 +41,67 @@ def document_model_dir(models_folder: Path) -> Path:
     return Path(models_folder) / "documents"
 
 
+class EngineEmbedder:
+    """The engine's bert family behind the Embedder protocol: a GGUF encoder file, texts cut
+    at max_tokens as sentence-transformers cuts them (256 for MiniLM), the file's pooling,
+    unit vectors. Its name is the file's stem, as the numpy encoder names the same file's
+    vectors (they agree to cosine 0.9999), so switching between the two re-embeds nothing."""
+
+    def __init__(self, path: str | Path, max_tokens: int = 256, n_threads: int | None = None,
+                 batch_size: int = 32, name: str | None = None):
+        from ..engine import Embedder as EngineEmbedding
+        from ..engine import Model
+
+        self.path = Path(path)
+        self.model = Model(self.path, n_threads=n_threads)
+        self.engine = EngineEmbedding(self.model)
+        self.max_tokens = min(max_tokens, self.engine.n_seq_max)
+        self.batch_size = batch_size
+        self.name = name or self.path.stem
+        self.dim = self.engine.n_embd
+
+    def tokenize(self, text: str) -> list[int]:
+        return self.engine.tokenize(text, self.max_tokens)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """[len(texts), dim] float32 unit vectors; texts go to the engine in batches of
+        batch_size (one graph evaluation holds as many as fit in its token batch)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            chunk = [self.tokenize(t) for t in texts[start:start + self.batch_size]]
+            out[start:start + len(chunk)] = self.engine.embed_tokens(chunk)
+        return out
+
+    def close(self) -> None:
+        self.engine.close()
+        self.model.close()
+
+
+def embedder_from_zip(zipped: Path) -> Embedder:
+    """The downloaded model.zip's embedder: the engine on its GGUF (documents.convert writes
+    it beside the zip once, the bytes tools/convert_minilm.py writes), named as the numpy
+    encoder names the zip's vectors, so a library indexed by one is searched by the other;
+    the numpy encoder on the zip where the engine cannot run."""
+    from .minilm import MiniLMEmbedder
+
+    zipped = Path(zipped)
+    gguf = zipped.with_name(MINILM_GGUF)
+    try:
+        if not gguf.is_file() or gguf.stat().st_mtime < zipped.stat().st_mtime:
+            from .convert import zip_to_gguf
+            zip_to_gguf(zipped, gguf)
+        return EngineEmbedder(gguf, name="all-MiniLM-L6-v2")
+    except Exception as e:  # noqa: BLE001 (no engine library: OSError; a refusal: EmberError)
+        import logging
+        logging.getLogger(__name__).warning("the engine cannot embed with %s (%s); using the "
+                                            "numpy encoder", zipped.name, e)
+        return MiniLMEmbedder.from_zip(zipped)
+
+
 def default_embedder(models_folder: Path | None = None) -> Embedder | None:
-    """The numpy MiniLM on the converted GGUF in the models folder, else on the downloaded
-    model.zip; None where neither is there (the library then searches words only)."""
+    """The engine's bert family on the converted GGUF in the models folder (the numpy MiniLM
+    on that file where the engine cannot run it), else on the downloaded model.zip's GGUF
+    (embedder_from_zip); None where neither is there (the library then searches words only)."""
     from .minilm import MiniLMEmbedder
 
     if models_folder is None:
@@ -51,8 +109,14 @@ def default_embedder(models_folder: Path | None = None) -> Embedder | None:
         models_folder = models_dir()
     gguf = Path(models_folder) / MINILM_GGUF
     if gguf.is_file():
-        return MiniLMEmbedder.from_gguf(gguf)
+        try:
+            return EngineEmbedder(gguf)
+        except Exception as e:  # noqa: BLE001 (no engine library: OSError; a refusal: EmberError)
+            import logging
+            logging.getLogger(__name__).warning("the engine cannot embed with %s (%s); "
+                                                "using the numpy encoder", gguf.name, e)
+            return MiniLMEmbedder.from_gguf(gguf)
     zipped = document_model_dir(models_folder) / MINILM.filename
     if zipped.is_file():
-        return MiniLMEmbedder.from_zip(zipped)
+        return embedder_from_zip(zipped)
     return None

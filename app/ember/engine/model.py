@@ -192,6 +192,11 @@ class Model:
         return bool(self._lib.ember_vocab_add_bos(self._model))
 
     @property
+    def add_eos(self) -> bool:
+        """Whether tokenize(add_special=True) puts EOS last (BERT's [SEP])."""
+        return bool(self._lib.ember_vocab_add_eos(self._model))
+
+    @property
     def eos_id(self) -> int:
         return int(self._lib.ember_token_eos(self._model))
 

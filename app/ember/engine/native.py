@@ -20,7 +20,7 @@ from ctypes import (
 )
 from pathlib import Path
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 token_p = POINTER(c_int32)
 PROGRESS_FN = ctypes.CFUNCTYPE(c_bool, c_float, c_void_p)
@@ -40,6 +40,14 @@ class ContextParams(Structure):
     _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("n_threads", c_int32),
                 ("isa", c_int32), ("backend", c_char_p), ("n_gpu_layers", c_int32),
                 ("progress", PROGRESS_FN), ("progress_user_data", c_void_p)]
+
+
+class EmbedderParams(Structure):
+    _fields_ = [("n_threads", c_int32), ("isa", c_int32), ("n_batch", c_int32), ("pooling", c_int32)]
+
+
+# EMBER_POOLING_* (an embedder's pooling; -1 from ember_model_pooling: not an embedding model)
+POOLING_NAMES = {0: "none", 1: "mean", 2: "cls", 3: "last"}
 
 
 class BackendDevice(Structure):
@@ -180,6 +188,17 @@ _SIGNATURES = {
     "ember_context_set_cancel_flag": (None, [c_void_p, POINTER(c_int32)]),
     "ember_decode": (c_int32, [c_void_p, token_p, c_int32, c_int32, c_bool]),
     "ember_get_logits": (POINTER(c_float), [c_void_p, c_int32]),
+    "ember_model_pooling": (c_int32, [c_void_p]),
+    "ember_embedder_default_params": (EmbedderParams, []),
+    "ember_embedder_create": (c_int32, [c_void_p, POINTER(EmbedderParams), POINTER(c_void_p)]),
+    "ember_embedder_free": (None, [c_void_p]),
+    "ember_embedder_last_error": (c_char_p, [c_void_p]),
+    "ember_embedder_n_embd": (c_int32, [c_void_p]),
+    "ember_embedder_n_seq_max": (c_int32, [c_void_p]),
+    "ember_embedder_pooling": (c_int32, [c_void_p]),
+    "ember_embedder_set_cancel_flag": (None, [c_void_p, POINTER(c_int32)]),
+    "ember_embed": (c_int32, [c_void_p, token_p, POINTER(c_int32), c_int32, c_bool, POINTER(c_float),
+                              c_int64]),
     "ember_sampler_default_params": (SamplerParams, []),
     "ember_sampler_create": (c_int32, [POINTER(SamplerParams), POINTER(c_void_p)]),
     "ember_sampler_free": (None, [c_void_p]),

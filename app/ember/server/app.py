@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from . import anthropic, extras, openai_responses
+from . import anthropic, embeddings, extras, openai_responses
 from .anthropic import MessageAnswer
 from .engine_state import LoadedModel
 from .errors import ApiError, error_body
@@ -416,6 +416,8 @@ def build_app(state: ServerState, *, host: str, api_key: str | None = None,
         Route("/chat/completions", chat, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/completions", completions, methods=["POST"]),
+        Route("/v1/embeddings", _extra_post(embeddings.answer), methods=["POST"]),
+        Route("/embeddings", _extra_post(embeddings.answer), methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/responses", responses, methods=["POST"]),
         # Anthropic's Messages API

@@ -105,7 +105,9 @@ def serve(args) -> int:
     def load() -> None:
         from ..speculative_options import speculative_from_args
         try:
-            state.loaded = LoadedModel(path, n_slots=args.parallel, n_ctx=args.ctx_size,
+            from .embeddings import EmbeddingModel, is_embedding_file
+            kind = EmbeddingModel if is_embedding_file(path) else LoadedModel
+            state.loaded = kind(path, n_slots=args.parallel, n_ctx=args.ctx_size,
                                        n_threads=args.threads, alias=args.alias,
                                        strict_model_names=args.strict_model_names,
                                        reasoning_format=args.reasoning_format,
@@ -116,6 +118,11 @@ def serve(args) -> int:
             server.should_exit = True
             return
         loaded = state.loaded
+        if isinstance(loaded, EmbeddingModel):
+            print(f"ember serve: {loaded.id} loaded (an embedding model: POST /v1/embeddings, "
+                  f"{loaded.embedder.n_embd} dimensions, {loaded.n_ctx} tokens a text at most)",
+                  flush=True)
+            return
         pool = loaded.pool
         if pool.threads is None:
             how = "decoding on every core"

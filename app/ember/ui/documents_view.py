@@ -304,8 +304,8 @@ class DocumentsView(QWidget):
         self.note.setText(message)
 
     def _on_model_installed(self, path: str) -> None:
-        from ..documents.minilm import MiniLMEmbedder
-        self.embedder = MiniLMEmbedder.from_zip(path)
+        from ..documents.embedder import embedder_from_zip
+        self.embedder = embedder_from_zip(Path(path))
         self._download_ended("The document model is installed: questions find passages by "
                              "meaning too.")
         self.model_installed.emit(path)

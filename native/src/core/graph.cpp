@@ -329,6 +329,32 @@ Tensor* Graph::attention(Tensor* q, Tensor* k_cache, Tensor* v_cache, Tensor* po
     return t;
 }
 
+Tensor* Graph::layer_norm(Tensor* x, Tensor* weight, Tensor* bias, float eps) {
+    check(x->type == DType::F32 && x->nb[0] == sizeof(float), "layer_norm wants F32 rows");
+    for (Tensor* p : {weight, bias})
+        check(!p || (p->type == DType::F32 && p->ne[0] == x->ne[0] && p->n_rows() == 1), "layer_norm weight shape");
+    Tensor* t = new_op(Op::LAYER_NORM, DType::F32, x->ne, {x, weight, bias});
+    t->fparams[0] = eps;
+    return t;
+}
+
+Tensor* Graph::gelu(Tensor* x) {
+    check(x->type == DType::F32 && x->nb[0] == sizeof(float), "gelu wants F32 rows");
+    return new_op(Op::GELU, DType::F32, x->ne, {x});
+}
+
+Tensor* Graph::attention_bidir(Tensor* q, Tensor* k, Tensor* v, Tensor* pos, float scale) {
+    for (Tensor* s : {q, k, v}) check(s->type == DType::F32 && s->nb[0] == sizeof(float), "attention_bidir wants F32 rows");
+    check(k->ne[0] == q->ne[0] && v->ne[0] == q->ne[0] && v->ne[1] == k->ne[1] && q->ne[1] % k->ne[1] == 0,
+          "attention_bidir head shapes");
+    check(k->ne[2] == q->ne[2] && v->ne[2] == q->ne[2] && q->ne[3] == 1, "attention_bidir token counts");
+    check(pos->type == DType::I32 && pos->ne[0] == q->ne[2], "attention_bidir positions");
+    const int64_t ne[4] = {q->ne[0] * q->ne[1], q->ne[2], 1, 1};
+    Tensor* t = new_op(Op::ATTENTION_BIDIR, DType::F32, ne, {q, k, v, pos});
+    t->fparams[0] = scale;
+    return t;
+}
+
 void Graph::finalize(const std::vector<Tensor*>& outputs) {
     static std::atomic<uint64_t> next_id{1};
     id_ = next_id.fetch_add(1, std::memory_order_relaxed);

@@ -97,6 +97,15 @@ public:
     // first (eps as llama.cpp's: x / sqrt(sum x^2 + eps)). -> [S, H, N].
     Tensor* delta_net(Tensor* q, Tensor* k, Tensor* v, Tensor* gates, Tensor* state, bool l2_norm, float eps);
 
+    // Encoders (BERT). LayerNorm of each row times weight plus bias (either may be null).
+    Tensor* layer_norm(Tensor* x, Tensor* weight, Tensor* bias, float eps);
+    // The exact (erf) GELU, elementwise.
+    Tensor* gelu(Tensor* x);
+    // Bidirectional attention within each sequence of the batch (no cache, no causal mask):
+    // q [head_dim, n_head, N], k and v [head_dim, n_head_kv, N] F32; sequences lie one after
+    // another, each with positions 0, 1, ... (pos I32 [N]). -> [head_dim * n_head, N].
+    Tensor* attention_bidir(Tensor* q, Tensor* k, Tensor* v, Tensor* pos, float scale);
+
     // ---- planning -------------------------------------------------------------
     // Orders the nodes reachable from outputs and plans the intermediate buffer.
     void finalize(const std::vector<Tensor*>& outputs);

@@ -55,6 +55,9 @@ const char* op_name(Op op) {
         case Op::SSM_CONV: return "ssm_conv";
         case Op::GDN_GATES: return "gdn_gates";
         case Op::DELTA_NET: return "delta_net";
+        case Op::LAYER_NORM: return "layer_norm";
+        case Op::GELU: return "gelu";
+        case Op::ATTENTION_BIDIR: return "attention_bidir";
         case Op::COUNT: break;
     }
     return "other";

@@ -52,6 +52,15 @@ enum class Op : int32_t {
                     // [S, S, H] (head h's matrix transposed: row j holds column j) -> F32
                     // [S, H, N]; value head h reads key head h % Hk; iparams[0] 1: q and k
                     // L2-normed first (fparams[0] eps); the output is scaled by 1/sqrt(S)
+    // Encoders (BERT; Graph::layer_norm and the two after it)
+    LAYER_NORM,     // (src[0] - mean) / sqrt(var + eps) * src[1] + src[2] per row; src[1], src[2]
+                    // optional F32 [ne0] (broadcast over rows); fparams[0] eps
+    GELU,           // exact GELU of src[0], 0.5 x (1 + erf(x / sqrt 2)), elementwise
+    ATTENTION_BIDIR, // bidirectional attention of src[0] Q [head_dim, n_head, N] over src[1] K and
+                    // src[2] V [head_dim, n_head_kv, N] (F32, the batch's own tokens, no cache)
+                    // within each sequence: src[3] positions I32 [N], a sequence starting at
+                    // each position 0 and running until the next; fparams[0] scale ->
+                    // F32 [head_dim * n_head, N]
     COUNT
 };
 

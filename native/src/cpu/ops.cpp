@@ -473,6 +473,9 @@ void compute_node(const Tensor* t, ComputeParams& p) {
         case Op::SSM_CONV: op_ssm_conv(t, ith, nth); return;
         case Op::GDN_GATES: op_gdn_gates(t, ith, nth); return;
         case Op::DELTA_NET: op_delta_net(t, p); return;
+        case Op::LAYER_NORM: op_layer_norm(t, ith, nth); return;
+        case Op::GELU: op_gelu(t, ith, nth); return;
+        case Op::ATTENTION_BIDIR: op_attention_bidir(t, p); return;
         case Op::COUNT: break;
     }
     fail(EMBER_ERR_INTERNAL, "unknown op " + std::to_string((int)t->op));

@@ -123,6 +123,10 @@ size_t mul_mat_id_work_size(const Tensor* t, Isa isa, int n_threads);
 void op_ssm_conv(const Tensor* t, int ith, int nth);
 void op_gdn_gates(const Tensor* t, int ith, int nth);
 void op_delta_net(const Tensor* t, ComputeParams& p);
+// The encoder ops (cpu/encoder_ops.cpp).
+void op_layer_norm(const Tensor* t, int ith, int nth);
+void op_gelu(const Tensor* t, int ith, int nth);
+void op_attention_bidir(const Tensor* t, ComputeParams& p);
 // Whether a MUL_MAT node converts its activations into the work buffer, given what the
 // previous product left there (updated in converted / converted_type): op_mul_mat's
 // decision, which the barrier plan mirrors.

@@ -39,6 +39,8 @@ const ArchSpec kArchs[] = {
      lfm2_read_hparams,   lfm2_bind_model,    lfm2_bind_layer,   lfm2_build_graph},
     {"phi3", "Phi-3, Phi-3.5, Phi-4 (dense)", RopeMode::NEOX,
      phi3_read_hparams,   phi3_bind_model,    phi3_bind_layer,   llama_build_graph},
+    {"bert", "BERT sentence encoders: all-MiniLM, bge, e5 (embeddings only)", RopeMode::NORMAL,
+     bert_read_hparams,   bert_bind_model,    bert_bind_layer,   bert_build_graph},
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The architecture table: one row per family Ember runs. A row says how the family reads
 // its hyper-parameters, which weights it binds and which graph it builds; each family's
 // functions live in its own file (llama.cpp, which qwen2 and qwen3 share; gemma3.cpp, which
-// gemma2 shares; gemma4.cpp; qwen35.cpp; phi3.cpp), built from the shared helpers in model/build.h. Adding a family
+// gemma2 shares; gemma4.cpp; qwen35.cpp; phi3.cpp; bert.cpp, an encoder), built from the shared helpers in model/build.h. Adding a family
 // is its file and one row in arch.cpp.
 #pragma once
 
@@ -71,5 +71,9 @@ void qwen35_build_graph(GraphBuilder& b);
 void phi3_read_hparams(const GGUFFile& g, HParams& h);
 void phi3_bind_model(Model& m);
 void phi3_bind_layer(Model& m, int32_t il);
+void bert_read_hparams(const GGUFFile& g, HParams& h);
+void bert_bind_model(Model& m);
+void bert_bind_layer(Model& m, int32_t il);
+void bert_build_graph(GraphBuilder& b);
 
 }  // namespace ember

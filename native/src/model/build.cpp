@@ -214,4 +214,9 @@ void GraphBuilder::output(Tensor* x) {
     g.finalize({logits});
 }
 
+void GraphBuilder::encoder_output(Tensor* x) {
+    bg_.embd = name(x, "result_embd");
+    g.finalize({x});
+}
+
 }  // namespace ember

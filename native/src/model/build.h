@@ -22,6 +22,7 @@ public:
 
     int32_t n_ctx() const { return n_ctx_; }
     Tensor* tokens() const { return bg_.tokens; }  // I32 [n_tokens], the batch's ids
+    Tensor* positions() const { return bg_.pos; }  // I32 [n_tokens], each token's position
     // Names a node as llama.cpp's cb(cur, name, il) does ("attn_norm-3"; il < 0: the name
     // alone, "result_output"), so that a trace or a diff against llama.cpp's intermediates
     // points at it. Returns t.
@@ -56,6 +57,9 @@ public:
     Tensor* moe_ffn(const LayerWeights& L, Tensor* cur, Activation act, int32_t il, Tensor* router_logits = nullptr);
     // Final norm, output head (soft-capped where the model says so); finishes the graph.
     void output(Tensor* x);
+    // An encoder's result: the last hidden states [n_embd, N] (BatchGraph::embd, pooled by
+    // model/encoder.h); finishes the graph.
+    void encoder_output(Tensor* x);
     // A recurrent block's state leaves (model/recurrent_state.h): the convolution's and
     // the delta rule's.
     Tensor* conv_state(int32_t il) const { return &rs_->conv[(size_t)il]; }

@@ -46,6 +46,10 @@ Context::Context(const Model& model, const ContextOptions& opts)
       backend_(choose_threads(opts.n_threads), max_row_of(model.hparams()),
                opts.isa >= 0 ? (Isa)opts.isa : active_isa()) {
     if (!model.has_weights()) fail(EMBER_ERR_INVALID_ARGUMENT, "the model was loaded without weights");
+    if (!model.hparams().causal)
+        fail(EMBER_ERR_UNSUPPORTED, "'" + model.hparams().arch +
+                                        "' is an embedding model: it turns text into vectors for search (ember embed, "
+                                        "/v1/embeddings, the document library), it does not generate text");
     if (n_ctx_ < 1 || n_ctx_ > (1 << 20)) fail(EMBER_ERR_INVALID_ARGUMENT, "n_ctx must be in 1..1048576");
     const HParams& h = model.hparams();
 

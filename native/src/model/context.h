@@ -54,6 +54,7 @@ struct BatchGraph {
     Tensor* tokens = nullptr;  // I32 [n_tokens]
     Tensor* pos = nullptr;     // I32 [n_tokens]
     Tensor* logits = nullptr;  // F32 [n_vocab, n_outputs] or null
+    Tensor* embd = nullptr;    // an encoder's last hidden states F32 [n_embd, n_tokens] (model/encoder.h)
 };
 
 class Context {

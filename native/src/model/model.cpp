@@ -331,7 +331,8 @@ void Model::bind_weights(const LoadOptions& opts) {
     output = weight("output.weight", {hp_.n_embd, hp_.n_vocab}, false);
     if (!output) output = tok_embd;  // tied embeddings
     if (arch_->bind_model) arch_->bind_model(*this);
-    if (!output_norm) fail(EMBER_ERR_FORMAT, "missing tensor 'output_norm.weight'");
+    // encoders (bert) end in their blocks' norms: no final norm, no head
+    if (!output_norm && hp_.causal) fail(EMBER_ERR_FORMAT, "missing tensor 'output_norm.weight'");
     layers.assign((size_t)hp_.n_layer, LayerWeights{});
     for (int32_t il = 0; il < hp_.n_layer; ++il) {
         arch_->bind_layer(*this, il);

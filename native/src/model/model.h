@@ -22,6 +22,10 @@ namespace ember {
 class WeightRepack;
 enum class Isa : int32_t;
 
+// How an encoder turns a sequence's hidden states into one vector: GGUF's pooling_type
+// values (llama.cpp's llama_pooling_type). NONE: per-token states, no vector.
+enum class Pooling : int32_t { NONE = 0, MEAN = 1, CLS = 2, LAST = 3 };
+
 struct HParams {
     std::string arch;
     int32_t n_vocab = 0;
@@ -97,6 +101,12 @@ struct HParams {
     // Full-attention blocks whose Q projection also yields a gate per head (Qwen3.5, Qwen3-
     // Next): [q | gate] per head, the attention's output times sigmoid(gate).
     bool attn_q_gate = false;
+    // Encoders (BERT): attention sees the whole sequence (attention.causal false), and a
+    // sequence's vector is pooled from its tokens' last hidden states (pooling_type, as
+    // llama.cpp numbers it); LayerNorm's epsilon (attention.layer_norm_epsilon).
+    bool causal = true;
+    Pooling pooling = Pooling::NONE;
+    float norm_eps = 1e-12f;
 
     bool is_swa(int32_t il) const { return !swa_layers.empty() && swa_layers[(size_t)il]; }
     bool ropes(int32_t il) const { return n_no_rope_step <= 0 || (il + 1) % n_no_rope_step != 0; }
@@ -205,6 +215,14 @@ struct LayerWeights {
     Tensor* ssm_alpha = nullptr;
     Tensor* ssm_norm = nullptr;
     Tensor* ssm_out = nullptr;
+    // an encoder block (BERT, post-norm): the LayerNorms after the attention's and the
+    // feed-forward's residuals, with their biases, and the feed-forward's biases
+    Tensor* attn_out_norm = nullptr;
+    Tensor* attn_out_norm_b = nullptr;
+    Tensor* layer_out_norm = nullptr;
+    Tensor* layer_out_norm_b = nullptr;
+    Tensor* ffn_up_b = nullptr;
+    Tensor* ffn_down_b = nullptr;
 };
 
 struct ArchSpec;
@@ -243,6 +261,12 @@ public:
     Tensor* per_layer_tok_embd = nullptr;
     Tensor* per_layer_model_proj = nullptr;
     Tensor* per_layer_proj_norm = nullptr;
+    // Encoders (BERT): absolute position embeddings [n_embd, n_ctx_train], token-type
+    // embeddings [n_embd, n_types], and the LayerNorm of their sum (weight and bias)
+    Tensor* position_embd = nullptr;
+    Tensor* token_types = nullptr;
+    Tensor* tok_norm = nullptr;
+    Tensor* tok_norm_b = nullptr;
     std::vector<LayerWeights> layers;
 
     // Binds a weight of the mapping, checking its shape and that its type can be
