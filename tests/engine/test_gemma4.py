@@ -101,7 +101,7 @@ def broken(base):
          _set_kv(base(), a + "feed_forward_length", gw.ARRAY, (gw.I32, [64, 64, 128])), FORMAT, "entries"),
         ("mixture of experts",
          _set_kv(_set_kv(base(), a + "expert_count", gw.U32, 4), a + "expert_used_count", gw.U32, 2),
-         UNSUPPORTED, "mixture-of-experts"),
+         FORMAT, "no block has experts"),
         ("no rope_freqs", _drop_tensor(base(), "rope_freqs.weight"), FORMAT, "rope_freqs.weight"),
         ("no per-layer gate", _drop_tensor(base(), "blk.1.inp_gate.weight"), FORMAT, "blk.1.inp_gate.weight"),
         ("no per-layer table", _drop_tensor(base(), "per_layer_token_embd.weight"), FORMAT,

@@ -125,6 +125,15 @@ void gemma4_bind_layer(Model& m, int32_t il) {
         L.ffn_post_norm_1 = m.layer_weight(il, "post_ffw_norm_1", {h.n_embd});
         L.ffn_post_norm_2 = m.layer_weight(il, "post_ffw_norm_2", {h.n_embd});
     }
+    if (h.n_expert > 0 && il == h.n_layer - 1) {
+        // a block without a router is dense (as in llama.cpp), but a file that declares
+        // experts and gives no block any is not the model it says it is
+        bool any = false;
+        for (const LayerWeights& l : m.layers) any = any || l.ffn_gate_inp;
+        if (!any)
+            fail(EMBER_ERR_FORMAT, "expert_count is " + std::to_string(h.n_expert) +
+                                       " but no block has experts (ffn_gate_inp.weight)");
+    }
     if (h.n_embd_per_layer > 0) {
         L.per_layer_inp_gate = m.layer_weight(il, "inp_gate", {h.n_embd, h.n_embd_per_layer});
         L.per_layer_proj = m.layer_weight(il, "proj", {h.n_embd_per_layer, h.n_embd});
