@@ -437,6 +437,20 @@ def longrope_factors(n: int, top: float) -> np.ndarray:
 # tensors
 # ---------------------------------------------------------------------------
 
+def routed_experts(family: str, p: str) -> list[tuple[str, np.ndarray]]:
+    """Block p's router (F32, std router_gain / sqrt(n_embd), as converters keep it) and its
+    experts' gate, up and down matrices ([n_expert, out, in] F16, merged per block)."""
+    f = FAMILIES[family]
+    E, X, F = f.n_embd, f.n_expert, f.n_ff_exp
+    name = p + "ffn_gate_inp.weight"
+    out = [(name, uniform(family, name, X * E, f.router_gain / math.sqrt(E)).astype(np.float32).reshape(X, E))]
+    for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
+        name = p + f"ffn_{t}_exps.weight"
+        w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
+        out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+    return out
+
+
 def gemma4_tensors(family: str) -> list[tuple[str, np.ndarray]]:
     """The tensors of a gemma4 file (llama.cpp's llama_model_gemma4::load_arch_tensors)."""
     f = FAMILIES[family]
@@ -559,14 +573,7 @@ def qwen35_tensors(family: str) -> list[tuple[str, np.ndarray]]:
         if f.n_expert:
             # routed experts as the converter splits them (Qwen2MoeModel: gate and up apart;
             # router and shared-expert gate F32), then the shared expert
-            name = p + "ffn_gate_inp.weight"
-            router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
-            out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
-            X, F = f.n_expert, f.n_ff_exp
-            for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
-                name = p + f"ffn_{t}_exps.weight"
-                w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
-                out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+            out += routed_experts(family, p)
             name = p + "ffn_gate_inp_shexp.weight"
             out.append((name, vector(family, name, E, 1.0 / math.sqrt(E)).reshape(1, E)))
             mat(p + "ffn_gate_shexp.weight", f.n_ff_shexp, E)
@@ -615,16 +622,9 @@ def lfm2_tensors(family: str) -> list[tuple[str, np.ndarray]]:
         if f.n_expert and il >= Lz.dense_lead:
             # as LFM2MoeModel writes them: the router F32, the experts merged per block, the
             # selection bias (expert_bias) F32
-            name = p + "ffn_gate_inp.weight"
-            router = uniform(family, name, f.n_expert * E, f.router_gain / math.sqrt(E))
-            out.append((name, router.astype(np.float32).reshape(f.n_expert, E)))
-            X, F = f.n_expert, f.n_ff_exp
-            for t, rows, cols in (("gate", F, E), ("up", F, E), ("down", E, F)):
-                name = p + f"ffn_{t}_exps.weight"
-                w = uniform(family, name, X * rows * cols, 1.0 / math.sqrt(cols))
-                out.append((name, w.astype(np.float32).astype(np.float16).reshape(X, rows, cols)))
+            out += routed_experts(family, p)
             name = p + "exp_probs_b.bias"
-            out.append((name, vector(family, name, X, 0.05)))
+            out.append((name, vector(family, name, f.n_expert, 0.05)))
         else:
             mat(p + "ffn_gate.weight", f.n_ff, E)
             mat(p + "ffn_up.weight", f.n_ff, E)
