@@ -102,7 +102,8 @@ void Context::place(const ContextOptions& opts) {
     if (model_.hparams().has_recurrent()) {
         // the recurrent ops and their state have no device kernels yet
         if (!choice.candidates.empty())
-            placement_.note = "the recurrent (delta-net) layers of " + model_.hparams().arch + " run on the CPU only";
+            placement_.note = "the recurrent layers of " + model_.hparams().arch +
+                              " (delta-net or short convolutions) run on the CPU only";
         return;
     }
     if (opts.n_gpu_layers == 0) {
